@@ -1,0 +1,155 @@
+//! The specification's public types: the JSONL header, the descriptor that
+//! replaces an offloaded result, its summary and recipes, and the guidance.
+//!
+//! Field names are exactly the specification's. Additions are marked as such
+//! and are skipped when empty, so a reader that knows only the spec's fields
+//! reads our files and descriptors unchanged.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::records::Rebuild;
+
+/// Marker value of [`OffloadHeader::header_type`].
+pub const HEADER_TYPE: &str = "lro_header";
+
+/// Metadata header written as the first line of an offloaded JSONL file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OffloadHeader {
+    /// Marker identifying this as an LRO header. Always `"lro_header"`.
+    #[serde(rename = "type")]
+    pub header_type: String,
+    /// The operation that produced these results: "recall", "search",
+    /// "inject", "list", or the sanitised tool name for other tools.
+    pub operation: String,
+    /// The query string (if applicable): the call's `query` argument.
+    pub query: Option<String>,
+    /// Total number of record lines following the header.
+    pub count: usize,
+    /// Schema version of the record objects.
+    pub schema_version: String,
+    /// ISO 8601 timestamp of when the file was written.
+    pub timestamp: String,
+    /// Estimated total tokens of the result set.
+    pub estimated_tokens: usize,
+    /// Detail level used for serialization.
+    pub detail: String,
+    /// Addition: the MCP tool that was called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Addition: what is needed to rebuild the original `CallToolResult`
+    /// (see [`rebuild`](crate::rebuild)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<Rebuild>,
+}
+
+/// Represents an offloaded result file.
+#[derive(Debug, Clone)]
+pub struct OffloadedResult {
+    /// Absolute path to the JSONL file.
+    pub path: PathBuf,
+    /// Header metadata.
+    pub header: OffloadHeader,
+    /// Time-to-live for this file. After expiry, custodial cleanup MAY delete it.
+    pub ttl: Duration,
+    /// When this file was created.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Compact response returned when results are offloaded to JSONL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffloadResponse {
+    /// Indicates this is an offloaded result.
+    pub offloaded: bool,
+    /// Summary of the result set.
+    pub summary: OffloadSummary,
+    /// Absolute path to the JSONL file.
+    pub file_path: String,
+    /// JSON Schema describing each record line in the JSONL file.
+    pub line_schema: serde_json::Value,
+    /// Ready-to-use jq recipes for common extraction patterns (always 10).
+    pub jq_recipes: Vec<JqRecipe>,
+    /// Usage guidance for the AI assistant.
+    pub guidance: String,
+    /// Addition (memory pointer pattern): about the first 200 characters of
+    /// the data, so the reader can judge it before opening the file.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub preview: String,
+}
+
+/// Summary of an offloaded result set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffloadSummary {
+    /// Total number of records in the file.
+    pub count: usize,
+    /// Estimated total tokens saved by offloading.
+    pub estimated_tokens: usize,
+    /// The operation that was performed.
+    pub operation: String,
+    /// Top namespaces represented (up to 5): values of `namespace`, or of the
+    /// most category-like field for other records.
+    pub top_namespaces: Vec<String>,
+    /// Score range (min, max) if applicable.
+    pub score_range: Option<(f64, f64)>,
+    /// Detail level used for serialization.
+    pub detail: String,
+}
+
+/// A ready-to-run jq command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JqRecipe {
+    /// Human-readable description of what this recipe does.
+    pub description: String,
+    /// The jq command to execute.
+    pub command: String,
+}
+
+/// The specification's guidance template, filled in.
+pub fn guidance(count: usize, tokens: usize, path: &str, detail: &str) -> String {
+    format!(
+        "Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n\
+         File: {path}\n\
+         Detail level: {detail}\n\
+         Use the jq recipes above to extract specific data. Common patterns:\n\
+         - Browse: recipe #1 (titles with namespaces)\n\
+         - Filter: recipe #2 (by namespace) or #3 (by keyword)\n\
+         - Analyze: recipe #6 (count by namespace)\n\
+         Read the file directly only if you need the complete dataset.\n\
+         The header line (line 1) contains metadata; memory objects start at line 2."
+    )
+}
+
+/// Guidance for records that are not memories: the same template, with the
+/// recipe pointers naming what this file's recipes really do.
+pub(crate) fn generic_guidance(
+    count: usize,
+    tokens: usize,
+    path: &str,
+    detail: &str,
+    recipes: &[JqRecipe],
+) -> String {
+    let name = |i: usize| {
+        recipes
+            .get(i)
+            .map(|r| r.description.to_lowercase())
+            .unwrap_or_default()
+    };
+    format!(
+        "Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n\
+         File: {path}\n\
+         Detail level: {detail}\n\
+         Use the jq recipes above to extract specific data. Common patterns:\n\
+         - Browse: recipe #1 ({})\n\
+         - Filter: recipe #2 ({}) or #3 ({})\n\
+         - Analyze: recipe #4 ({})\n\
+         Read the file directly only if you need the complete dataset.\n\
+         The header line (line 1) contains metadata; records start at line 2.",
+        name(0),
+        name(1),
+        name(2),
+        name(3)
+    )
+}

@@ -1,0 +1,669 @@
+//! The transport-free offload engine.
+//!
+//! [`Offloader::process`] takes a tool call ([`ToolCall`]: tool name and
+//! arguments) and its MCP `CallToolResult` as JSON bytes, and decides:
+//!
+//! * **inline** — the estimated tokens are `<= threshold_tokens` (default
+//!   1600), offloading is disabled, the result is an error (`isError`), or it
+//!   holds nothing to offload: the caller keeps the original bytes, untouched;
+//! * **offloaded** — the result is written as a JSONL file (a header line,
+//!   then one record per line) and a rewritten `CallToolResult` carrying the
+//!   [`OffloadResponse`] descriptor is returned;
+//! * **truncated** — the file could not be written: the result is returned
+//!   inline, cut on record boundaries to fit the threshold, with a warning
+//!   block first (the spec's write-failure fallback). The call still succeeds.
+//!
+//! No HTTP types appear here: the tower layer, a proxy binary or an
+//! extraction tool all drive the same engine.
+//!
+//! # Token estimation
+//!
+//! The estimate covers what a model would read: the text of the text blocks,
+//! or the serialised `structuredContent`, whichever is larger (servers send
+//! the same data in both; clients show one). Image, audio and resource blocks
+//! are not counted. Estimation is pluggable ([`TokenEstimator`]); the default
+//! is the spec's `characters / 4`, CJK-aware ([`ScriptAwareEstimator`]).
+//! Results whose byte length alone proves them under the threshold are not
+//! even parsed.
+//!
+//! # Records
+//!
+//! A JSON array in `structuredContent` or in a text block gives one record
+//! per element; an object whose bulk (over half its bytes) is one array gives
+//! that array's elements; JSONL text gives its lines; plain text gives one
+//! `{"line": n, "text": "..."}` record per line. Everything else (other
+//! fields, other blocks, the object around the array, the exact whitespace of
+//! the text) is kept in the header's `rebuild` section: [`rebuild`] restores
+//! the original `CallToolResult`, equal as JSON, from the file alone. Literals
+//! are never re-serialised, so numbers beyond `f64` and escapes survive.
+//!
+//! # The rewritten result
+//!
+//! The rewritten `CallToolResult` is valid MCP: its first content block is a
+//! text block holding the descriptor JSON; image, audio and resource blocks,
+//! and text blocks that were not record sources, follow in their original
+//! order; `isError`, `_meta`, `resultType` and every other top-level field
+//! are kept as they were.
+//!
+//! **`structuredContent`**: when records came from it, it is kept with the
+//! record array emptied (`{"memories": [...]}` becomes `{"memories": []}`,
+//! every other field unchanged). A client that validates the tool's
+//! `outputSchema` (the TypeScript and Python SDKs do, and reject a result of
+//! such a tool that has no `structuredContent`) therefore still gets an
+//! object of the declared shape, unless the schema demands a minimum number
+//! of items; exclude such tools from offloading. When `structuredContent`
+//! holds no array it is left untouched.
+//!
+//! # Detail level
+//!
+//! The call's `detail` argument (`light`, `medium`, `full`), else the tool's
+//! default (`light` for `recall_memories`, `medium` for `inject_context`),
+//! else inferred from the records (`provenance` → full, a flattened
+//! `confidence` → medium, else light). It appears in the header, the summary
+//! and the guidance, and selects recipes 9 and 10 for memory records.
+//!
+//! # Example
+//!
+//! ```
+//! use tower_lro::{OffloadConfig, Offloader, Outcome, ToolCall};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+//! let rows: Vec<_> = (0..500).map(|i| serde_json::json!({"id": i, "level": "info", "msg": "started worker"})).collect();
+//! let result = serde_json::json!({
+//!     "content": [{"type": "text", "text": serde_json::to_string(&rows).unwrap()}]
+//! });
+//! let call = ToolCall::new("query_logs", None);
+//! match offloader.process(&call, result.to_string().as_bytes()).unwrap() {
+//!     Outcome::Offloaded(o) => {
+//!         assert_eq!(o.response.summary.count, 500);
+//!         assert_eq!(o.response.jq_recipes.len(), 10);
+//!         // Nothing is lost: the file alone gives the original back.
+//!         let file = std::fs::read_to_string(&o.file.path).unwrap();
+//!         let rebuilt: serde_json::Value = serde_json::from_str(&tower_lro::rebuild(&file).unwrap()).unwrap();
+//!         assert_eq!(rebuilt, result);
+//!     }
+//!     other => panic!("expected an offload, got {other:?}"),
+//! }
+//! ```
+
+pub mod descriptor;
+pub mod estimate;
+pub(crate) mod jsonfmt;
+pub(crate) mod recipes;
+pub(crate) mod records;
+pub(crate) mod stats;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+pub use descriptor::{
+    HEADER_TYPE, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
+    guidance,
+};
+pub use estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
+#[cfg(feature = "o200k")]
+pub use estimate::O200kEstimator;
+pub use records::{Rebuild, RebuildError};
+
+use crate::lifecycle::store::{FsStore, Store, StoreError};
+use crate::wire::mcp::{BlockOut, RawResult, ResultError};
+use records::{Extraction, RecordKind};
+use stats::RecordStats;
+
+/// Default token threshold (the spec's `DEFAULT_OFFLOAD_THRESHOLD_TOKENS`).
+pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: usize = 1600;
+/// Default time-to-live of an offloaded file: one hour.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+/// Default `schema_version` written in file headers.
+pub const DEFAULT_SCHEMA_VERSION: &str = "1.0";
+/// Default length of the descriptor's `preview`, in characters.
+pub const DEFAULT_PREVIEW_CHARS: usize = 200;
+
+/// Engine configuration: the spec's `[prompt.offload]` keys and ours.
+#[derive(Debug, Clone)]
+pub struct OffloadConfig {
+    /// Enable or disable LRO (`prompt.offload.enabled`, default true).
+    pub enabled: bool,
+    /// Token threshold for activation (`prompt.offload.threshold_tokens`, default 1600).
+    pub threshold_tokens: usize,
+    /// Seconds before file cleanup (`prompt.offload.ttl_seconds`, default 3600).
+    pub ttl: Duration,
+    /// Directory for JSONL files (`prompt.offload.output_dir`; empty = system temp dir).
+    pub output_dir: PathBuf,
+    /// `schema_version` written in headers (default "1.0").
+    pub schema_version: String,
+    /// Characters of data in the descriptor's `preview` (default 200; 0 = none).
+    pub preview_chars: usize,
+    /// Whether results with `isError: true` may be offloaded (default false).
+    pub offload_errors: bool,
+}
+
+impl Default for OffloadConfig {
+    fn default() -> Self {
+        OffloadConfig {
+            enabled: true,
+            threshold_tokens: DEFAULT_OFFLOAD_THRESHOLD_TOKENS,
+            ttl: DEFAULT_TTL,
+            output_dir: PathBuf::new(),
+            schema_version: DEFAULT_SCHEMA_VERSION.to_owned(),
+            preview_chars: DEFAULT_PREVIEW_CHARS,
+            offload_errors: false,
+        }
+    }
+}
+
+impl OffloadConfig {
+    /// Sets `enabled`.
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+    /// Sets `threshold_tokens`.
+    pub fn threshold_tokens(mut self, tokens: usize) -> Self {
+        self.threshold_tokens = tokens;
+        self
+    }
+    /// Sets the file time-to-live.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+    /// Sets the output directory (empty: system temp dir).
+    pub fn output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_dir = dir.into();
+        self
+    }
+    /// Sets the preview length in characters.
+    pub fn preview_chars(mut self, chars: usize) -> Self {
+        self.preview_chars = chars;
+        self
+    }
+    /// Allows offloading results with `isError: true`.
+    pub fn offload_errors(mut self, allow: bool) -> Self {
+        self.offload_errors = allow;
+        self
+    }
+}
+
+/// The call a result answers: tool name and arguments.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    /// The tool's name (`params.name` of `tools/call`).
+    pub name: String,
+    /// The call's arguments (`params.arguments`).
+    pub arguments: Option<Value>,
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments`.
+    pub fn new(name: impl Into<String>, arguments: Option<Value>) -> Self {
+        ToolCall {
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    fn string_arg(&self, key: &str) -> Option<&str> {
+        self.arguments.as_ref()?.get(key)?.as_str()
+    }
+}
+
+/// The spec's operation name for a tool: `recall`, `list`, `inject`,
+/// `search`, else the tool name reduced to `[a-z0-9_]` (at most 64 bytes), so
+/// a tool name can never steer a file path.
+pub fn operation_name(tool: &str) -> String {
+    match tool {
+        "recall_memories" => return "recall".into(),
+        "list_memories" => return "list".into(),
+        "inject_context" => return "inject".into(),
+        _ => {}
+    }
+    let lower = tool.to_ascii_lowercase();
+    if lower == "search" || lower.starts_with("search_") || lower.ends_with("_search") {
+        return "search".into();
+    }
+    let mut op: String = lower
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if op.trim_matches('_').is_empty() {
+        op = "tool".into();
+    }
+    op
+}
+
+/// Why a result stayed inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InlineReason {
+    /// Offloading is disabled.
+    Disabled,
+    /// The estimate is at or under the threshold.
+    UnderThreshold {
+        /// Estimated tokens of the result (an upper bound when the body was
+        /// too short to need parsing).
+        estimated_tokens: usize,
+    },
+    /// The result has `isError: true` and error offloading is off.
+    IsError,
+    /// Over the threshold, but nothing in it can become records (for
+    /// example, all of it sits in a `structuredContent` object without arrays).
+    NoRecords,
+    /// The engine's blocking task did not complete (runtime shutting down).
+    Interrupted,
+}
+
+/// A result written to a file.
+#[derive(Debug, Clone)]
+pub struct Offloaded {
+    /// The rewritten `CallToolResult` JSON, carrying the descriptor.
+    pub result: String,
+    /// The descriptor.
+    pub response: OffloadResponse,
+    /// The file.
+    pub file: OffloadedResult,
+}
+
+/// A result that could not be written and was truncated instead.
+#[derive(Debug)]
+pub struct Truncated {
+    /// The truncated `CallToolResult` JSON, with a warning block first.
+    pub result: String,
+    /// Why the file could not be written.
+    pub error: StoreError,
+    /// Records kept inline.
+    pub kept: usize,
+    /// Records in the full result.
+    pub total: usize,
+    /// Estimated tokens of the full result.
+    pub estimated_tokens: usize,
+}
+
+/// What the engine decided for one result.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Keep the original bytes.
+    Inline(InlineReason),
+    /// Written to a file; send `result` instead.
+    Offloaded(Box<Offloaded>),
+    /// The write failed; send the truncated `result` instead.
+    Truncated(Box<Truncated>),
+}
+
+/// The offload engine. Cheap to clone; shares its configuration, estimator and store.
+#[derive(Clone)]
+pub struct Offloader {
+    config: Arc<OffloadConfig>,
+    estimator: Arc<dyn TokenEstimator>,
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for Offloader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Offloader")
+            .field("config", &self.config)
+            .field("dir", &self.store.dir())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Offloader {
+    /// An engine with the default estimator, writing with [`FsStore`] into
+    /// `config.output_dir`.
+    pub fn new(config: OffloadConfig) -> Self {
+        let store = FsStore::new(config.output_dir.clone());
+        Offloader {
+            config: Arc::new(config),
+            estimator: Arc::new(ScriptAwareEstimator),
+            store: Arc::new(store),
+        }
+    }
+
+    /// Replaces the token estimator.
+    pub fn with_estimator(mut self, estimator: impl TokenEstimator) -> Self {
+        self.estimator = Arc::new(estimator);
+        self
+    }
+
+    /// Replaces the store (another location, or fault injection in tests).
+    pub fn with_store(mut self, store: impl Store) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OffloadConfig {
+        &self.config
+    }
+
+    /// The store files are written to.
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    /// Whether `len` bytes of result are sure to stay under the threshold,
+    /// without looking at them.
+    pub fn surely_inline(&self, len: usize) -> bool {
+        !self.config.enabled || self.estimator.max_tokens_for_bytes(len) <= self.config.threshold_tokens
+    }
+
+    /// Estimated tokens of a tool result (see the module docs).
+    pub fn estimate(&self, result: &[u8]) -> Result<usize, ResultError> {
+        let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
+        let parsed = RawResult::parse(text)?;
+        Ok(self.estimate_parsed(&parsed))
+    }
+
+    fn estimate_parsed(&self, parsed: &RawResult<'_>) -> usize {
+        let text: usize = parsed
+            .blocks
+            .iter()
+            .filter_map(|b| b.text.as_deref())
+            .map(|t| self.estimator.estimate(t))
+            .sum();
+        let structured = parsed
+            .structured()
+            .map_or(0, |s| self.estimator.estimate(s.get()));
+        text.max(structured)
+    }
+
+    /// Decides inline or offload for one result, writing the file when
+    /// offloading. Blocking (parsing and file I/O): in async code use
+    /// [`process_async`](Self::process_async).
+    pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
+        if !self.config.enabled {
+            return Ok(Outcome::Inline(InlineReason::Disabled));
+        }
+        if self.surely_inline(result.len()) {
+            return Ok(Outcome::Inline(InlineReason::UnderThreshold {
+                estimated_tokens: self.estimator.max_tokens_for_bytes(result.len()),
+            }));
+        }
+        let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
+        let parsed = RawResult::parse(text)?;
+        if !self.config.offload_errors
+            && parsed.top.get("isError").is_some_and(|v| v.get() == "true")
+        {
+            return Ok(Outcome::Inline(InlineReason::IsError));
+        }
+        let estimated_tokens = self.estimate_parsed(&parsed);
+        if estimated_tokens <= self.config.threshold_tokens {
+            return Ok(Outcome::Inline(InlineReason::UnderThreshold { estimated_tokens }));
+        }
+        let large = self.config.threshold_tokens / 4;
+        let extraction = records::extract(&parsed, |t| self.estimator.estimate(t) > large)?;
+        if extraction.records.is_empty() {
+            return Ok(Outcome::Inline(InlineReason::NoRecords));
+        }
+        Ok(self.offload(call, &parsed, extraction, estimated_tokens))
+    }
+
+    /// [`process`](Self::process) off the async executor: results that may
+    /// be over the threshold are handled on tokio's blocking pool.
+    pub async fn process_async(
+        &self,
+        call: ToolCall,
+        result: bytes::Bytes,
+    ) -> Result<Outcome, ResultError> {
+        if self.surely_inline(result.len()) {
+            return self.process(&call, &result);
+        }
+        let this = self.clone();
+        match tokio::task::spawn_blocking(move || this.process(&call, &result)).await {
+            Ok(outcome) => outcome,
+            // The blocking task panicked or the runtime is shutting down: keep the original.
+            Err(_) => Ok(Outcome::Inline(InlineReason::Interrupted)),
+        }
+    }
+
+    fn detail(&self, call: &ToolCall, stats: &RecordStats) -> String {
+        match call.string_arg("detail") {
+            Some(d @ ("light" | "medium" | "full")) => return d.to_owned(),
+            _ => {}
+        }
+        match call.name.as_str() {
+            "recall_memories" => "light".into(),
+            "inject_context" => "medium".into(),
+            _ => stats.inferred_detail().into(),
+        }
+    }
+
+    fn offload(
+        &self,
+        call: &ToolCall,
+        parsed: &RawResult<'_>,
+        extraction: Extraction,
+        estimated_tokens: usize,
+    ) -> Outcome {
+        let Extraction {
+            records,
+            kind,
+            rebuild,
+            kept_blocks,
+            structured_slim,
+        } = extraction;
+        let stats = RecordStats::collect(records.iter().map(String::as_str));
+        let detail = self.detail(call, &stats);
+        let operation = operation_name(&call.name);
+        let id = ulid::Ulid::new();
+        let created_at: DateTime<Utc> = id.datetime().into();
+        let header = OffloadHeader {
+            header_type: HEADER_TYPE.to_owned(),
+            operation: operation.clone(),
+            query: call.string_arg("query").map(str::to_owned),
+            count: records.len(),
+            schema_version: self.config.schema_version.clone(),
+            timestamp: created_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            estimated_tokens,
+            detail: detail.clone(),
+            tool: Some(call.name.clone()),
+            rebuild: Some(rebuild),
+        };
+        let file_name = format!("atlatl-{operation}-{id}.jsonl");
+        let contents = file_contents(&header, &records);
+        let path = match self.store.write(&file_name, &contents) {
+            Ok(path) => path,
+            Err(error) => {
+                let rebuild = header.rebuild.as_ref();
+                return self.truncate(parsed, rebuild, &records, error, estimated_tokens);
+            }
+        };
+        drop(contents);
+        let file_path = path.to_string_lossy().into_owned();
+        let jq_recipes = recipes::build(&file_path, &stats, kind, &detail, &records);
+        let memories = kind == RecordKind::Json && stats.memory_recipes_fit(&detail);
+        let guidance = if memories {
+            guidance(records.len(), estimated_tokens, &file_path, &detail)
+        } else {
+            descriptor::generic_guidance(
+                records.len(),
+                estimated_tokens,
+                &file_path,
+                &detail,
+                &jq_recipes,
+            )
+        };
+        let response = OffloadResponse {
+            offloaded: true,
+            summary: OffloadSummary {
+                count: records.len(),
+                estimated_tokens,
+                operation,
+                top_namespaces: stats.top_categories(5),
+                score_range: stats.score_range(),
+                detail,
+            },
+            file_path,
+            line_schema: stats.line_schema(),
+            jq_recipes,
+            guidance,
+            preview: preview(&records, self.config.preview_chars),
+        };
+        let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
+        let mut blocks = vec![BlockOut::NewText(&descriptor_json)];
+        blocks.extend(kept_blocks.iter().map(|&i| BlockOut::Original(i)));
+        let result = parsed.write(&blocks, structured_slim.as_deref());
+        Outcome::Offloaded(Box::new(Offloaded {
+            result,
+            response,
+            file: OffloadedResult {
+                path,
+                header: OffloadHeader {
+                    rebuild: None,
+                    ..header
+                },
+                ttl: self.config.ttl,
+                created_at,
+            },
+        }))
+    }
+
+    /// The spec's write-failure fallback: inline, cut on record boundaries
+    /// to fit the threshold, with a warning first.
+    fn truncate(
+        &self,
+        parsed: &RawResult<'_>,
+        rebuild: Option<&Rebuild>,
+        records: &[String],
+        error: StoreError,
+        estimated_tokens: usize,
+    ) -> Outcome {
+        let total = records.len();
+        let make_warning = |kept: usize| {
+            format!(
+                "Warning: large result offloading (LRO) failed ({error}); the result below is \
+                 truncated to {kept} of {total} records to fit {} tokens.",
+                self.config.threshold_tokens
+            )
+        };
+        // Tokens of what stays besides the records (other blocks, fields, the warning).
+        let overhead = self.estimator.estimate(&make_warning(total))
+            + rebuild.map_or(0, |r| self.estimator.estimate(r.result.get()));
+        let budget = self.config.threshold_tokens.saturating_sub(overhead);
+        let mut used = 0usize;
+        let mut kept = 0usize;
+        for rec in records {
+            let cost = self.estimator.estimate(rec) + 1;
+            if used + cost > budget {
+                break;
+            }
+            used += cost;
+            kept += 1;
+        }
+        let refs: Vec<&str> = records[..kept].iter().map(String::as_str).collect();
+        let warning = make_warning(kept);
+        let body = rebuild
+            .and_then(|r| records::assemble(r, &refs, false).ok())
+            .unwrap_or_default();
+        let result = match RawResult::parse(&body) {
+            Ok(truncated) => {
+                let mut blocks = vec![BlockOut::NewText(&warning)];
+                blocks.extend((0..truncated.blocks.len()).map(BlockOut::Original));
+                truncated.write(&blocks, None)
+            }
+            Err(_) => {
+                let blocks = [BlockOut::NewText(&warning)];
+                parsed.write(&blocks, None)
+            }
+        };
+        Outcome::Truncated(Box::new(Truncated {
+            result,
+            error,
+            kept,
+            total,
+            estimated_tokens,
+        }))
+    }
+}
+
+fn file_contents(header: &OffloadHeader, records: &[String]) -> Vec<u8> {
+    let size: usize = records.iter().map(|r| r.len() + 1).sum();
+    let mut out = Vec::with_capacity(size + 1024);
+    // Serialising our own types into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, header);
+    out.push(b'\n');
+    for r in records {
+        out.extend_from_slice(r.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// About the first `limit` characters of the data (records joined by newlines).
+fn preview(records: &[String], limit: usize) -> String {
+    if limit == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut taken = 0usize;
+    let mut total = 0usize;
+    for (n, rec) in records.iter().enumerate() {
+        let sep = usize::from(n > 0);
+        let chars = rec.chars().count();
+        total += chars + sep;
+        if taken < limit {
+            if sep == 1 {
+                out.push('\n');
+                taken += 1;
+            }
+            let want = limit.saturating_sub(taken);
+            match rec.char_indices().nth(want) {
+                Some((cut, _)) => {
+                    out.push_str(&rec[..cut]);
+                    taken += want;
+                }
+                None => {
+                    out.push_str(rec);
+                    taken += chars;
+                }
+            }
+        }
+    }
+    if total > taken {
+        out.push_str(&format!("...(truncated, {} more chars)", total - taken));
+    }
+    out
+}
+
+/// Rebuilds the original `CallToolResult` JSON from the contents of an
+/// offloaded file. The result equals the original as JSON; every literal is
+/// as the server wrote it.
+pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
+    let mut lines = jsonl.split('\n');
+    let header_line = lines
+        .next()
+        .filter(|l| !l.is_empty())
+        .ok_or(RebuildError::NotLroFile("empty file"))?;
+    let header: OffloadHeader = serde_json::from_str(header_line)
+        .map_err(|_| RebuildError::NotLroFile("the first line is not an LRO header"))?;
+    if header.header_type != HEADER_TYPE {
+        return Err(RebuildError::NotLroFile("the header type is not \"lro_header\""));
+    }
+    let rebuild = header.rebuild.ok_or(RebuildError::NoRebuildInfo)?;
+    let records: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+    if records.len() != header.count {
+        return Err(RebuildError::CountMismatch {
+            expected: header.count,
+            found: records.len(),
+        });
+    }
+    records::assemble(&rebuild, &records, true)
+}
+
+/// Reads an offloaded file and rebuilds the original `CallToolResult` JSON.
+pub fn rebuild_file(path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
+    let text = std::fs::read_to_string(path)?;
+    rebuild(&text)
+}

@@ -1,0 +1,541 @@
+//! The ten jq recipes of a descriptor.
+//!
+//! Memory records (`id`, `title`, `namespace`, `memory_type`, ...) get the
+//! specification's table verbatim, recipes 9 and 10 chosen by detail level.
+//! Any other records get ten recipes built from the fields they really have
+//! (most common category value, score-like numbers, dates, a keyword taken
+//! from the data), guarded so that every recipe runs without error under
+//! jq 1.6 on the file it describes, whatever the records hold.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::descriptor::JqRecipe;
+use super::records::RecordKind;
+use super::stats::{FieldStats, RecordStats};
+
+/// How many records are sampled to pick a keyword for search recipes.
+const KEYWORD_SAMPLE: usize = 200;
+
+/// Quotes `s` for a POSIX shell, leaving it bare when that is safe.
+pub(crate) fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Builds the ten recipes for a file.
+pub(crate) fn build(
+    file: &str,
+    stats: &RecordStats,
+    kind: RecordKind,
+    detail: &str,
+    records: &[String],
+) -> Vec<JqRecipe> {
+    let file = shell_quote(file);
+    if kind == RecordKind::Json && stats.memory_recipes_fit(detail) {
+        return memory_recipes(&file, detail);
+    }
+    let mut b = Builder::new(file);
+    match kind {
+        RecordKind::Lines => line_recipes(&mut b, records),
+        RecordKind::Json if stats.objects > 0 => object_recipes(&mut b, stats, records),
+        RecordKind::Json => scalar_recipes(&mut b, stats),
+    }
+    b.universal(stats);
+    b.finish()
+}
+
+/// The specification's recipe table, exactly.
+fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
+    let mut table: Vec<(&str, &str)> = vec![
+        ("List titles with namespaces", "jq -r '[.title, .namespace] | @tsv'"),
+        (
+            "Filter by namespace prefix",
+            "jq 'select(.namespace | startswith(\"_semantic\"))'",
+        ),
+        (
+            "Search titles by keyword",
+            "jq 'select(.title | test(\"keyword\"; \"i\"))'",
+        ),
+        ("Extract IDs and titles only", "jq '{id, title, namespace}'"),
+        ("Filter by memory type", "jq 'select(.memory_type == \"semantic\")'"),
+        (
+            "Count by namespace",
+            "jq -s 'group_by(.namespace) | map({namespace: .[0].namespace, count: length})'",
+        ),
+        ("Filter by tag", "jq 'select(.tags | index(\"TAG\"))'"),
+        ("Sort by created date", "jq -s 'sort_by(.created)'"),
+    ];
+    match detail {
+        "medium" => table.extend([
+            (
+                "Sort by confidence desc",
+                "jq -s 'sort_by(.confidence) | reverse'",
+            ),
+            (
+                "Full-text search in content",
+                "jq 'select(.content | test(\"keyword\"; \"i\"))'",
+            ),
+        ]),
+        "full" => table.extend([
+            (
+                "Sort by confidence desc",
+                "jq -s 'sort_by(.provenance.confidence) | reverse'",
+            ),
+            (
+                "Full-text search in content",
+                "jq 'select(.content | test(\"keyword\"; \"i\"))'",
+            ),
+        ]),
+        _ => table.extend([
+            ("List unique namespaces", "jq -s 'map(.namespace) | unique'"),
+            (
+                "Count by memory_type",
+                "jq -s 'group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})'",
+            ),
+        ]),
+    }
+    table
+        .into_iter()
+        .map(|(description, jq)| JqRecipe {
+            description: description.to_owned(),
+            command: format!("tail -n +2 {file} | {jq}"),
+        })
+        .collect()
+}
+
+/// jq keywords that cannot follow a dot or stand alone as an object key in jq 1.6.
+const JQ_KEYWORDS: [&str; 17] = [
+    "and", "or", "not", "if", "then", "elif", "else", "end", "as", "def", "reduce", "foreach",
+    "try", "catch", "label", "import", "include",
+];
+
+/// `.name`, or `.["name"]` when the name is not a plain identifier.
+fn path(name: &str) -> String {
+    if is_ident(name) {
+        format!(".{name}")
+    } else {
+        format!(".[{}]", lit(name))
+    }
+}
+
+/// `path` for use after another path: `.name`, or `["name"]` (jq 1.6 has no `.["name"]` there).
+fn suffix(name: &str) -> String {
+    if is_ident(name) {
+        format!(".{name}")
+    } else {
+        format!("[{}]", lit(name))
+    }
+}
+
+fn is_ident(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !JQ_KEYWORDS.contains(&name)
+        && name != "__loc__"
+}
+
+/// A jq string literal (JSON escaping is valid jq; `\(` cannot appear).
+fn lit(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// `{a, b}` shorthand where possible, else `{"a": .["a"]}`.
+fn projection(fields: &[&str]) -> String {
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            if is_ident(f) {
+                (*f).to_owned()
+            } else {
+                format!("{}: {}", lit(f), path(f))
+            }
+        })
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+struct Builder {
+    file: String,
+    out: Vec<JqRecipe>,
+    /// Prefix for per-record programs (`objects | ` when records are mixed).
+    each: &'static str,
+    /// Prefix for slurped programs (`map(objects) | `).
+    all: &'static str,
+}
+
+impl Builder {
+    fn new(file: String) -> Self {
+        Builder {
+            file,
+            out: Vec::new(),
+            each: "",
+            all: "",
+        }
+    }
+
+    fn push(&mut self, description: String, flags: &str, program: String) {
+        if self.out.len() >= 10 || self.out.iter().any(|r| r.description == description) {
+            return;
+        }
+        let program = format!("'{}'", program.replace('\'', "'\\''"));
+        let jq = if flags.is_empty() {
+            format!("jq {program}")
+        } else {
+            format!("jq {flags} {program}")
+        };
+        self.out.push(JqRecipe {
+            description,
+            command: format!("tail -n +2 {} | {jq}", self.file),
+        });
+    }
+
+    fn each(&mut self, description: String, flags: &str, program: String) {
+        let p = format!("{}{program}", self.each);
+        self.push(description, flags, p);
+    }
+
+    fn all(&mut self, description: String, flags: &str, program: String) {
+        let p = format!("{}{program}", self.all);
+        let flags = if flags.is_empty() {
+            "-s".to_owned()
+        } else {
+            format!("-s {flags}")
+        };
+        self.push(description, &flags, p);
+    }
+
+    /// Recipes that fit any records; they fill the list up to ten.
+    fn universal(&mut self, stats: &RecordStats) {
+        self.push("Count records".into(), "-s", "length".into());
+        self.push("Show the first 5 records".into(), "-s", ".[:5]".into());
+        self.push("Show the last 5 records".into(), "-s", ".[-5:]".into());
+        if stats.objects > 0 {
+            self.push(
+                "List all field names".into(),
+                "-s",
+                "map(objects | keys) | add | unique".into(),
+            );
+        }
+        self.push("Show the first record".into(), "-s", ".[0]".into());
+        self.push("Every record on one line".into(), "-c", ".".into());
+        self.push(
+            "Count distinct records".into(),
+            "-s",
+            "unique | length".into(),
+        );
+        self.push(
+            "Count records by JSON type".into(),
+            "-s",
+            "group_by(type) | map({type: (.[0] | type), count: length})".into(),
+        );
+        self.push(
+            "Size in characters of each record".into(),
+            "",
+            "tojson | length".into(),
+        );
+        self.push(
+            "Every 10th record".into(),
+            "-s",
+            "[.[range(0; length; 10)]]".into(),
+        );
+        self.push("All records as one JSON array".into(), "-s", ".".into());
+    }
+
+    fn finish(self) -> Vec<JqRecipe> {
+        self.out
+    }
+}
+
+/// Picks a frequent word (4+ letters, not in every text) from sample texts.
+fn pick_keyword<'t>(texts: impl Iterator<Item = &'t str>) -> Option<String> {
+    let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut docs = 0usize;
+    for (n, text) in texts.enumerate() {
+        docs = n + 1;
+        let mut seen: Vec<String> = Vec::new();
+        for word in text.split(|c: char| !c.is_alphabetic()) {
+            if word.chars().count() < 4 {
+                continue;
+            }
+            let w = word.to_lowercase();
+            if seen.contains(&w) {
+                continue;
+            }
+            let e = counts.entry(w.clone()).or_default();
+            e.0 += 1;
+            e.1 = e.1.max(n);
+            seen.push(w);
+            if seen.len() > 64 {
+                break;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, (c, _))| docs < 2 || *c < docs)
+        .max_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| b.0.cmp(&a.0)))
+        .map(|(w, _)| w)
+}
+
+/// A regex-safe form of a keyword (letters only, so nothing to escape).
+fn keyword_or_default(k: Option<String>) -> String {
+    k.filter(|k| k.chars().all(char::is_alphabetic))
+        .unwrap_or_else(|| "keyword".to_owned())
+}
+
+fn line_recipes(b: &mut Builder, records: &[String]) {
+    let texts: Vec<String> = records
+        .iter()
+        .take(KEYWORD_SAMPLE)
+        .filter_map(|r| serde_json::from_str::<Value>(r).ok())
+        .filter_map(|v| v.get("text").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let kw = keyword_or_default(pick_keyword(texts.iter().map(String::as_str)));
+    let kwl = lit(&kw);
+    b.push("Print the text".into(), "-r", ".text".into());
+    b.push(
+        format!("Search lines for \"{kw}\" (with line numbers)"),
+        "-r",
+        format!("select(.text | test({kwl}; \"i\")) | \"\\(.line): \\(.text)\""),
+    );
+    b.push(
+        format!("Count lines containing \"{kw}\""),
+        "-s",
+        format!("map(select(.text | test({kwl}; \"i\"))) | length"),
+    );
+    b.push(
+        "Lines 1 to 20".into(),
+        "-r",
+        "select(.line >= 1 and .line <= 20) | .text".into(),
+    );
+    b.push("Last 20 lines".into(), "-r -s", ".[-20:][] | .text".into());
+    b.push("Count lines".into(), "-s", "length".into());
+    b.push(
+        "Most repeated lines (top 20)".into(),
+        "-s",
+        "group_by(.text) | map({text: .[0].text, count: length}) | sort_by(-.count) | .[:20]"
+            .into(),
+    );
+    b.push(
+        "Non-empty lines".into(),
+        "-c",
+        "select(.text | test(\"\\\\S\"))".into(),
+    );
+    b.push(
+        "Longest lines (top 10)".into(),
+        "-s",
+        "sort_by(.text | length) | reverse | .[:10]".into(),
+    );
+    b.push("First 20 lines".into(), "-r -s", ".[:20][] | .text".into());
+}
+
+/// Field roles found in object records.
+struct Roles<'s> {
+    id: Option<&'s str>,
+    label: Option<&'s str>,
+    text: Option<&'s str>,
+    category: Option<(&'s str, String)>,
+    number: Option<String>,
+    number_name: Option<&'s str>,
+    date: Option<&'s str>,
+}
+
+fn roles(stats: &RecordStats) -> Roles<'_> {
+    let common = |f: &FieldStats| f.present * 2 >= stats.objects;
+    let fields = &stats.fields;
+    let string_field = |names: &[&str]| {
+        names
+            .iter()
+            .find(|n| fields.get(**n).is_some_and(|f| f.strings > 0 && common(f)))
+            .map(|n| fields.get_index_of(*n).and_then(|i| fields.get_index(i)).map(|(k, _)| k.as_str()))
+            .flatten()
+    };
+    let id = ["id", "uuid", "key", "_id"]
+        .iter()
+        .find_map(|n| fields.get_key_value(*n).filter(|(_, f)| common(f)).map(|(k, _)| k.as_str()))
+        .or_else(|| {
+            fields
+                .iter()
+                .find(|(k, f)| common(f) && (k.ends_with("_id") || k.ends_with("Id")))
+                .map(|(k, _)| k.as_str())
+        });
+    let label = string_field(&["title", "name", "subject", "summary", "label", "message", "msg"]);
+    let date_names = ["created", "created_at", "timestamp", "time", "date", "modified", "updated_at"];
+    let date = date_names
+        .iter()
+        .find_map(|n| {
+            fields
+                .get_key_value(*n)
+                .filter(|(_, f)| f.dates > 0 && f.dates * 2 >= f.strings)
+                .map(|(k, _)| k.as_str())
+        })
+        .or_else(|| {
+            fields
+                .iter()
+                .find(|(_, f)| f.dates > 0 && f.dates * 2 >= f.present && common(f))
+                .map(|(k, _)| k.as_str())
+        });
+    let text = string_field(&["content", "text", "body", "message", "description", "summary"])
+        .or_else(|| {
+            fields
+                .iter()
+                .filter(|(k, f)| f.strings > 0 && Some(k.as_str()) != date)
+                .max_by_key(|(_, f)| f.string_bytes / f.strings.max(1))
+                .map(|(k, _)| k.as_str())
+        });
+    let category = stats.category_field().and_then(|k| {
+        let f = fields.get(k)?;
+        let (top, _) = *f.top_values(1).first()?;
+        Some((k, top.to_owned()))
+    });
+    let (number, number_name) = match stats.score_field() {
+        Some(("provenance.confidence", _)) => (Some(".provenance.confidence".to_owned()), Some("provenance.confidence")),
+        Some((k, _)) => (Some(path(k)), Some(k)),
+        None => fields
+            .iter()
+            .find(|(k, f)| f.numbers > 0 && common(f) && Some(k.as_str()) != id)
+            .map(|(k, _)| (Some(path(k)), Some(k.as_str())))
+            .unwrap_or((None, None)),
+    };
+    Roles {
+        id,
+        label,
+        text,
+        category,
+        number,
+        number_name,
+        date,
+    }
+}
+
+fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
+    if stats.objects < stats.count {
+        b.each = "objects | ";
+        b.all = "map(objects) | ";
+    }
+    let r = roles(stats);
+    let shown: Vec<&str> = [r.id, r.label, r.category.as_ref().map(|c| c.0)]
+        .into_iter()
+        .flatten()
+        .fold(Vec::new(), |mut v, f| {
+            if !v.contains(&f) {
+                v.push(f);
+            }
+            v
+        });
+    let shown = if shown.is_empty() {
+        stats.fields.keys().take(3).map(String::as_str).collect()
+    } else {
+        shown
+    };
+    if !shown.is_empty() {
+        b.each(
+            format!("Extract {} only", shown.join(", ")),
+            "-c",
+            projection(&shown),
+        );
+    }
+    if let Some((cat, value)) = &r.category {
+        b.each(
+            format!("Filter by {cat} (most common value shown)"),
+            "-c",
+            format!("select({} == {})", path(cat), lit(value)),
+        );
+    }
+    if let Some(text) = r.text {
+        let sample = records
+            .iter()
+            .take(KEYWORD_SAMPLE)
+            .filter_map(|rec| serde_json::from_str::<Value>(rec).ok())
+            .filter_map(|v| v.get(text).and_then(Value::as_str).map(str::to_owned))
+            .collect::<Vec<_>>();
+        let kw = keyword_or_default(pick_keyword(sample.iter().map(String::as_str)));
+        b.each(
+            format!("Search {text} for \"{kw}\" (case-insensitive)"),
+            "-c",
+            format!("select({} | strings | test({}; \"i\"))", path(text), lit(&kw)),
+        );
+    }
+    if let Some((cat, _)) = &r.category {
+        b.all(
+            format!("Count by {cat}"),
+            "",
+            format!(
+                "group_by({p}) | map({{{k}: .[0]{s}, count: length}})",
+                p = path(cat),
+                s = suffix(cat),
+                k = lit(cat)
+            ),
+        );
+        b.all(
+            format!("List unique values of {cat}"),
+            "",
+            format!("map({}) | unique", path(cat)),
+        );
+    }
+    if let (Some(num), Some(name)) = (&r.number, r.number_name) {
+        b.all(
+            format!("Sort by {name} descending (top 10)"),
+            "",
+            format!("sort_by({num}) | reverse | .[:10]"),
+        );
+        b.all(
+            format!("Min, max and mean of {name}"),
+            "",
+            format!(
+                "map({num} | numbers) | {{min: min, max: max, mean: (if length > 0 then add / length else null end)}}"
+            ),
+        );
+    }
+    if let Some(date) = r.date {
+        b.all(format!("Sort by {date}"), "", format!("sort_by({})", path(date)));
+    }
+    if let Some(label) = r.label {
+        b.each(format!("List {label} only"), "-r", format!("{} | strings", path(label)));
+    }
+    for (name, f) in stats.fields.iter() {
+        if f.present < stats.objects {
+            b.each(
+                format!("Records that have {name}"),
+                "-c",
+                format!("select(has({}))", lit(name)),
+            );
+            break;
+        }
+    }
+}
+
+fn scalar_recipes(b: &mut Builder, stats: &RecordStats) {
+    if stats.strings > 0 {
+        b.push(
+            "Search by keyword (case-insensitive)".into(),
+            "-r",
+            "strings | select(test(\"keyword\"; \"i\"))".into(),
+        );
+        b.push(
+            "Count by value, most frequent first".into(),
+            "-s",
+            "group_by(.) | map({value: .[0], count: length}) | sort_by(-.count)".into(),
+        );
+    }
+    if stats.numbers > 0 {
+        b.push(
+            "Min, max and mean".into(),
+            "-s",
+            "map(numbers) | {min: min, max: max, mean: (if length > 0 then add / length else null end)}".into(),
+        );
+    }
+    b.push("Unique values".into(), "-s", "unique".into());
+    b.push("Sort values".into(), "-s", "sort".into());
+    b.push("Print raw values".into(), "-r", ".".into());
+}

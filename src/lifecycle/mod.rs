@@ -1,0 +1,3 @@
+//! Lifecycle of offloaded files: where they are stored.
+
+pub mod store;

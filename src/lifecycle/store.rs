@@ -1,0 +1,237 @@
+//! Where offloaded files are written.
+//!
+//! [`FsStore`] writes `{output_dir}/atlatl-{operation}-{ulid}.jsonl`:
+//! the directory is created `0700`, the file is created `0600` under a
+//! temporary dot-name that the cleanup pattern never matches, with
+//! `O_CREAT | O_EXCL | O_NOFOLLOW` (never through a symlink, never over an
+//! existing file), filled, then hard-linked to its final name (which fails
+//! rather than replace an existing file) and the temporary name removed. A
+//! reader therefore never sees a half-written file. Implement [`Store`] to
+//! write elsewhere or to inject faults in tests.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Prefix of every offloaded file name.
+pub const FILE_PREFIX: &str = "atlatl-";
+/// Extension of every offloaded file name.
+pub const FILE_EXTENSION: &str = ".jsonl";
+
+/// Errors of a [`Store`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The output directory cannot be created or is not a directory.
+    #[error("output directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Creating, writing or publishing the file failed.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file being written.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A name that is not an offload file name was requested.
+    #[error("invalid offload file name {0:?}")]
+    InvalidName(String),
+}
+
+/// Persists offloaded JSONL files. Calls are blocking; the engine runs them
+/// off the async executor.
+pub trait Store: Send + Sync + 'static {
+    /// Writes `contents` as a new file called `file_name` and returns its
+    /// absolute path. Must never replace an existing file and never expose a
+    /// partially written file under `file_name`.
+    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError>;
+
+    /// The directory files are written to.
+    fn dir(&self) -> &Path;
+}
+
+/// The file-system store.
+#[derive(Debug, Clone)]
+pub struct FsStore {
+    dir: PathBuf,
+}
+
+impl FsStore {
+    /// A store writing into `dir` (created on first write). An empty path
+    /// means the system temporary directory. A relative path is made absolute
+    /// against the current directory.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir: PathBuf = dir.into();
+        let dir = if dir.as_os_str().is_empty() {
+            std::env::temp_dir()
+        } else {
+            dir
+        };
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        FsStore { dir }
+    }
+
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        let err = |source| StoreError::Directory {
+            path: self.dir.clone(),
+            source,
+        };
+        match fs::metadata(&self.dir) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(err(io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "exists and is not a directory",
+                )));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(err(e)),
+        }
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(&self.dir).map_err(err)
+    }
+}
+
+/// Whether `name` is an offload file name we write: `atlatl-{op}-{ulid}.jsonl`
+/// with `op` in `[a-z0-9_]+`.
+pub fn is_offload_file_name(name: &str) -> bool {
+    parse_file_name(name).is_some()
+}
+
+/// Splits an offload file name into operation and ULID.
+pub(crate) fn parse_file_name(name: &str) -> Option<(&str, ulid::Ulid)> {
+    let stem = name
+        .strip_prefix(FILE_PREFIX)?
+        .strip_suffix(FILE_EXTENSION)?;
+    let (op, id) = stem.rsplit_once('-')?;
+    if op.is_empty()
+        || !op
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        || id.len() != 26
+    {
+        return None;
+    }
+    ulid::Ulid::from_string(id).ok().map(|u| (op, u))
+}
+
+impl Store for FsStore {
+    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        if !is_offload_file_name(file_name) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.ensure_dir()?;
+        let path = self.dir.join(file_name);
+        let tmp = self.dir.join(format!(".{file_name}.tmp"));
+        let werr = |p: &Path| {
+            let p = p.to_owned();
+            move |source| StoreError::Write { path: p, source }
+        };
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut file = options.open(&tmp).map_err(werr(&tmp))?;
+        let written = file.write_all(contents).and_then(|()| file.flush());
+        drop(file);
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(werr(&tmp)(e));
+        }
+        let published = fs::hard_link(&tmp, &path).or_else(|e| {
+            // File systems without hard links: rename, having checked that
+            // nothing is there (names are ULIDs, so no one else races for it).
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+            match fs::symlink_metadata(&path) {
+                Ok(_) => Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+                Err(_) => fs::rename(&tmp, &path),
+            }
+        });
+        let _ = fs::remove_file(&tmp);
+        published.map_err(werr(&path))?;
+        Ok(path)
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_offload_file_name("atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
+        assert!(is_offload_file_name("atlatl-my_tool2-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
+        assert!(!is_offload_file_name("atlatl--01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
+        assert!(!is_offload_file_name("atlatl-../x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
+        assert!(!is_offload_file_name(".atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl.tmp"));
+        assert!(!is_offload_file_name("atlatl-recall-notaulid.jsonl"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_private_files_and_never_overwrites() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let store = FsStore::new(root.path().join("out"));
+        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
+        let path = store.write(&name, b"{\"type\":\"lro_header\"}\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dmode = fs::metadata(root.path().join("out")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(dmode, 0o700);
+        assert!(matches!(
+            store.write(&name, b"other"),
+            Err(StoreError::Write { .. })
+        ));
+        assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
+        let leftovers: Vec<_> = fs::read_dir(root.path().join("out")).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        assert!(matches!(store.write("../evil.jsonl", b""), Err(StoreError::InvalidName(_))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_to_write_through_a_symlink() {
+        let root = tempfile::tempdir().unwrap();
+        let store = FsStore::new(root.path());
+        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
+        let target = root.path().join("target");
+        fs::write(&target, b"keep").unwrap();
+        std::os::unix::fs::symlink(&target, root.path().join(format!(".{name}.tmp"))).unwrap();
+        assert!(store.write(&name, b"data").is_err());
+        assert_eq!(fs::read(&target).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn a_file_where_the_directory_should_be_fails() {
+        let root = tempfile::tempdir().unwrap();
+        let blocker = root.path().join("blocker");
+        fs::write(&blocker, b"").unwrap();
+        let store = FsStore::new(blocker.join("sub"));
+        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
+        assert!(matches!(store.write(&name, b"x"), Err(StoreError::Directory { .. })));
+    }
+}

@@ -1,0 +1,170 @@
+//! MCP `CallToolResult` seen as raw JSON.
+//!
+//! A result is parsed only down to its content blocks; every value keeps the
+//! exact text the server wrote (big numbers, escapes, unknown fields), so a
+//! result can be taken apart and put back together without loss.
+
+use indexmap::IndexMap;
+use serde_json::value::RawValue;
+
+use crate::engine::jsonfmt::minify_into;
+
+/// A JSON object whose values are kept as raw text, in their original order.
+pub(crate) type RawObject<'a> = IndexMap<String, &'a RawValue>;
+
+/// Why a body is not an MCP tool result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResultError {
+    /// The bytes are not UTF-8.
+    #[error("tool result is not valid UTF-8")]
+    InvalidUtf8,
+    /// The bytes are not one JSON value (or nest deeper than 128 levels).
+    #[error("tool result is not valid JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// Valid JSON, but not shaped like a `CallToolResult`.
+    #[error("not an MCP CallToolResult: {0}")]
+    NotToolResult(&'static str),
+}
+
+/// One content block of a tool result.
+#[derive(Debug)]
+pub(crate) struct RawBlock<'a> {
+    /// Every field of the block, raw.
+    pub fields: RawObject<'a>,
+    /// The decoded `text` of a text block.
+    pub text: Option<String>,
+}
+
+/// A `CallToolResult` taken apart down to its content blocks.
+#[derive(Debug)]
+pub(crate) struct RawResult<'a> {
+    /// Top-level fields in order (`content`, `structuredContent`, `isError`, `_meta`, ...).
+    pub top: RawObject<'a>,
+    /// The `content` blocks.
+    pub blocks: Vec<RawBlock<'a>>,
+}
+
+/// What to put in place of one content block when writing a result.
+#[derive(Debug)]
+pub(crate) enum BlockOut<'s> {
+    /// The original block `i`, unchanged.
+    Original(usize),
+    /// The original block `i` with its `text` replaced (`None`: `null`).
+    WithText(usize, Option<&'s str>),
+    /// A new text block with this text.
+    NewText(&'s str),
+}
+
+impl<'a> RawResult<'a> {
+    /// Parses a tool result. `CreateTaskResult` and other shapes are refused.
+    pub(crate) fn parse(json: &'a str) -> Result<Self, ResultError> {
+        let top: RawObject<'a> = match serde_json::from_str(json) {
+            Ok(top) => top,
+            Err(e) if e.is_data() => return Err(ResultError::NotToolResult("not a JSON object")),
+            Err(e) => return Err(ResultError::NotJson(e)),
+        };
+        let content = top
+            .get("content")
+            .ok_or(ResultError::NotToolResult("no `content` array"))?;
+        let raw_blocks: Vec<&'a RawValue> = serde_json::from_str(content.get())
+            .map_err(|_| ResultError::NotToolResult("`content` is not an array"))?;
+        let mut blocks = Vec::with_capacity(raw_blocks.len());
+        for raw in raw_blocks {
+            let fields: RawObject<'a> = serde_json::from_str(raw.get())
+                .map_err(|_| ResultError::NotToolResult("a content block is not an object"))?;
+            let kind: String = fields
+                .get("type")
+                .and_then(|t| serde_json::from_str(t.get()).ok())
+                .ok_or(ResultError::NotToolResult("a content block has no string `type`"))?;
+            let text = if kind == "text" {
+                let text: String = fields
+                    .get("text")
+                    .and_then(|t| serde_json::from_str(t.get()).ok())
+                    .ok_or(ResultError::NotToolResult("a text block has no string `text`"))?;
+                Some(text)
+            } else {
+                None
+            };
+            blocks.push(RawBlock { fields, text });
+        }
+        Ok(RawResult { top, blocks })
+    }
+
+    /// The raw `structuredContent`, when present and not `null`.
+    pub(crate) fn structured(&self) -> Option<&'a RawValue> {
+        self.top
+            .get("structuredContent")
+            .copied()
+            .filter(|v| v.get() != "null")
+    }
+
+    /// Writes the result as compact JSON with the given blocks and, when
+    /// `structured` is `Some`, that raw text in place of `structuredContent`.
+    pub(crate) fn write(&self, blocks: &[BlockOut<'_>], structured: Option<&str>) -> String {
+        let mut out = String::with_capacity(256);
+        out.push('{');
+        for (n, (key, value)) in self.top.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            push_json_string(&mut out, key);
+            out.push(':');
+            match key.as_str() {
+                "content" => {
+                    out.push('[');
+                    for (m, block) in blocks.iter().enumerate() {
+                        if m > 0 {
+                            out.push(',');
+                        }
+                        self.write_block(&mut out, block);
+                    }
+                    out.push(']');
+                }
+                "structuredContent" if structured.is_some() => {
+                    minify_into(structured.unwrap_or("null"), &mut out)
+                }
+                _ => minify_into(value.get(), &mut out),
+            }
+        }
+        out.push('}');
+        out
+    }
+
+    fn write_block(&self, out: &mut String, block: &BlockOut<'_>) {
+        let (index, text) = match *block {
+            BlockOut::NewText(text) => {
+                out.push_str("{\"type\":\"text\",\"text\":");
+                push_json_string(out, text);
+                out.push('}');
+                return;
+            }
+            BlockOut::Original(i) => (i, None),
+            BlockOut::WithText(i, text) => (i, Some(text)),
+        };
+        let Some(original) = self.blocks.get(index) else {
+            out.push_str("null");
+            return;
+        };
+        out.push('{');
+        for (n, (key, value)) in original.fields.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            push_json_string(out, key);
+            out.push(':');
+            match (key.as_str(), text) {
+                ("text", Some(Some(t))) => push_json_string(out, t),
+                ("text", Some(None)) => out.push_str("null"),
+                _ => minify_into(value.get(), out),
+            }
+        }
+        out.push('}');
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+pub(crate) fn push_json_string(out: &mut String, s: &str) {
+    // Serialising a `&str` cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+}
