@@ -172,11 +172,11 @@ impl MemoryGenerator {
         if detail == Detail::Light {
             return m;
         }
-        let sentences = if detail == Detail::Full { 3 } else { 2 };
+        let sentences = 2;
         let content: Vec<String> = (0..sentences).map(|_| self.sentence()).collect();
         let later = day + self.below(20);
         let modified = self.date(later);
-        let confidence = (0.5 + self.unit() * 0.5 * 1000.0).round() / 1000.0;
+        let confidence = ((0.5 + self.unit() * 0.5) * 1000.0).round() / 1000.0;
         let confidence = confidence.min(1.0);
         if let Some(obj) = m.as_object_mut() {
             obj.insert("content".into(), json!(content.join(" ")));

@@ -562,22 +562,19 @@ impl Offloader {
             used += cost;
             kept += 1;
         }
-        let refs: Vec<&str> = records[..kept].iter().map(String::as_str).collect();
-        let warning = make_warning(kept);
-        let body = rebuild
-            .and_then(|r| records::assemble(r, &refs, false).ok())
-            .unwrap_or_default();
-        let result = match RawResult::parse(&body) {
-            Ok(truncated) => {
-                let mut blocks = vec![BlockOut::NewText(&warning)];
-                blocks.extend((0..truncated.blocks.len()).map(BlockOut::Original));
-                truncated.write(&blocks, None)
+        // Records were costed minified; the text may be laid out more
+        // loosely, so check the real estimate and shrink until it fits.
+        let mut result = String::new();
+        for _ in 0..24 {
+            let warning = make_warning(kept);
+            result = self.truncated_result(parsed, rebuild, &records[..kept], &warning);
+            let tokens = RawResult::parse(&result).map_or(0, |r| self.estimate_parsed(&r));
+            if tokens <= self.config.threshold_tokens || kept == 0 {
+                break;
             }
-            Err(_) => {
-                let blocks = [BlockOut::NewText(&warning)];
-                parsed.write(&blocks, None)
-            }
-        };
+            let scaled = kept * self.config.threshold_tokens / tokens.max(1);
+            kept = scaled.min(kept - 1);
+        }
         Outcome::Truncated(Box::new(Truncated {
             result,
             error,
@@ -585,6 +582,29 @@ impl Offloader {
             total,
             estimated_tokens,
         }))
+    }
+}
+
+impl Offloader {
+    fn truncated_result(
+        &self,
+        parsed: &RawResult<'_>,
+        rebuild: Option<&Rebuild>,
+        records: &[String],
+        warning: &str,
+    ) -> String {
+        let refs: Vec<&str> = records.iter().map(String::as_str).collect();
+        let body = rebuild
+            .and_then(|r| records::assemble(r, &refs, false).ok())
+            .unwrap_or_default();
+        match RawResult::parse(&body) {
+            Ok(truncated) => {
+                let mut blocks = vec![BlockOut::NewText(warning)];
+                blocks.extend((0..truncated.blocks.len()).map(BlockOut::Original));
+                truncated.write(&blocks, None)
+            }
+            Err(_) => parsed.write(&[BlockOut::NewText(warning)], None),
+        }
     }
 }
 

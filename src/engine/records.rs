@@ -447,7 +447,7 @@ pub(crate) fn assemble(
 ) -> Result<String, RebuildError> {
     let corrupt = |what: &str| RebuildError::Corrupt(what.to_owned());
     let envelope =
-        RawResult::parse(rebuild.result.get()).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+        RawResult::parse_envelope(rebuild.result.get()).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
     let mut texts: Vec<Option<String>> = vec![None; envelope.blocks.len()];
     let mut structured: Option<String> = None;
     for seg in &rebuild.segments {

@@ -379,6 +379,16 @@ impl RecordStats {
         if self.fields.get("namespace").is_some_and(|f| f.strings > 0) {
             return Some("namespace");
         }
+        const PREFERRED: [&str; 9] = [
+            "category", "type", "kind", "level", "severity", "status", "source", "service", "group",
+        ];
+        if let Some(name) = PREFERRED.iter().find(|n| {
+            self.fields
+                .get(**n)
+                .is_some_and(|f| is_category_like(f, self.objects))
+        }) {
+            return Some(name);
+        }
         self.fields
             .iter()
             .filter(|(_, f)| is_category_like(f, self.objects))
@@ -460,6 +470,6 @@ mod tests {
         assert_eq!(s.category_field(), Some("level"));
         assert_eq!(s.top_categories(5), vec!["info", "warn", "error"]);
         assert_eq!(s.score_range(), Some((0.0, 1.9)));
-        assert!(!s.are_memories());
+        assert!(!s.memory_recipes_fit("light"));
     }
 }

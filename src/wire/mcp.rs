@@ -59,6 +59,15 @@ pub(crate) enum BlockOut<'s> {
 impl<'a> RawResult<'a> {
     /// Parses a tool result. `CreateTaskResult` and other shapes are refused.
     pub(crate) fn parse(json: &'a str) -> Result<Self, ResultError> {
+        Self::parse_with(json, false)
+    }
+
+    /// Parses a rebuild envelope, whose record-source text blocks hold `null`.
+    pub(crate) fn parse_envelope(json: &'a str) -> Result<Self, ResultError> {
+        Self::parse_with(json, true)
+    }
+
+    fn parse_with(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
         let top: RawObject<'a> = match serde_json::from_str(json) {
             Ok(top) => top,
             Err(e) if e.is_data() => return Err(ResultError::NotToolResult("not a JSON object")),
@@ -77,7 +86,9 @@ impl<'a> RawResult<'a> {
                 .get("type")
                 .and_then(|t| serde_json::from_str(t.get()).ok())
                 .ok_or(ResultError::NotToolResult("a content block has no string `type`"))?;
-            let text = if kind == "text" {
+            let text = if kind == "text" && null_text && fields.get("text").is_some_and(|t| t.get() == "null") {
+                None
+            } else if kind == "text" {
                 let text: String = fields
                     .get("text")
                     .and_then(|t| serde_json::from_str(t.get()).ok())

@@ -1,0 +1,52 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs a recipe command with `bash -c` and `pipefail`, returning stdout; panics with the
+/// command and stderr when it fails.
+pub fn run_recipe(command: &str) -> String {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("set -o pipefail; {command}"))
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "recipe failed: {command}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// Parses every JSON value in a stream (jq's default output).
+pub fn json_stream(s: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(s)
+        .into_iter::<Value>()
+        .map(|v| v.expect("jq printed JSON"))
+        .collect()
+}
+
+/// The record lines of an offloaded file (after the header).
+pub fn file_records(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("file readable");
+    text.lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("record line is JSON"))
+        .collect()
+}
+
+/// The header line of an offloaded file.
+pub fn file_header(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("file readable");
+    serde_json::from_str(text.lines().next().expect("header")).expect("header is JSON")
+}
+
+/// Fails the test early with a clear message if `jq` is missing.
+pub fn require_jq() {
+    let ok = Command::new("jq").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(ok, "these tests need the `jq` binary on PATH (.ci/run installs it)");
+}
