@@ -75,7 +75,7 @@ pub struct ScriptAwareEstimator;
 impl ScriptAwareEstimator {
     /// Tokens per CJK character, calibrated against o200k on Chinese and
     /// Japanese prose (see the module docs).
-    pub const CJK_TOKENS_PER_CHAR: f64 = 0.85;
+    pub const CJK_TOKENS_PER_CHAR: f64 = 0.72;
 }
 
 impl TokenEstimator for ScriptAwareEstimator {
@@ -146,9 +146,9 @@ mod tests {
     fn cjk_counts_per_character() {
         let e = ScriptAwareEstimator;
         let zh = "大型结果卸载"; // 6 Han characters
-        assert_eq!(e.estimate(zh), 6);
+        assert_eq!(e.estimate(zh), 5);
         assert_eq!(CharsPerTokenEstimator.estimate(zh), 2);
-        assert_eq!(e.estimate("カタカナ"), 4);
+        assert_eq!(e.estimate("カタカナ"), 3);
         assert_eq!(e.estimate("한국어"), 3);
     }
 

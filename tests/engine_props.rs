@@ -1,0 +1,141 @@
+//! Property tests: nothing is lost, and no input makes the engine panic.
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use tower_lro::{OffloadConfig, Offloader, Outcome, ToolCall, rebuild_file};
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        (-1e300f64..1e300).prop_map(|f| json!(f)),
+        "\\PC{0,40}".prop_map(Value::String),
+        "[\"\\\\\\n\\t\\u{0}-\\u{1f}ÿ中🎉 ]{0,12}".prop_map(Value::String),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("[a-z_ é\"]{0,8}", inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+        ]
+    })
+}
+
+/// How a block's text is written.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    Compact,
+    Pretty,
+    Spaced,
+    Jsonl,
+    Wrapped,
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        Just(Layout::Compact),
+        Just(Layout::Pretty),
+        Just(Layout::Spaced),
+        Just(Layout::Jsonl),
+        Just(Layout::Wrapped)
+    ]
+}
+
+fn render(records: &[Value], layout: Layout) -> String {
+    match layout {
+        Layout::Compact => serde_json::to_string(records).unwrap(),
+        Layout::Pretty => serde_json::to_string_pretty(records).unwrap(),
+        Layout::Spaced => format!(
+            " [ {} ]\n",
+            records.iter().map(Value::to_string).collect::<Vec<_>>().join(" ,  ")
+        ),
+        Layout::Jsonl => records.iter().map(|r| format!("{r}\n")).collect(),
+        Layout::Wrapped => serde_json::to_string(&json!({"items": records, "n": records.len()})).unwrap(),
+    }
+}
+
+fn block() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => (prop::collection::vec(value(), 0..40), layout())
+            .prop_map(|(recs, l)| json!({"type": "text", "text": render(&recs, l)})),
+        2 => "(\\PC{0,60}\n){0,30}".prop_map(|t| json!({"type": "text", "text": t})),
+        1 => "[A-Za-z0-9+/]{0,40}".prop_map(|d| json!({"type": "image", "data": d, "mimeType": "image/png"})),
+        1 => value().prop_map(|v| json!({"type": "resource", "resource": {"uri": "file:///x", "text": v.to_string()}})),
+    ]
+}
+
+fn tool_result() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec(block(), 1..5),
+        prop::option::of(prop::collection::vec(value(), 0..30)),
+        prop::option::of(value()),
+        any::<bool>(),
+    )
+        .prop_map(|(content, structured, meta, is_error)| {
+            let mut r = json!({"content": content});
+            if let Some(s) = structured {
+                r["structuredContent"] = json!({"rows": s, "total": s.len()});
+            }
+            if let Some(m) = meta {
+                r["_meta"] = json!({"x": m});
+            }
+            if is_error {
+                r["isError"] = json!(false);
+            }
+            r
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Every offloaded result is rebuilt from its file, equal as JSON.
+    #[test]
+    fn rebuilt_equals_original(result in tool_result()) {
+        let dir = tempfile::tempdir().unwrap();
+        // A tiny threshold so that nearly everything is offloaded.
+        let o = Offloader::new(OffloadConfig::default().output_dir(dir.path()).threshold_tokens(4));
+        let bytes = serde_json::to_vec(&result).unwrap();
+        match o.process(&ToolCall::new("prop_tool", None), &bytes).unwrap() {
+            Outcome::Offloaded(off) => {
+                let rebuilt: Value = serde_json::from_str(&rebuild_file(&off.file.path).unwrap()).unwrap();
+                prop_assert_eq!(rebuilt, result);
+                // The rewritten result is a valid CallToolResult with the descriptor first.
+                let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+                let d: Value = serde_json::from_str(rewritten["content"][0]["text"].as_str().unwrap()).unwrap();
+                prop_assert_eq!(d["offloaded"].as_bool(), Some(true));
+                prop_assert_eq!(d["jq_recipes"].as_array().unwrap().len(), 10);
+            }
+            Outcome::Inline(_) => {}
+            Outcome::Truncated(t) => prop_assert!(false, "write failed: {}", t.error),
+        }
+    }
+
+    /// Arbitrary bytes never panic: a typed error or an inline decision.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Offloader::new(OffloadConfig::default().output_dir(dir.path()).threshold_tokens(1));
+        let _ = o.process(&ToolCall::new("t", None), &bytes);
+    }
+
+    /// Mutated valid results never panic either, and what is offloaded rebuilds exactly.
+    #[test]
+    fn mutated_results_never_panic(result in tool_result(), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Offloader::new(OffloadConfig::default().output_dir(dir.path()).threshold_tokens(1));
+        let mut bytes = serde_json::to_vec(&result).unwrap();
+        let i = at.index(bytes.len());
+        bytes[i] = byte;
+        if let Ok(Outcome::Offloaded(off)) = o.process(&ToolCall::new("t", None), &bytes) {
+            let original: Value = serde_json::from_slice(&bytes).unwrap();
+            let rebuilt: Value = serde_json::from_str(&rebuild_file(&off.file.path).unwrap()).unwrap();
+            prop_assert_eq!(rebuilt, original);
+        }
+    }
+}
