@@ -7,6 +7,7 @@
 //! recipes and guidance — so the agent reads only what it needs with one
 //! `jq` or `grep`.
 //!
+//! * [`OffloadLayer`] — the tower middleware (see [`layer`]).
 //! * [`Offloader`] — the transport-free engine (see [`engine`]).
 //! * [`rebuild`] — the original result back from a file, exactly.
 //! * [`fixtures`] — deterministic memory records for tests and benches.
@@ -19,6 +20,7 @@
 
 pub mod engine;
 pub mod fixtures;
+pub mod layer;
 pub mod lifecycle;
 pub mod wire;
 
@@ -28,5 +30,6 @@ pub use engine::{
     RebuildError, ToolCall, Truncated, operation_name, rebuild, rebuild_file,
 };
 pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
+pub use layer::{DEFAULT_PROXY_HEADER, OffloadLayer, OffloadLayerBuilder, OffloadService};
 pub use lifecycle::store::{FsStore, Store, StoreError};
 pub use wire::mcp::ResultError;

@@ -1,3 +1,5 @@
-//! Lifecycle of offloaded files: where they are stored.
+//! Lifecycle of offloaded files and sessions: where files are stored, which
+//! sessions are LRO proxies.
 
+pub mod sessions;
 pub mod store;

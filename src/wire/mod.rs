@@ -1,3 +1,5 @@
-//! Wire types: MCP results as raw JSON (and, for the layer, JSON-RPC and SSE).
+//! Wire types: MCP results as raw JSON, JSON-RPC classification, SSE events.
 
+pub mod jsonrpc;
 pub mod mcp;
+pub(crate) mod sse;

@@ -1,0 +1,379 @@
+//! Request and response bodies of [`OffloadService`](super::OffloadService).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use serde_json::Value;
+
+use crate::engine::{Offloader, ToolCall};
+use crate::wire::jsonrpc::{ResponseMessage, range_in};
+use crate::wire::sse::{EventSplitter, event_data, replace_data};
+
+pin_project! {
+    /// The request body handed to the inner service: the original body, or
+    /// the frames the layer read to classify the request followed by the
+    /// rest of the original body (byte for byte what the client sent).
+    pub struct RequestBody<B: Body> {
+        #[pin]
+        kind: RequestKind<B>,
+    }
+}
+
+pin_project! {
+    #[project = RequestBodyProj]
+    pub(crate) enum RequestKind<B: Body> {
+        Original { #[pin] body: B },
+        Replay {
+            frames: VecDeque<Frame<Bytes>>,
+            rest: Option<Pin<Box<B>>>,
+            error: Option<B::Error>,
+        },
+    }
+}
+
+impl<B: Body> RequestBody<B> {
+    pub(crate) fn original(body: B) -> Self {
+        RequestBody {
+            kind: RequestKind::Original { body },
+        }
+    }
+
+    pub(crate) fn replay(
+        frames: VecDeque<Frame<Bytes>>,
+        rest: Option<Pin<Box<B>>>,
+        error: Option<B::Error>,
+    ) -> Self {
+        RequestBody {
+            kind: RequestKind::Replay {
+                frames,
+                rest,
+                error,
+            },
+        }
+    }
+}
+
+impl<B> Body for RequestBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        match self.project().kind.project() {
+            RequestBodyProj::Original { body } => body.poll_frame(cx),
+            RequestBodyProj::Replay {
+                frames,
+                rest,
+                error,
+            } => {
+                if let Some(f) = frames.pop_front() {
+                    return Poll::Ready(Some(Ok(f)));
+                }
+                if let Some(e) = error.take() {
+                    return Poll::Ready(Some(Err(e)));
+                }
+                match rest {
+                    Some(body) => body.as_mut().poll_frame(cx),
+                    None => Poll::Ready(None),
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            RequestKind::Original { body } => body.is_end_stream(),
+            RequestKind::Replay {
+                frames,
+                rest,
+                error,
+            } => frames.is_empty() && error.is_none() && rest.as_ref().is_none_or(|b| b.is_end_stream()),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            RequestKind::Original { body } => body.size_hint(),
+            RequestKind::Replay { frames, rest, .. } => {
+                let held: u64 = frames
+                    .iter()
+                    .filter_map(|f| f.data_ref())
+                    .map(|d| d.len() as u64)
+                    .sum();
+                match rest {
+                    None => SizeHint::with_exact(held),
+                    Some(b) => {
+                        let h = b.size_hint();
+                        let mut out = SizeHint::new();
+                        out.set_lower(h.lower() + held);
+                        if let Some(u) = h.upper() {
+                            out.set_upper(u + held);
+                        }
+                        out
+                    }
+                }
+            }
+        }
+    }
+}
+
+type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
+
+/// State of an event stream in which some responses are watched.
+pub(crate) struct SseState<E> {
+    splitter: EventSplitter,
+    /// Watched ids and the calls they answer.
+    watched: Vec<(Value, ToolCall)>,
+    offloader: Offloader,
+    /// Frames ready to send, in order.
+    ready: VecDeque<Frame<Bytes>>,
+    /// The watched event being evaluated.
+    pending: Option<EventFuture>,
+    /// The inner body has ended.
+    ended: bool,
+    /// The inner body's error, sent after the frames before it.
+    error: Option<E>,
+}
+
+impl<E> SseState<E> {
+    pub(crate) fn new(watched: Vec<(Value, ToolCall)>, offloader: Offloader) -> Self {
+        SseState {
+            splitter: EventSplitter::default(),
+            watched,
+            offloader,
+            ready: VecDeque::new(),
+            pending: None,
+            ended: false,
+            error: None,
+        }
+    }
+
+    /// Moves complete events to `ready`, stopping at a watched one.
+    fn drain_events(&mut self) {
+        while self.pending.is_none() {
+            if self.watched.is_empty() {
+                // Nothing left to watch: forward whatever is held, as is.
+                if self.splitter.buffered() > 0 {
+                    self.ready.push_back(Frame::data(self.splitter.take_rest()));
+                }
+                return;
+            }
+            let Some(event) = self.splitter.next_event() else {
+                return;
+            };
+            match self.watch_event(&event) {
+                Some((call, data, range)) => {
+                    let offloader = self.offloader.clone();
+                    self.pending = Some(Box::pin(rewrite_event(offloader, call, event, data, range)));
+                }
+                None => self.ready.push_back(Frame::data(event)),
+            }
+        }
+    }
+
+    /// If `event` carries the result of a watched request: its call, its
+    /// data and the range of the result in it.
+    fn watch_event(&mut self, event: &[u8]) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
+        let data = event_data(event)?;
+        if data.trim_ascii_start().first() != Some(&b'{') {
+            return None;
+        }
+        let text = std::str::from_utf8(&data).ok()?;
+        let msg: ResponseMessage<'_> = serde_json::from_str(text).ok()?;
+        let id = msg.id?;
+        let pos = self.watched.iter().position(|(w, _)| *w == id)?;
+        let (_, call) = self.watched.swap_remove(pos);
+        let range = range_in(text, msg.result?.get());
+        Some((call, Bytes::from(data), range))
+    }
+}
+
+/// Evaluates one watched event; resolves to the bytes to send for it.
+async fn rewrite_event(
+    offloader: Offloader,
+    call: ToolCall,
+    event: Bytes,
+    data: Bytes,
+    range: std::ops::Range<usize>,
+) -> Bytes {
+    let tool = call.name.clone();
+    let outcome = offloader.process_async(call, data.slice(range.clone())).await;
+    match super::service::replacement(&tool, outcome) {
+        Some(result) => {
+            let text = String::from_utf8_lossy(&data);
+            let mut message = crate::engine::jsonfmt::minify(&text[..range.start]);
+            message.push_str(&result);
+            message.push_str(&crate::engine::jsonfmt::minify(&text[range.end..]));
+            replace_data(&event, message.as_bytes())
+        }
+        None => event,
+    }
+}
+
+pin_project! {
+    /// The response body of [`OffloadService`](super::OffloadService): the
+    /// inner body untouched, a collected (possibly rewritten) JSON body, or
+    /// an event stream in which watched results are rewritten.
+    pub struct OffloadBody<B: Body> {
+        #[pin]
+        kind: BodyKind<B>,
+    }
+}
+
+pin_project! {
+    #[project = OffloadBodyProj]
+    pub(crate) enum BodyKind<B: Body> {
+        Passthrough { #[pin] body: B },
+        Full {
+            data: Option<Bytes>,
+            trailers: Option<HeaderMap>,
+            error: Option<B::Error>,
+        },
+        Sse {
+            #[pin] body: B,
+            state: Box<SseState<B::Error>>,
+        },
+    }
+}
+
+impl<B: Body> OffloadBody<B> {
+    pub(crate) fn passthrough(body: B) -> Self {
+        OffloadBody {
+            kind: BodyKind::Passthrough { body },
+        }
+    }
+
+    pub(crate) fn full(data: Bytes, trailers: Option<HeaderMap>, error: Option<B::Error>) -> Self {
+        OffloadBody {
+            kind: BodyKind::Full {
+                data: (!data.is_empty()).then_some(data),
+                trailers,
+                error,
+            },
+        }
+    }
+
+    pub(crate) fn sse(body: B, state: SseState<B::Error>) -> Self {
+        OffloadBody {
+            kind: BodyKind::Sse {
+                body,
+                state: Box::new(state),
+            },
+        }
+    }
+}
+
+impl<B> Body for OffloadBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        match self.project().kind.project() {
+            OffloadBodyProj::Passthrough { body } => body.poll_frame(cx),
+            OffloadBodyProj::Full {
+                data,
+                trailers,
+                error,
+            } => {
+                if let Some(d) = data.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(d))));
+                }
+                if let Some(e) = error.take() {
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(t))))
+            }
+            OffloadBodyProj::Sse { mut body, state } => loop {
+                if let Some(frame) = state.ready.pop_front() {
+                    return Poll::Ready(Some(Ok(frame)));
+                }
+                if let Some(fut) = state.pending.as_mut() {
+                    let event = ready!(fut.as_mut().poll(cx));
+                    state.pending = None;
+                    state.ready.push_back(Frame::data(event));
+                    state.drain_events();
+                    continue;
+                }
+                if state.ended {
+                    return Poll::Ready(state.error.take().map(Err));
+                }
+                if state.watched.is_empty() && state.splitter.buffered() == 0 {
+                    // Nothing more to rewrite: plain forwarding.
+                    return body.as_mut().poll_frame(cx);
+                }
+                match ready!(body.as_mut().poll_frame(cx)) {
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => {
+                            state.splitter.push(&data);
+                            state.drain_events();
+                        }
+                        Err(frame) => {
+                            // Trailers end the stream: flush what is held first.
+                            let rest = state.splitter.take_rest();
+                            if !rest.is_empty() {
+                                state.ready.push_back(Frame::data(rest));
+                            }
+                            state.ready.push_back(frame);
+                        }
+                    },
+                    Some(Err(e)) => {
+                        // Forward what is held, then the error, unchanged.
+                        let rest = state.splitter.take_rest();
+                        if !rest.is_empty() {
+                            state.ready.push_back(Frame::data(rest));
+                        }
+                        state.watched.clear();
+                        state.error = Some(e);
+                        state.ended = true;
+                    }
+                    None => {
+                        state.ended = true;
+                        let rest = state.splitter.take_rest();
+                        if !rest.is_empty() {
+                            state.ready.push_back(Frame::data(rest));
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            BodyKind::Passthrough { body } => body.is_end_stream(),
+            BodyKind::Full {
+                data,
+                trailers,
+                error,
+            } => data.is_none() && trailers.is_none() && error.is_none(),
+            BodyKind::Sse { .. } => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            BodyKind::Passthrough { body } => body.size_hint(),
+            BodyKind::Full { data, .. } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+            BodyKind::Sse { .. } => SizeHint::default(),
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! [`OffloadLayer`] and its builder.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::HeaderName;
+use tower_layer::Layer;
+
+use super::service::OffloadService;
+use crate::engine::{OffloadConfig, Offloader, TokenEstimator, ToolCall};
+use crate::lifecycle::sessions::ProxySessions;
+use crate::lifecycle::store::Store;
+
+/// Default name of the request header that asks for untouched responses.
+/// Values `1` and `true` (any case) count.
+pub const DEFAULT_PROXY_HEADER: &str = "lro-proxy";
+/// Default cap on the request body read to classify a request (1 MiB).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Proxy sessions remembered at most.
+pub const DEFAULT_MAX_PROXY_SESSIONS: usize = 10_000;
+/// A proxy session is forgotten after this long without a request.
+pub const DEFAULT_PROXY_SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Calls that answered with `CreateTaskResult`, by task id (bounded).
+#[derive(Debug, Default)]
+pub(crate) struct TaskCalls {
+    map: Mutex<HashMap<String, ToolCall>>,
+}
+
+impl TaskCalls {
+    const CAPACITY: usize = 10_000;
+
+    pub(crate) fn insert(&self, task: String, call: ToolCall) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::CAPACITY {
+            map.clear();
+        }
+        map.insert(task, call);
+    }
+
+    pub(crate) fn get(&self, task: &str) -> Option<ToolCall> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(task).cloned()
+    }
+}
+
+/// State shared by every service of one layer.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub offloader: Offloader,
+    pub proxy_header: HeaderName,
+    pub max_request_bytes: usize,
+    pub sessions: ProxySessions,
+    pub tasks: TaskCalls,
+}
+
+/// Tower layer applying Large Result Offloading to an MCP streamable-http
+/// endpoint. See the [module docs](crate::layer).
+#[derive(Debug, Clone)]
+pub struct OffloadLayer {
+    shared: Arc<Shared>,
+}
+
+impl OffloadLayer {
+    /// A layer with the spec's defaults and `config`.
+    pub fn new(config: OffloadConfig) -> Self {
+        OffloadLayer::builder().config(config).build()
+    }
+
+    /// A builder with the spec's defaults.
+    pub fn builder() -> OffloadLayerBuilder {
+        OffloadLayerBuilder::default()
+    }
+
+    /// The engine used by this layer.
+    pub fn offloader(&self) -> &Offloader {
+        &self.shared.offloader
+    }
+}
+
+impl<S> Layer<S> for OffloadLayer {
+    type Service = OffloadService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        OffloadService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Builder of [`OffloadLayer`].
+pub struct OffloadLayerBuilder {
+    config: OffloadConfig,
+    proxy_header: HeaderName,
+    max_request_bytes: usize,
+    max_proxy_sessions: usize,
+    proxy_session_ttl: Duration,
+    estimator: Option<Box<dyn FnOnce(Offloader) -> Offloader>>,
+    store: Option<Box<dyn FnOnce(Offloader) -> Offloader>>,
+}
+
+impl Default for OffloadLayerBuilder {
+    fn default() -> Self {
+        OffloadLayerBuilder {
+            config: OffloadConfig::default(),
+            proxy_header: HeaderName::from_static(DEFAULT_PROXY_HEADER),
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_proxy_sessions: DEFAULT_MAX_PROXY_SESSIONS,
+            proxy_session_ttl: DEFAULT_PROXY_SESSION_TTL,
+            estimator: None,
+            store: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for OffloadLayerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffloadLayerBuilder")
+            .field("config", &self.config)
+            .field("proxy_header", &self.proxy_header)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OffloadLayerBuilder {
+    /// Replaces the whole engine configuration.
+    pub fn config(mut self, config: OffloadConfig) -> Self {
+        self.config = config;
+        self
+    }
+    /// Enables or disables offloading (disabled: a pure pass-through).
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.config.enabled = enabled;
+        self
+    }
+    /// Token threshold above which results are offloaded (default 1600).
+    pub fn threshold_tokens(mut self, tokens: usize) -> Self {
+        self.config.threshold_tokens = tokens;
+        self
+    }
+    /// Directory for the JSONL files (default: the system temp dir).
+    pub fn output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.output_dir = dir.into();
+        self
+    }
+    /// Time-to-live of the files (default one hour).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.config.ttl = ttl;
+        self
+    }
+    /// Name of the request header that asks for untouched responses
+    /// (default [`DEFAULT_PROXY_HEADER`]).
+    pub fn proxy_header(mut self, name: HeaderName) -> Self {
+        self.proxy_header = name;
+        self
+    }
+    /// Cap on the request body read to classify a request; larger requests
+    /// pass through untouched (default [`DEFAULT_MAX_REQUEST_BYTES`]).
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+    /// Bound and idle expiry of the remembered proxy sessions.
+    pub fn proxy_sessions(mut self, capacity: usize, ttl: Duration) -> Self {
+        self.max_proxy_sessions = capacity;
+        self.proxy_session_ttl = ttl;
+        self
+    }
+    /// Replaces the token estimator.
+    pub fn estimator(mut self, estimator: impl TokenEstimator) -> Self {
+        self.estimator = Some(Box::new(move |o: Offloader| o.with_estimator(estimator)));
+        self
+    }
+    /// Replaces the file store.
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.store = Some(Box::new(move |o: Offloader| o.with_store(store)));
+        self
+    }
+    /// Builds the layer.
+    pub fn build(self) -> OffloadLayer {
+        let mut offloader = Offloader::new(self.config);
+        if let Some(f) = self.estimator {
+            offloader = f(offloader);
+        }
+        if let Some(f) = self.store {
+            offloader = f(offloader);
+        }
+        OffloadLayer {
+            shared: Arc::new(Shared {
+                offloader,
+                proxy_header: self.proxy_header,
+                max_request_bytes: self.max_request_bytes,
+                sessions: ProxySessions::new(self.max_proxy_sessions, self.proxy_session_ttl),
+                tasks: TaskCalls::default(),
+            }),
+        }
+    }
+}

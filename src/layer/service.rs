@@ -1,0 +1,335 @@
+//! [`OffloadService`]: classification, the call, and the response path.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::{HeaderMap, Method, Request, Response};
+use http_body::Body;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower_service::Service;
+
+use super::body::{OffloadBody, RequestBody, SseState};
+use super::future::ResponseFuture;
+use super::layer::Shared;
+use crate::engine::{Outcome, ToolCall};
+use crate::wire::jsonrpc::{Watched, classify, created_task_id, find_results};
+use crate::wire::mcp::ResultError;
+
+/// The `Mcp-Session-Id` header.
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Middleware that offloads large MCP tool results to JSONL files.
+///
+/// Created by [`OffloadLayer`](super::OffloadLayer); see the [module
+/// docs](crate::layer).
+#[derive(Clone)]
+pub struct OffloadService<S> {
+    pub(crate) inner: S,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl<S> std::fmt::Debug for OffloadService<S>
+where
+    S: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffloadService")
+            .field("inner", &self.inner)
+            .field("offloader", &self.shared.offloader)
+            .finish()
+    }
+}
+
+impl<S> OffloadService<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+fn is_truthy(v: &HeaderValue) -> bool {
+    let v = v.as_bytes();
+    v == b"1" || v.eq_ignore_ascii_case(b"true")
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for OffloadService<S>
+where
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    ReqBody: Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Send + 'static,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Send + 'static,
+{
+    type Response = Response<OffloadBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        let shared = &self.shared;
+        let session = req
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        if req.method() == Method::DELETE
+            && let Some(id) = session
+        {
+            shared.sessions.forget(id);
+        }
+        let pass = !shared.offloader.config().enabled
+            || req.method() != Method::POST
+            || req.headers().get(&shared.proxy_header).is_some_and(is_truthy)
+            || session.is_some_and(|id| shared.sessions.contains(id));
+        if pass {
+            return ResponseFuture::passthrough(self.inner.call(req.map(RequestBody::original)));
+        }
+        // The ready service goes into the future; a clone stays for the next call.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        ResponseFuture::watched(Box::pin(watched(inner, req, shared.clone())))
+    }
+}
+
+/// Reads a request body up to `cap` bytes. Returns the whole body when it
+/// ended within the cap, and the body to hand on (replaying what was read).
+async fn buffer_request<B>(body: B, cap: usize) -> (Option<Bytes>, RequestBody<B>)
+where
+    B: Body<Data = Bytes>,
+{
+    let mut body = Box::pin(body);
+    let mut frames = std::collections::VecDeque::new();
+    let mut size = 0usize;
+    loop {
+        if body.is_end_stream() {
+            break;
+        }
+        match body.frame().await {
+            None => break,
+            Some(Ok(frame)) => {
+                if let Some(d) = frame.data_ref() {
+                    size += d.len();
+                }
+                let is_trailers = frame.is_trailers();
+                frames.push_back(frame);
+                if is_trailers {
+                    break;
+                }
+                if size > cap {
+                    return (None, RequestBody::replay(frames, Some(body), None));
+                }
+            }
+            Some(Err(e)) => {
+                return (None, RequestBody::replay(frames, None, Some(e)));
+            }
+        }
+    }
+    let data = match frames.iter().filter(|f| f.is_data()).count() {
+        0 => Bytes::new(),
+        1 => frames
+            .iter()
+            .find_map(|f| f.data_ref().cloned())
+            .unwrap_or_default(),
+        _ => {
+            let mut buf = BytesMut::with_capacity(size);
+            for d in frames.iter().filter_map(|f| f.data_ref()) {
+                buf.extend_from_slice(d);
+            }
+            buf.freeze()
+        }
+    };
+    (Some(data), RequestBody::replay(frames, None, None))
+}
+
+/// What to send in place of a result, given the engine's outcome; `None`
+/// keeps the original. Emits the tracing events.
+pub(crate) fn replacement(tool: &str, outcome: Result<Outcome, ResultError>) -> Option<String> {
+    match outcome {
+        Ok(Outcome::Offloaded(o)) => {
+            tracing::info!(
+                target: "tower_lro",
+                event = "Offloaded",
+                tool,
+                path = %o.file.path.display(),
+                count = o.response.summary.count,
+                estimated_tokens = o.response.summary.estimated_tokens,
+                "tool result offloaded"
+            );
+            Some(o.result)
+        }
+        Ok(Outcome::Truncated(t)) => {
+            tracing::warn!(
+                target: "tower_lro",
+                event = "OffloadWriteFailed",
+                tool,
+                error = %t.error,
+                kept = t.kept,
+                total = t.total,
+                "offload write failed; result truncated inline"
+            );
+            Some(t.result)
+        }
+        Ok(Outcome::Inline(reason)) => {
+            tracing::debug!(target: "tower_lro", event = "PassedThrough", tool, reason = ?reason);
+            None
+        }
+        Err(e) => {
+            tracing::debug!(target: "tower_lro", event = "PassedThrough", tool, reason = %e);
+            None
+        }
+    }
+}
+
+fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(CONTENT_TYPE)?
+        .to_str()
+        .ok()
+        .map(|v| v.split(';').next().unwrap_or_default().trim())
+}
+
+/// The call a watched request answers (a task's original call when known).
+fn resolve(shared: &Shared, watched: &Watched) -> ToolCall {
+    match watched {
+        Watched::Call(call) => call.clone(),
+        Watched::TaskResult(task) => shared
+            .tasks
+            .get(task)
+            .unwrap_or_else(|| ToolCall::new("tasks_result", None)),
+    }
+}
+
+async fn watched<S, ReqBody, ResBody>(
+    mut inner: S,
+    req: Request<ReqBody>,
+    shared: Arc<Shared>,
+) -> Result<Response<OffloadBody<ResBody>>, S::Error>
+where
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
+    ReqBody: Body<Data = Bytes>,
+    ResBody: Body<Data = Bytes>,
+{
+    let (parts, body) = req.into_parts();
+    let (bytes, body) = buffer_request(body, shared.max_request_bytes).await;
+    let classified = bytes.as_deref().map(classify).unwrap_or_default();
+    let response = inner.call(Request::from_parts(parts, body)).await?;
+    let (mut parts, body) = response.into_parts();
+    if classified.proxy {
+        if classified.initialize
+            && let Some(id) = parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+        {
+            shared.sessions.remember(id);
+        }
+        return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
+    }
+    if classified.watched.is_empty() || !parts.status.is_success() {
+        return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
+    }
+    let watched: Vec<(Value, ToolCall, bool)> = classified
+        .watched
+        .iter()
+        .map(|(id, w)| (id.clone(), resolve(&shared, w), matches!(w, Watched::Call(_))))
+        .collect();
+    match content_type(&parts.headers) {
+        Some("text/event-stream") => {
+            parts.headers.remove(CONTENT_LENGTH);
+            let calls = watched.into_iter().map(|(id, call, _)| (id, call)).collect();
+            let state = SseState::new(calls, shared.offloader.clone());
+            Ok(Response::from_parts(parts, OffloadBody::sse(body, state)))
+        }
+        Some("application/json") => {
+            let (data, trailers, error) = collect(body).await;
+            if error.is_some() {
+                return Ok(Response::from_parts(parts, OffloadBody::full(data, trailers, error)));
+            }
+            let data = rewrite_json(&shared, data, &watched).await;
+            if parts.headers.contains_key(CONTENT_LENGTH) {
+                parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(data.len()));
+            }
+            Ok(Response::from_parts(parts, OffloadBody::full(data, trailers, None)))
+        }
+        _ => Ok(Response::from_parts(parts, OffloadBody::passthrough(body))),
+    }
+}
+
+/// Collects a body: its data, trailers, and the error that ended it early.
+async fn collect<B>(body: B) -> (Bytes, Option<HeaderMap>, Option<B::Error>)
+where
+    B: Body<Data = Bytes>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
+    let mut trailers = None;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(d) => match first.take() {
+                    None if buf.is_empty() => first = Some(d),
+                    Some(f) => {
+                        buf.extend_from_slice(&f);
+                        buf.extend_from_slice(&d);
+                    }
+                    None => buf.extend_from_slice(&d),
+                },
+                Err(frame) => trailers = frame.into_trailers().ok(),
+            },
+            Err(e) => {
+                let data = first.unwrap_or_else(|| buf.freeze());
+                return (data, trailers, Some(e));
+            }
+        }
+    }
+    (first.unwrap_or_else(|| buf.freeze()), trailers, None)
+}
+
+/// Rewrites the watched results in a JSON body (one message or a batch).
+async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[(Value, ToolCall, bool)]) -> Bytes {
+    let Ok(text) = std::str::from_utf8(&data) else {
+        return data;
+    };
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for (id, range) in find_results(text) {
+        let Some((_, call, is_call)) = watched.iter().find(|(w, _, _)| *w == id) else {
+            continue;
+        };
+        if *is_call && let Some(task) = created_task_id(&text[range.clone()]) {
+            shared.tasks.insert(task, call.clone());
+            continue;
+        }
+        let outcome = shared.offloader.process_async(call.clone(), data.slice(range.clone())).await;
+        if let Some(new) = replacement(&call.name, outcome) {
+            edits.push((range, new));
+        }
+    }
+    if edits.is_empty() {
+        return data;
+    }
+    edits.sort_by_key(|(r, _)| r.start);
+    let mut out = BytesMut::with_capacity(data.len());
+    let mut at = 0;
+    for (range, new) in edits {
+        out.extend_from_slice(&data[at..range.start]);
+        out.extend_from_slice(new.as_bytes());
+        at = range.end;
+    }
+    out.extend_from_slice(&data[at..]);
+    out.freeze()
+}

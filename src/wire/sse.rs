@@ -1,0 +1,185 @@
+//! Server-sent events, split and rewritten without disturbing their bytes.
+//!
+//! [`EventSplitter`] cuts a byte stream into complete events (each ends with
+//! a blank line; lines end with CRLF, LF or CR) and hands each back as the
+//! exact bytes received, so an event that is not rewritten is forwarded
+//! unchanged: comments, `id:`, `event:`, `retry:` and priming events with
+//! empty data included.
+
+use bytes::{Bytes, BytesMut};
+
+/// Cuts a stream of bytes into raw SSE events.
+#[derive(Debug, Default)]
+pub(crate) struct EventSplitter {
+    buf: BytesMut,
+    /// Where scanning resumes.
+    scan: usize,
+    /// Start of the current line.
+    line_start: usize,
+}
+
+impl EventSplitter {
+    /// Appends received bytes.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Bytes held that do not form a complete event yet.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The next complete event (its bytes up to and including the blank line).
+    pub fn next_event(&mut self) -> Option<Bytes> {
+        let bytes = &self.buf[..];
+        let mut i = self.scan;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b != b'\n' && b != b'\r' {
+                i += 1;
+                continue;
+            }
+            // A line ends at i. A CR at the very end may be the first half of CRLF.
+            let end = if b == b'\r' {
+                match bytes.get(i + 1) {
+                    Some(b'\n') => i + 2,
+                    Some(_) => i + 1,
+                    None => {
+                        self.scan = i;
+                        return None;
+                    }
+                }
+            } else {
+                i + 1
+            };
+            let empty_line = i == self.line_start;
+            self.line_start = end;
+            i = end;
+            if empty_line {
+                let event = self.buf.split_to(end).freeze();
+                self.scan = 0;
+                self.line_start = 0;
+                return Some(event);
+            }
+        }
+        self.scan = i;
+        None
+    }
+
+    /// Everything still held (at the end of the stream).
+    pub fn take_rest(&mut self) -> Bytes {
+        self.scan = 0;
+        self.line_start = 0;
+        self.buf.split().freeze()
+    }
+}
+
+/// One line of an event: its content and its terminator.
+fn lines(event: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut rest = event;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let pos = rest.iter().position(|&b| b == b'\n' || b == b'\r');
+        let (content, term_len) = match pos {
+            None => (rest, 0),
+            Some(p) if rest[p] == b'\r' && rest.get(p + 1) == Some(&b'\n') => (&rest[..p], 2),
+            Some(p) => (&rest[..p], 1),
+        };
+        let line_len = content.len();
+        let term = &rest[line_len..line_len + term_len];
+        rest = &rest[line_len + term_len..];
+        Some((content, term))
+    })
+}
+
+fn field(line: &[u8]) -> (&[u8], &[u8]) {
+    match line.iter().position(|&b| b == b':') {
+        Some(p) => {
+            let value = &line[p + 1..];
+            (&line[..p], value.strip_prefix(b" ").unwrap_or(value))
+        }
+        None => (line, &[][..]),
+    }
+}
+
+/// The event's data: its `data` lines joined by `\n` (`None` without any).
+pub(crate) fn event_data(event: &[u8]) -> Option<Vec<u8>> {
+    let mut data: Option<Vec<u8>> = None;
+    for (line, _) in lines(event) {
+        if line.first() == Some(&b':') || line.is_empty() {
+            continue;
+        }
+        let (name, value) = field(line);
+        if name == b"data" {
+            match &mut data {
+                None => data = Some(value.to_vec()),
+                Some(d) => {
+                    d.push(b'\n');
+                    d.extend_from_slice(value);
+                }
+            }
+        }
+    }
+    data
+}
+
+/// The event with its data lines replaced by one `data:` line holding
+/// `data` (which must not contain line breaks); every other line is kept.
+pub(crate) fn replace_data(event: &[u8], data: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(data.len() + 64);
+    let mut written = false;
+    for (line, term) in lines(event) {
+        let is_data = !line.is_empty() && line.first() != Some(&b':') && field(line).0 == b"data";
+        if is_data {
+            if !written {
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(data);
+                out.extend_from_slice(if term.is_empty() { b"\n" } else { term });
+                written = true;
+            }
+            continue;
+        }
+        out.extend_from_slice(line);
+        out.extend_from_slice(term);
+    }
+    out.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split_all(chunks: &[&[u8]]) -> (Vec<Bytes>, Bytes) {
+        let mut s = EventSplitter::default();
+        let mut events = Vec::new();
+        for c in chunks {
+            s.push(c);
+            while let Some(e) = s.next_event() {
+                events.push(e);
+            }
+        }
+        (events, s.take_rest())
+    }
+
+    #[test]
+    fn splits_on_blank_lines_with_any_terminator() {
+        let (events, rest) = split_all(&[b"id: 1\r\ndata: a\r\n\r", b"\ndata: b\n", b"\n: comment\rdata:\r\rpartial"]);
+        assert_eq!(events.len(), 3);
+        assert_eq!(&events[0][..], b"id: 1\r\ndata: a\r\n\r\n");
+        assert_eq!(&events[1][..], b"data: b\n\n");
+        assert_eq!(&events[2][..], b": comment\rdata:\r\r");
+        assert_eq!(&rest[..], b"partial");
+    }
+
+    #[test]
+    fn data_is_joined_and_replaced() {
+        let ev = b"event: message\nid: 9\ndata: {\"a\":\ndata:  1}\nretry: 5\n\n";
+        assert_eq!(event_data(ev).unwrap(), b"{\"a\":\n 1}");
+        let out = replace_data(ev, b"{\"b\":2}");
+        assert_eq!(&out[..], b"event: message\nid: 9\ndata: {\"b\":2}\nretry: 5\n\n");
+        assert_eq!(event_data(b"data:\n\n").unwrap(), b"");
+        assert!(event_data(b": ping\n\n").is_none());
+    }
+}
