@@ -1,0 +1,327 @@
+//! The layer in front of a real rmcp server, driven by a real rmcp client
+//! and by raw HTTP, over loopback.
+
+#[path = "../examples/support/memory_server.rs"]
+mod memory_server;
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use common::{json_stream, require_jq, run_recipe};
+use memory_server::{MemoryServer, memories};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tower::ServiceBuilder;
+use tower_lro::fixtures::{Detail, memory_tool_result};
+use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Sessions, SSE responses.
+    StatefulSse,
+    /// No sessions, JSON responses.
+    StatelessJson,
+    /// No sessions, SSE responses.
+    StatelessSse,
+}
+
+fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(None)
+        .with_legacy_session_mode(matches!(mode, Mode::StatefulSse))
+        .with_json_response(matches!(mode, Mode::StatelessJson));
+    StreamableHttpService::new(|| Ok(MemoryServer), Arc::new(LocalSessionManager::default()), config)
+}
+
+async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// Two servers: one behind the layer (writing into `dir`), one without.
+async fn servers(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
+    let layer = OffloadLayer::builder().output_dir(dir).build();
+    let with = Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp_service(mode)));
+    let without = Router::new().route_service("/mcp", mcp_service(mode));
+    (serve(with).await, serve(without).await)
+}
+
+async fn call(addr: SocketAddr, version: ProtocolVersion, tool: &str, args: Value) -> CallToolResult {
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("lro-test", "1.0"))
+        .with_protocol_version(version);
+    let client = info.serve(transport).await.expect("client connects");
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    let result = client.call_tool(params).await.expect("tool call succeeds");
+    let _ = client.cancel().await;
+    result
+}
+
+fn descriptor(result: &CallToolResult) -> OffloadResponse {
+    let v = serde_json::to_value(result).unwrap();
+    serde_json::from_str(v["content"][0]["text"].as_str().expect("text block")).expect("descriptor JSON")
+}
+
+/// The checks every large result must pass: descriptor, file, jq, rebuild.
+fn check_large(result: &CallToolResult, original: &CallToolResult, count: usize) {
+    require_jq();
+    let d = descriptor(result);
+    assert!(d.offloaded);
+    assert_eq!(d.summary.count, count);
+    assert_eq!(d.jq_recipes.len(), 10);
+    assert!(std::path::Path::new(&d.file_path).is_file());
+    let recipe6 = json_stream(&run_recipe(&d.jq_recipes[5].command));
+    let got: BTreeMap<String, u64> = recipe6[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["namespace"].as_str().unwrap().to_owned(), e["count"].as_u64().unwrap()))
+        .collect();
+    let mut want = BTreeMap::new();
+    for m in memories(count, Detail::Full) {
+        *want.entry(m["namespace"].as_str().unwrap().to_owned()).or_insert(0u64) += 1;
+    }
+    assert_eq!(got, want, "recipe 6 counts");
+    let rebuilt: CallToolResult = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+    assert_eq!(&rebuilt, original, "rebuilt result equals what the server sent");
+    assert_eq!(result.structured_content, Some(json!({"count": count, "memories": []})));
+}
+
+async fn scenario(mode: Mode, version: ProtocolVersion) {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, without) = servers(mode, dir.path()).await;
+    let small = call(with, version.clone(), "status", json!({})).await;
+    let small_plain = call(without, version.clone(), "status", json!({})).await;
+    assert_eq!(small, small_plain);
+    let args = json!({"query": "cache", "count": 200});
+    let large = call(with, version.clone(), "recall_memories", args.clone()).await;
+    let original = call(without, version.clone(), "recall_memories", args).await;
+    assert_eq!(original.structured_content.as_ref().unwrap()["memories"].as_array().unwrap().len(), 200);
+    check_large(&large, &original, 200);
+    let d = descriptor(&large);
+    assert_eq!(d.summary.operation, "recall");
+    assert_eq!(d.summary.detail, "light", "recall_memories defaults to light");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateful_sse_mode() {
+    scenario(Mode::StatefulSse, ProtocolVersion::V_2025_06_18).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_json_mode() {
+    scenario(Mode::StatelessJson, ProtocolVersion::V_2025_06_18).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_2026_07_28() {
+    scenario(Mode::StatelessSse, ProtocolVersion::V_2026_07_28).await;
+    scenario(Mode::StatelessJson, ProtocolVersion::V_2026_07_28).await;
+}
+
+// ---- raw HTTP -------------------------------------------------------------
+
+fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
+    let mut params = json!({"name": tool, "arguments": args});
+    if let Some(m) = meta {
+        params["_meta"] = m;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("request sent")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_json_responses_are_byte_identical_and_content_length_is_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, without) = servers(Mode::StatelessJson, dir.path()).await;
+    let body = tools_call(1, "status", json!({}), None);
+    let a = post(with, &body, &[]).await;
+    let b = post(without, &body, &[]).await;
+    assert_eq!(a.status(), b.status());
+    assert_eq!(a.bytes().await.unwrap(), b.bytes().await.unwrap());
+    // Large: Content-Length matches the rewritten body.
+    let large = post(with, &tools_call(2, "recall_memories", json!({"count": 300}), None), &[]).await;
+    let declared: Option<usize> = large.content_length().map(|n| n as usize);
+    let bytes = large.bytes().await.unwrap();
+    if let Some(n) = declared {
+        assert_eq!(n, bytes.len());
+    }
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["id"], 2);
+    assert!(v["result"]["content"][0]["text"].as_str().unwrap().contains("\"offloaded\":true"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_header_and_client_info_get_untouched_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, without) = servers(Mode::StatelessJson, dir.path()).await;
+    let body = tools_call(5, "recall_memories", json!({"count": 200}), None);
+    let plain = post(without, &body, &[]).await.bytes().await.unwrap();
+    for value in ["1", "true", "TRUE"] {
+        let proxied = post(with, &body, &[("lro-proxy", value)]).await.bytes().await.unwrap();
+        assert_eq!(proxied, plain, "lro-proxy: {value}");
+    }
+    let not_proxy = post(with, &body, &[("lro-proxy", "0")]).await.bytes().await.unwrap();
+    assert_ne!(not_proxy, plain);
+    // 2026-07-28: clientInfo in _meta.
+    let meta = json!({"io.modelcontextprotocol/clientInfo": {"name": "lro-proxy", "version": "1", "proxy": true}});
+    let body = tools_call(5, "recall_memories", json!({"count": 200}), Some(meta));
+    let plain = post(without, &body, &[]).await.bytes().await.unwrap();
+    let proxied = post(with, &body, &[]).await.bytes().await.unwrap();
+    assert_eq!(proxied, plain);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the non-proxy call wrote a file");
+}
+
+/// Initializes a session by hand; returns the session id.
+async fn initialize(addr: SocketAddr, proxy: bool) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1", "proxy": proxy}}});
+    let resp = post(addr, &init, &[]).await;
+    let session = resp.headers().get("mcp-session-id").expect("session id").to_str().unwrap().to_owned();
+    let _ = resp.bytes().await;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = post(addr, &note, &[("mcp-session-id", &session)]).await;
+    assert!(r.status().is_success());
+    session
+}
+
+fn sse_messages(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|ev| {
+            let data: Vec<&str> = ev.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+            (!data.is_empty()).then(|| data.join("\n"))
+        })
+        .filter_map(|d| serde_json::from_str(&d).ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_with_client_info_proxy_marks_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, _) = servers(Mode::StatefulSse, dir.path()).await;
+    let proxy_session = initialize(with, true).await;
+    let normal_session = initialize(with, false).await;
+    let body = tools_call(9, "recall_memories", json!({"count": 200}), None);
+    let proxied = post(with, &body, &[("mcp-session-id", &proxy_session)]).await.text().await.unwrap();
+    let msgs = sse_messages(&proxied);
+    let result = msgs.iter().find(|m| m["id"] == 9).expect("result");
+    assert_eq!(result["result"]["structuredContent"]["memories"].as_array().unwrap().len(), 200);
+    let normal = post(with, &body, &[("mcp-session-id", &normal_session)]).await.text().await.unwrap();
+    let msgs = sse_messages(&normal);
+    let result = msgs.iter().find(|m| m["id"] == 9).expect("result");
+    assert_eq!(result["result"]["structuredContent"]["memories"], json!([]));
+    // DELETE ends the session on both sides.
+    let r = reqwest::Client::new()
+        .delete(format!("http://{with}/mcp"))
+        .header("mcp-session-id", &proxy_session)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success() || r.status().as_u16() == 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_never_ending_get_stream_flows_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, _) = servers(Mode::StatefulSse, dir.path()).await;
+    let session = initialize(with, false).await;
+    let mut resp = reqwest::Client::new()
+        .get(format!("http://{with}/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let first = tokio::time::timeout(Duration::from_secs(10), resp.chunk()).await.expect("first event in time");
+    assert!(!first.unwrap().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_client_before_the_large_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, _) = servers(Mode::StatelessSse, dir.path()).await;
+    let body = tools_call(3, "slow_recall", json!({"count": 200}), Some(json!({"progressToken": "p1"})));
+    let mut resp = post(with, &body, &[]).await;
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let start = Instant::now();
+    let mut text = String::new();
+    let mut progress_at = None;
+    let mut result_at = None;
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), resp.chunk()).await.unwrap().unwrap() {
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        if progress_at.is_none() && text.contains("notifications/progress") {
+            progress_at = Some(start.elapsed());
+        }
+        if result_at.is_none() && text.contains(r#"\"offloaded\":true"#) {
+            result_at = Some(start.elapsed());
+        }
+    }
+    let (p, r) = (progress_at.expect("progress seen"), result_at.expect("result seen"));
+    assert!(r >= p + Duration::from_millis(1000), "progress at {p:?}, result at {r:?}: progress was held back");
+    let msgs = sse_messages(&text);
+    assert_eq!(msgs.iter().filter(|m| m["method"] == "notifications/progress").count(), 2);
+    let result = msgs.iter().find(|m| m["id"] == 3).unwrap();
+    let original: CallToolResult = serde_json::from_value(memory_tool_result(&memories(200, Detail::Full))).unwrap();
+    let rewritten: CallToolResult = serde_json::from_value(result["result"].clone()).unwrap();
+    check_large(&rewritten, &original, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_stay_beside_the_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let (with, without) = servers(Mode::StatelessJson, dir.path()).await;
+    let v = ProtocolVersion::V_2025_06_18;
+    let r = call(with, v.clone(), "chart", json!({})).await;
+    let o = call(without, v, "chart", json!({})).await;
+    let rv = serde_json::to_value(&r).unwrap();
+    let ov = serde_json::to_value(&o).unwrap();
+    assert_eq!(rv["content"].as_array().unwrap().len(), 2);
+    assert_eq!(rv["content"][1], ov["content"][0], "image block intact");
+    let d = descriptor(&r);
+    assert_eq!(d.summary.count, 600);
+    let rebuilt: CallToolResult = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+    assert_eq!(rebuilt, o);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabled_layer_is_a_pure_pass_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::builder().enabled(false).output_dir(dir.path()).build();
+    let with = serve(Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp_service(Mode::StatelessJson)))).await;
+    let without = serve(Router::new().route_service("/mcp", mcp_service(Mode::StatelessJson))).await;
+    let body = tools_call(1, "recall_memories", json!({"count": 300}), None);
+    assert_eq!(post(with, &body, &[]).await.bytes().await.unwrap(), post(without, &body, &[]).await.bytes().await.unwrap());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
