@@ -51,18 +51,44 @@ const NAMESPACES: [&str; 8] = [
 ];
 const TYPES: [&str; 3] = ["semantic", "episodic", "procedural"];
 const TAGS: [&str; 12] = [
-    "architecture", "caching", "database", "latency", "security", "deploy", "api", "testing",
-    "oncall", "design", "performance", "migration",
+    "architecture",
+    "caching",
+    "database",
+    "latency",
+    "security",
+    "deploy",
+    "api",
+    "testing",
+    "oncall",
+    "design",
+    "performance",
+    "migration",
 ];
 const SUBJECTS: [&str; 12] = [
-    "the cache layer", "the billing service", "the search index", "our deploy pipeline",
-    "the auth gateway", "the event bus", "the reporting job", "the mobile client",
-    "the schema migration", "the rate limiter", "the embeddings store", "the nightly backup",
+    "the cache layer",
+    "the billing service",
+    "the search index",
+    "our deploy pipeline",
+    "the auth gateway",
+    "the event bus",
+    "the reporting job",
+    "the mobile client",
+    "the schema migration",
+    "the rate limiter",
+    "the embeddings store",
+    "the nightly backup",
 ];
 const VERBS: [&str; 10] = [
-    "was moved behind", "now depends on", "times out when calling", "replaced", "was split from",
-    "caches results from", "must be deployed before", "was load tested against",
-    "reads through", "writes ahead of",
+    "was moved behind",
+    "now depends on",
+    "times out when calling",
+    "replaced",
+    "was split from",
+    "caches results from",
+    "must be deployed before",
+    "was load tested against",
+    "reads through",
+    "writes ahead of",
 ];
 const DETAILS: [&str; 10] = [
     "after the incident review in March",
@@ -80,8 +106,16 @@ const AGENTS: [&str; 4] = ["claude-code", "cursor", "atlatl-cli", "review-bot"];
 const SOURCES: [&str; 4] = ["conversation", "document", "code_review", "incident_report"];
 const TRUST: [&str; 3] = ["high", "medium", "low"];
 const ENTITIES: [&str; 10] = [
-    "PostgreSQL", "Redis", "Kafka", "Alice Chen", "Bob Okafor", "us-east-1", "gRPC", "Terraform",
-    "OpenTelemetry", "S3",
+    "PostgreSQL",
+    "Redis",
+    "Kafka",
+    "Alice Chen",
+    "Bob Okafor",
+    "us-east-1",
+    "gRPC",
+    "Terraform",
+    "OpenTelemetry",
+    "S3",
 ];
 
 /// Deterministic generator of memory records.

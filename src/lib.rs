@@ -24,12 +24,12 @@ pub mod layer;
 pub mod lifecycle;
 pub mod wire;
 
+pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use engine::{
     DEFAULT_OFFLOAD_THRESHOLD_TOKENS, InlineReason, JqRecipe, OffloadConfig, OffloadHeader,
-    OffloadResponse, OffloadSummary, OffloadedResult, Offloaded, Offloader, Outcome,
-    RebuildError, ToolCall, Truncated, operation_name, rebuild, rebuild_file,
+    OffloadResponse, OffloadSummary, Offloaded, OffloadedResult, Offloader, Outcome, RebuildError,
+    ToolCall, Truncated, operation_name, rebuild, rebuild_file,
 };
-pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use layer::{DEFAULT_PROXY_HEADER, OffloadLayer, OffloadLayerBuilder, OffloadService};
 pub use lifecycle::store::{FsStore, Store, StoreError};
 pub use wire::mcp::ResultError;

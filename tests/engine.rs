@@ -18,7 +18,10 @@ fn offloader(dir: &std::path::Path) -> Offloader {
 }
 
 fn offload(o: &Offloader, call: &ToolCall, result: &Value) -> Box<Offloaded> {
-    match o.process(call, result.to_string().as_bytes()).expect("valid result") {
+    match o
+        .process(call, result.to_string().as_bytes())
+        .expect("valid result")
+    {
         Outcome::Offloaded(off) => off,
         other => panic!("expected offload, got {other:?}"),
     }
@@ -26,7 +29,10 @@ fn offload(o: &Offloader, call: &ToolCall, result: &Value) -> Box<Offloaded> {
 
 fn assert_rebuilds(off: &Offloaded, original: &Value) {
     let rebuilt: Value = serde_json::from_str(&rebuild_file(&off.file.path).unwrap()).unwrap();
-    assert_eq!(&rebuilt, original, "rebuilt result differs from the original");
+    assert_eq!(
+        &rebuilt, original,
+        "rebuilt result differs from the original"
+    );
 }
 
 fn descriptor_of(result: &str) -> Value {
@@ -37,7 +43,8 @@ fn descriptor_of(result: &str) -> Value {
 fn counts_by(records: &[Value], field: &str) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for r in records {
-        *m.entry(r[field].as_str().unwrap_or("null").to_owned()).or_default() += 1;
+        *m.entry(r[field].as_str().unwrap_or("null").to_owned())
+            .or_default() += 1;
     }
     m
 }
@@ -71,25 +78,46 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
         assert!(d.offloaded);
         assert_eq!(d.summary.count, 200);
         assert_eq!(d.summary.detail, detail.as_str());
-        assert_eq!(d.summary.operation, if tool == "recall_memories" { "recall" } else { "inject" });
+        assert_eq!(
+            d.summary.operation,
+            if tool == "recall_memories" {
+                "recall"
+            } else {
+                "inject"
+            }
+        );
         assert_eq!(d.jq_recipes.len(), 10);
         let file = off.file.path.to_str().unwrap();
         for (n, cmd) in SPEC_RECIPES_1_8.iter().enumerate() {
-            assert_eq!(d.jq_recipes[n].command, format!("tail -n +2 {file} | {cmd}"), "recipe {}", n + 1);
+            assert_eq!(
+                d.jq_recipes[n].command,
+                format!("tail -n +2 {file} | {cmd}"),
+                "recipe {}",
+                n + 1
+            );
         }
         let (nine, ten) = match detail {
             Detail::Light => (
                 "jq -s 'map(.namespace) | unique'",
                 "jq -s 'group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})'",
             ),
-            Detail::Medium => ("jq -s 'sort_by(.confidence) | reverse'", "jq 'select(.content | test(\"keyword\"; \"i\"))'"),
+            Detail::Medium => (
+                "jq -s 'sort_by(.confidence) | reverse'",
+                "jq 'select(.content | test(\"keyword\"; \"i\"))'",
+            ),
             Detail::Full => (
                 "jq -s 'sort_by(.provenance.confidence) | reverse'",
                 "jq 'select(.content | test(\"keyword\"; \"i\"))'",
             ),
         };
-        assert_eq!(d.jq_recipes[8].command, format!("tail -n +2 {file} | {nine}"));
-        assert_eq!(d.jq_recipes[9].command, format!("tail -n +2 {file} | {ten}"));
+        assert_eq!(
+            d.jq_recipes[8].command,
+            format!("tail -n +2 {file} | {nine}")
+        );
+        assert_eq!(
+            d.jq_recipes[9].command,
+            format!("tail -n +2 {file} | {ten}")
+        );
         for r in &d.jq_recipes {
             assert!(!r.command.contains(".score"), "never .score: {}", r.command);
             run_recipe(&r.command);
@@ -100,12 +128,23 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| (e["namespace"].as_str().unwrap().to_owned(), e["count"].as_u64().unwrap() as usize))
+            .map(|e| {
+                (
+                    e["namespace"].as_str().unwrap().to_owned(),
+                    e["count"].as_u64().unwrap() as usize,
+                )
+            })
             .collect();
         assert_eq!(got, counts_by(&memories, "namespace"));
         // Recipe 5: exactly the semantic memories.
         let semantic = json_stream(&run_recipe(&d.jq_recipes[4].command));
-        assert_eq!(semantic.len(), memories.iter().filter(|m| m["memory_type"] == "semantic").count());
+        assert_eq!(
+            semantic.len(),
+            memories
+                .iter()
+                .filter(|m| m["memory_type"] == "semantic")
+                .count()
+        );
         // Recipe 9 at full/medium: sorted by confidence descending.
         if detail != Detail::Light {
             let sorted = json_stream(&run_recipe(&d.jq_recipes[8].command));
@@ -114,9 +153,13 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
                 .unwrap()
                 .iter()
                 .map(|m| {
-                    if detail == Detail::Full { &m["provenance"]["confidence"] } else { &m["confidence"] }
-                        .as_f64()
-                        .unwrap()
+                    if detail == Detail::Full {
+                        &m["provenance"]["confidence"]
+                    } else {
+                        &m["confidence"]
+                    }
+                    .as_f64()
+                    .unwrap()
                 })
                 .collect();
             assert!(conf.windows(2).all(|w| w[0] >= w[1]));
@@ -152,7 +195,10 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
         assert_rebuilds(&off, &result);
         // The rewritten result keeps the structure and empties the record array.
         let rewritten: Value = serde_json::from_str(&off.result).unwrap();
-        assert_eq!(rewritten["structuredContent"], json!({"count": 200, "memories": []}));
+        assert_eq!(
+            rewritten["structuredContent"],
+            json!({"count": 200, "memories": []})
+        );
         assert_eq!(rewritten["isError"], false);
         assert_eq!(rewritten["content"].as_array().unwrap().len(), 1);
         assert_eq!(descriptor_of(&off.result), serde_json::to_value(d).unwrap());
@@ -164,11 +210,21 @@ fn full_detail_memories_average_about_200_tokens() {
     let memories = MemoryGenerator::new(1).memories(200, Detail::Full);
     let chars: usize = memories.iter().map(|m| m.to_string().chars().count()).sum();
     let avg = chars as f64 / 4.0 / 200.0;
-    assert!((170.0..=230.0).contains(&avg), "average tokens per full memory: {avg}");
-    let light: usize = MemoryGenerator::new(1).memories(200, Detail::Light).iter().map(|m| m.to_string().len()).sum();
+    assert!(
+        (170.0..=230.0).contains(&avg),
+        "average tokens per full memory: {avg}"
+    );
+    let light: usize = MemoryGenerator::new(1)
+        .memories(200, Detail::Light)
+        .iter()
+        .map(|m| m.to_string().len())
+        .sum();
     assert!(light < chars / 3);
     // Deterministic.
-    assert_eq!(MemoryGenerator::new(9).memories(5, Detail::Full), MemoryGenerator::new(9).memories(5, Detail::Full));
+    assert_eq!(
+        MemoryGenerator::new(9).memories(5, Detail::Full),
+        MemoryGenerator::new(9).memories(5, Detail::Full)
+    );
 }
 
 #[test]
@@ -180,16 +236,30 @@ fn detail_comes_from_argument_then_tool_default_then_fields() {
     let cases = [
         ("recall_memories", None, &full, "light"),
         ("inject_context", None, &full, "medium"),
-        ("recall_memories", Some(json!({"detail": "full"})), &full, "full"),
+        (
+            "recall_memories",
+            Some(json!({"detail": "full"})),
+            &full,
+            "full",
+        ),
         ("search_memories", None, &full, "full"),
         ("search_memories", None, &medium, "medium"),
-        ("other_tool", Some(json!({"detail": "bogus"})), &medium, "medium"),
+        (
+            "other_tool",
+            Some(json!({"detail": "bogus"})),
+            &medium,
+            "medium",
+        ),
     ];
     for (tool, args, result, want) in cases {
         let off = offload(&o, &ToolCall::new(tool, args), result);
         assert_eq!(off.response.summary.detail, want, "{tool}");
         assert_eq!(off.file.header.detail, want);
-        assert!(off.response.guidance.contains(&format!("Detail level: {want}\n")));
+        assert!(
+            off.response
+                .guidance
+                .contains(&format!("Detail level: {want}\n"))
+        );
     }
 }
 
@@ -199,21 +269,42 @@ fn under_threshold_stays_inline() {
     let o = offloader(dir.path());
     let small = memory_tool_result(&MemoryGenerator::new(3).memories(3, Detail::Full));
     let bytes = small.to_string();
-    match o.process(&ToolCall::new("recall_memories", None), bytes.as_bytes()).unwrap() {
-        Outcome::Inline(InlineReason::UnderThreshold { estimated_tokens }) => assert!(estimated_tokens <= 1600),
+    match o
+        .process(&ToolCall::new("recall_memories", None), bytes.as_bytes())
+        .unwrap()
+    {
+        Outcome::Inline(InlineReason::UnderThreshold { estimated_tokens }) => {
+            assert!(estimated_tokens <= 1600)
+        }
         other => panic!("{other:?}"),
     }
     // Exactly at the threshold: inline; one token more: offloaded.
     let at = json!({"content": [{"type": "text", "text": "a\n".repeat(3200)}]});
     let o2 = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
-    assert!(matches!(o2.process(&ToolCall::default(), at.to_string().as_bytes()).unwrap(),
-        Outcome::Inline(InlineReason::UnderThreshold { estimated_tokens: 1600 })));
+    assert!(matches!(
+        o2.process(&ToolCall::default(), at.to_string().as_bytes())
+            .unwrap(),
+        Outcome::Inline(InlineReason::UnderThreshold {
+            estimated_tokens: 1600
+        })
+    ));
     let over = json!({"content": [{"type": "text", "text": format!("{}ab", "a\n".repeat(3200))}]});
-    assert!(matches!(o2.process(&ToolCall::default(), over.to_string().as_bytes()).unwrap(), Outcome::Offloaded(_)));
+    assert!(matches!(
+        o2.process(&ToolCall::default(), over.to_string().as_bytes())
+            .unwrap(),
+        Outcome::Offloaded(_)
+    ));
     // Disabled.
-    let off = Offloader::new(OffloadConfig::default().enabled(false).output_dir(dir.path()));
-    assert!(matches!(off.process(&ToolCall::default(), over.to_string().as_bytes()).unwrap(),
-        Outcome::Inline(InlineReason::Disabled)));
+    let off = Offloader::new(
+        OffloadConfig::default()
+            .enabled(false)
+            .output_dir(dir.path()),
+    );
+    assert!(matches!(
+        off.process(&ToolCall::default(), over.to_string().as_bytes())
+            .unwrap(),
+        Outcome::Inline(InlineReason::Disabled)
+    ));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
@@ -238,25 +329,61 @@ fn generic_records_get_recipes_from_their_own_fields() {
         })
         .collect();
     let result = json!({"content": [{"type": "text", "text": serde_json::to_string_pretty(&rows).unwrap()}]});
-    let off = offload(&o, &ToolCall::new("query_logs", Some(json!({"query": "status"}))), &result);
+    let off = offload(
+        &o,
+        &ToolCall::new("query_logs", Some(json!({"query": "status"}))),
+        &result,
+    );
     let d = &off.response;
     assert_eq!(d.summary.operation, "query_logs");
     assert_eq!(d.summary.top_namespaces[0], "info");
     assert_eq!(d.jq_recipes.len(), 10);
-    let descriptions: Vec<&str> = d.jq_recipes.iter().map(|r| r.description.as_str()).collect();
+    let descriptions: Vec<&str> = d
+        .jq_recipes
+        .iter()
+        .map(|r| r.description.as_str())
+        .collect();
     for r in &d.jq_recipes {
         run_recipe(&r.command);
-        assert!(!r.command.contains("memory_type") && !r.command.contains(".namespace"), "{}", r.command);
+        assert!(
+            !r.command.contains("memory_type") && !r.command.contains(".namespace"),
+            "{}",
+            r.command
+        );
     }
     // The category filter returns exactly the records with that value.
-    let filter = d.jq_recipes.iter().find(|r| r.description.starts_with("Filter by level")).unwrap_or_else(|| panic!("{descriptions:?}"));
-    assert_eq!(json_stream(&run_recipe(&filter.command)).len(), rows.iter().filter(|r| r["level"] == "info").count());
-    let count = d.jq_recipes.iter().find(|r| r.description == "Count by level").unwrap();
+    let filter = d
+        .jq_recipes
+        .iter()
+        .find(|r| r.description.starts_with("Filter by level"))
+        .unwrap_or_else(|| panic!("{descriptions:?}"));
+    assert_eq!(
+        json_stream(&run_recipe(&filter.command)).len(),
+        rows.iter().filter(|r| r["level"] == "info").count()
+    );
+    let count = d
+        .jq_recipes
+        .iter()
+        .find(|r| r.description == "Count by level")
+        .unwrap();
     let got = &json_stream(&run_recipe(&count.command))[0];
-    let got: BTreeMap<String, usize> =
-        got.as_array().unwrap().iter().map(|e| (e["level"].as_str().unwrap().into(), e["count"].as_u64().unwrap() as usize)).collect();
+    let got: BTreeMap<String, usize> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["level"].as_str().unwrap().into(),
+                e["count"].as_u64().unwrap() as usize,
+            )
+        })
+        .collect();
     assert_eq!(got, counts_by(&rows, "level"));
-    let stats = d.jq_recipes.iter().find(|r| r.description.starts_with("Min, max and mean of latency_ms")).unwrap();
+    let stats = d
+        .jq_recipes
+        .iter()
+        .find(|r| r.description.starts_with("Min, max and mean of latency_ms"))
+        .unwrap();
     let s = &json_stream(&run_recipe(&stats.command))[0];
     assert_eq!(s["max"], 249);
     assert_eq!(s["min"], 0);
@@ -275,30 +402,47 @@ fn plain_text_and_jsonl_become_line_records() {
     let log: String = (0..1500)
         .map(|i| {
             let level = ["INFO", "ERROR"][i % 2];
-            format!("2026-11-21 10:00:{:02} {level} worker-{} handled job {i}\n", i % 60, i % 4)
+            format!(
+                "2026-11-21 10:00:{:02} {level} worker-{} handled job {i}\n",
+                i % 60,
+                i % 4
+            )
         })
         .collect();
     let result = json!({"content": [{"type": "text", "text": log}], "_meta": {"trace": "abc"}});
     let off = offload(&o, &ToolCall::new("tail_logs", None), &result);
     let recs = file_records(&off.file.path);
     assert_eq!(recs.len(), 1500);
-    assert_eq!(recs[0], json!({"line": 1, "text": "2026-11-21 10:00:00 INFO worker-0 handled job 0"}));
+    assert_eq!(
+        recs[0],
+        json!({"line": 1, "text": "2026-11-21 10:00:00 INFO worker-0 handled job 0"})
+    );
     for r in &off.response.jq_recipes {
         run_recipe(&r.command);
     }
-    let count = off.response.jq_recipes.iter().find(|r| r.description.starts_with("Count lines containing")).unwrap();
+    let count = off
+        .response
+        .jq_recipes
+        .iter()
+        .find(|r| r.description.starts_with("Count lines containing"))
+        .unwrap();
     let word = count.description.split('"').nth(1).unwrap().to_owned();
-    let expected = log.lines().filter(|l| l.to_lowercase().contains(&word)).count();
+    let expected = log
+        .lines()
+        .filter(|l| l.to_lowercase().contains(&word))
+        .count();
     assert_eq!(run_recipe(&count.command).trim(), expected.to_string());
     assert_rebuilds(&off, &result);
     let rewritten: Value = serde_json::from_str(&off.result).unwrap();
     assert_eq!(rewritten["_meta"], json!({"trace": "abc"}));
 
     // JSONL text.
-    let jsonl: String = (0..600).map(|i| {
+    let jsonl: String = (0..600)
+        .map(|i| {
             let kind = ["a", "b"][i % 2];
             format!("{{\"n\":{i},\"kind\":\"{kind}\"}}\n")
-        }).collect();
+        })
+        .collect();
     let result = json!({"content": [{"type": "text", "text": jsonl}]});
     let off = offload(&o, &ToolCall::new("export", None), &result);
     assert_eq!(file_records(&off.file.path).len(), 600);
@@ -313,13 +457,26 @@ fn layouts_blocks_and_fields_survive_the_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let o = offloader(dir.path());
     let rows: Vec<Value> = (0..300).map(|i| json!({"id": i, "name": format!("item {i}"), "big": 123456789012345678901234567890u128.to_string()})).collect();
-    let spaced = rows.iter().map(|r| r.to_string().replace(",\"", ", \"").replace("\":", "\": ")).collect::<Vec<_>>().join(", ");
+    let spaced = rows
+        .iter()
+        .map(|r| r.to_string().replace(",\"", ", \"").replace("\":", "\": "))
+        .collect::<Vec<_>>()
+        .join(", ");
     let texts = [
         serde_json::to_string(&rows).unwrap(),
         serde_json::to_string_pretty(&rows).unwrap(),
         format!("[{spaced}]"),
-        format!("\n  {}  \n", serde_json::to_string(&json!({"total": 300, "items": rows})).unwrap()),
-        format!("[ {} ]", rows.iter().map(Value::to_string).collect::<Vec<_>>().join(" ,\n")),
+        format!(
+            "\n  {}  \n",
+            serde_json::to_string(&json!({"total": 300, "items": rows})).unwrap()
+        ),
+        format!(
+            "[ {} ]",
+            rows.iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join(" ,\n")
+        ),
     ];
     let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
     for text in texts {
@@ -335,7 +492,10 @@ fn layouts_blocks_and_fields_survive_the_round_trip() {
         let rewritten: Value = serde_json::from_str(&off.result).unwrap();
         let content = rewritten["content"].as_array().unwrap();
         assert_eq!(content.len(), 3, "descriptor, the short text, the image");
-        assert_eq!(content[1], json!({"type": "text", "text": "Found 300 items:"}));
+        assert_eq!(
+            content[1],
+            json!({"type": "text", "text": "Found 300 items:"})
+        );
         assert_eq!(content[2], image);
         assert_eq!(rewritten["_meta"], json!({"progressToken": 7}));
         assert_eq!(rewritten["resultType"], "complete");
@@ -344,13 +504,24 @@ fn layouts_blocks_and_fields_survive_the_round_trip() {
     // Raw literals are kept: a number beyond f64 in the records.
     let raw = format!(
         "{{\"content\":[{{\"type\":\"text\",\"text\":\"[{}]\"}}]}}",
-        (0..2000).map(|i| format!("{{\\\"n\\\":1{i:030}}}")).collect::<Vec<_>>().join(",")
+        (0..2000)
+            .map(|i| format!("{{\\\"n\\\":1{i:030}}}"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
-    let off = match o.process(&ToolCall::new("nums", None), raw.as_bytes()).unwrap() {
+    let off = match o
+        .process(&ToolCall::new("nums", None), raw.as_bytes())
+        .unwrap()
+    {
         Outcome::Offloaded(off) => off,
         other => panic!("{other:?}"),
     };
-    let line2 = std::fs::read_to_string(&off.file.path).unwrap().lines().nth(1).unwrap().to_owned();
+    let line2 = std::fs::read_to_string(&off.file.path)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_owned();
     assert_eq!(line2, format!("{{\"n\":1{:030}}}", 0));
     assert_eq!(rebuild_file(&off.file.path).unwrap(), raw);
 }
@@ -362,12 +533,23 @@ fn is_error_results_stay_inline_by_default() {
     let mut result = memory_tool_result(&MemoryGenerator::new(5).memories(200, Detail::Full));
     result["isError"] = json!(true);
     assert!(matches!(
-        o.process(&ToolCall::new("recall_memories", None), result.to_string().as_bytes()).unwrap(),
+        o.process(
+            &ToolCall::new("recall_memories", None),
+            result.to_string().as_bytes()
+        )
+        .unwrap(),
         Outcome::Inline(InlineReason::IsError)
     ));
-    let o = Offloader::new(OffloadConfig::default().output_dir(dir.path()).offload_errors(true));
+    let o = Offloader::new(
+        OffloadConfig::default()
+            .output_dir(dir.path())
+            .offload_errors(true),
+    );
     let off = offload(&o, &ToolCall::new("recall_memories", None), &result);
-    assert_eq!(serde_json::from_str::<Value>(&off.result).unwrap()["isError"], true);
+    assert_eq!(
+        serde_json::from_str::<Value>(&off.result).unwrap()["isError"],
+        true
+    );
 }
 
 #[cfg(unix)]
@@ -387,14 +569,34 @@ fn files_are_private_and_named_by_operation() {
         ("Fetch-Page/../../etc", "fetch_page_______etc"),
     ] {
         let off = offload(&o, &ToolCall::new(tool, None), &result);
-        let name = off.file.path.file_name().unwrap().to_str().unwrap().to_owned();
-        assert!(name.starts_with(&format!("atlatl-{op}-")) && name.ends_with(".jsonl"), "{name}");
+        let name = off
+            .file
+            .path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            name.starts_with(&format!("atlatl-{op}-")) && name.ends_with(".jsonl"),
+            "{name}"
+        );
         assert_eq!(off.file.path.parent().unwrap(), out);
-        assert_eq!(std::fs::metadata(&off.file.path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&off.file.path)
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
         assert_eq!(off.file.header.operation, op);
         assert_eq!(off.file.ttl, std::time::Duration::from_secs(3600));
     }
-    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
 }
 
 /// A store whose disk is always full.
@@ -424,7 +626,13 @@ fn write_failure_truncates_inline_with_a_warning() {
         offloader(dir.path()).with_store(FullDisk(dir.path().into())),
     ];
     for o in stores {
-        let t = match o.process(&ToolCall::new("recall_memories", None), result.to_string().as_bytes()).unwrap() {
+        let t = match o
+            .process(
+                &ToolCall::new("recall_memories", None),
+                result.to_string().as_bytes(),
+            )
+            .unwrap()
+        {
             Outcome::Truncated(t) => t,
             other => panic!("{other:?}"),
         };
@@ -432,28 +640,43 @@ fn write_failure_truncates_inline_with_a_warning() {
         assert!(t.kept > 0 && t.kept < 200, "kept {}", t.kept);
         let v: Value = serde_json::from_str(&t.result).unwrap();
         let warning = v["content"][0]["text"].as_str().unwrap();
-        assert!(warning.starts_with("Warning: large result offloading (LRO) failed"), "{warning}");
+        assert!(
+            warning.starts_with("Warning: large result offloading (LRO) failed"),
+            "{warning}"
+        );
         assert!(warning.contains(&format!("{} of 200 records", t.kept)));
         let kept = v["structuredContent"]["memories"].as_array().unwrap();
         assert_eq!(kept.as_slice(), &memories[..t.kept]);
         let text: Value = serde_json::from_str(v["content"][1]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(text["memories"].as_array().unwrap().as_slice(), &memories[..t.kept]);
+        assert_eq!(
+            text["memories"].as_array().unwrap().as_slice(),
+            &memories[..t.kept]
+        );
         let tokens = tower_lro::ScriptAwareEstimator;
         use tower_lro::TokenEstimator;
         let inline_tokens = tokens.estimate(v["content"][1]["text"].as_str().unwrap());
-        assert!(inline_tokens <= 1600, "truncated text is {inline_tokens} tokens");
+        assert!(
+            inline_tokens <= 1600,
+            "truncated text is {inline_tokens} tokens"
+        );
     }
 }
 
 #[test]
 fn bad_input_is_a_typed_error_or_inline() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Offloader::new(OffloadConfig::default().output_dir(dir.path()).threshold_tokens(1));
+    let o = Offloader::new(
+        OffloadConfig::default()
+            .output_dir(dir.path())
+            .threshold_tokens(1),
+    );
     let call = ToolCall::new("t", None);
     let deep = format!("{{\"content\":{}{}}}", "[".repeat(5000), "]".repeat(5000));
     let cases: Vec<Vec<u8>> = vec![
         b"not json at all, but long enough to be parsed".to_vec(),
-        vec![0xff, 0xfe, 0x00, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48],
+        vec![
+            0xff, 0xfe, 0x00, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48,
+        ],
         b"[1,2,3,4,5,6,7,8,9,10,11,12]".to_vec(),
         b"{\"content\": \"not an array of blocks\"}".to_vec(),
         b"{\"content\": [1, 2, 3], \"x\": 1}".to_vec(),
@@ -461,7 +684,8 @@ fn bad_input_is_a_typed_error_or_inline() {
         b"{\"task\": {\"taskId\": \"abc\", \"status\": \"working\"}}".to_vec(),
         deep.into_bytes(),
         b"{\"content\": [{\"type\": \"text\", \"text\": \"[1e999999, 2]\"}]}".to_vec(),
-        b"{\"content\": [], \"structuredContent\": {\"a\": 1}, \"pad\": \"xxxxxxxxxxxxxxxxxxxx\"}".to_vec(),
+        b"{\"content\": [], \"structuredContent\": {\"a\": 1}, \"pad\": \"xxxxxxxxxxxxxxxxxxxx\"}"
+            .to_vec(),
     ];
     for bytes in cases {
         match o.process(&call, &bytes) {
@@ -469,7 +693,10 @@ fn bad_input_is_a_typed_error_or_inline() {
             Ok(Outcome::Offloaded(off)) => {
                 // Only valid results may be offloaded, and then losslessly.
                 let original: Value = serde_json::from_slice(&bytes).unwrap();
-                assert_eq!(serde_json::from_str::<Value>(&rebuild_file(&off.file.path).unwrap()).unwrap(), original);
+                assert_eq!(
+                    serde_json::from_str::<Value>(&rebuild_file(&off.file.path).unwrap()).unwrap(),
+                    original
+                );
             }
             Ok(Outcome::Truncated(t)) => panic!("unexpected truncation: {}", t.error),
         }

@@ -52,10 +52,16 @@ fn render(records: &[Value], layout: Layout) -> String {
         Layout::Pretty => serde_json::to_string_pretty(records).unwrap(),
         Layout::Spaced => format!(
             " [ {} ]\n",
-            records.iter().map(Value::to_string).collect::<Vec<_>>().join(" ,  ")
+            records
+                .iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join(" ,  ")
         ),
         Layout::Jsonl => records.iter().map(|r| format!("{r}\n")).collect(),
-        Layout::Wrapped => serde_json::to_string(&json!({"items": records, "n": records.len()})).unwrap(),
+        Layout::Wrapped => {
+            serde_json::to_string(&json!({"items": records, "n": records.len()})).unwrap()
+        }
     }
 }
 

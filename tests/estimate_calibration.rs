@@ -34,8 +34,16 @@ fn heuristics_against_o200k() {
         );
         // Latin script: the spec's chars/4 over-counts o200k a little
         // (a safe direction); CJK: the calibrated rate stays close.
-        let bound = if name == "Chinese" || name == "Japanese" { 15.0 } else { 40.0 };
-        assert!(err(aware).abs() <= bound, "{name}: script-aware estimate off by {:.1}%", err(aware));
+        let bound = if name == "Chinese" || name == "Japanese" {
+            15.0
+        } else {
+            40.0
+        };
+        assert!(
+            err(aware).abs() <= bound,
+            "{name}: script-aware estimate off by {:.1}%",
+            err(aware)
+        );
         if name == "Chinese" || name == "Japanese" {
             assert!(err(plain) < -50.0, "chars/4 under-counts CJK text");
         }

@@ -1,9 +1,9 @@
 //! The layer in front of a real rmcp server, driven by a real rmcp client
 //! and by raw HTTP, over loopback.
 
+mod common;
 #[path = "../examples/support/memory_server.rs"]
 mod memory_server;
-mod common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -41,7 +41,11 @@ fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionMa
         .with_sse_keep_alive(None)
         .with_legacy_session_mode(matches!(mode, Mode::StatefulSse))
         .with_json_response(matches!(mode, Mode::StatelessJson));
-    StreamableHttpService::new(|| Ok(MemoryServer), Arc::new(LocalSessionManager::default()), config)
+    StreamableHttpService::new(
+        || Ok(MemoryServer),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
 }
 
 async fn serve(app: Router) -> SocketAddr {
@@ -56,15 +60,28 @@ async fn serve(app: Router) -> SocketAddr {
 /// Two servers: one behind the layer (writing into `dir`), one without.
 async fn servers(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
     let layer = OffloadLayer::builder().output_dir(dir).build();
-    let with = Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp_service(mode)));
+    let with = Router::new().route_service(
+        "/mcp",
+        ServiceBuilder::new()
+            .layer(layer)
+            .service(mcp_service(mode)),
+    );
     let without = Router::new().route_service("/mcp", mcp_service(mode));
     (serve(with).await, serve(without).await)
 }
 
-async fn call(addr: SocketAddr, version: ProtocolVersion, tool: &str, args: Value) -> CallToolResult {
+async fn call(
+    addr: SocketAddr,
+    version: ProtocolVersion,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
     let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
-    let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("lro-test", "1.0"))
-        .with_protocol_version(version);
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("lro-test", "1.0"),
+    )
+    .with_protocol_version(version);
     let client = info.serve(transport).await.expect("client connects");
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().cloned().unwrap_or_default());
@@ -75,7 +92,8 @@ async fn call(addr: SocketAddr, version: ProtocolVersion, tool: &str, args: Valu
 
 fn descriptor(result: &CallToolResult) -> OffloadResponse {
     let v = serde_json::to_value(result).unwrap();
-    serde_json::from_str(v["content"][0]["text"].as_str().expect("text block")).expect("descriptor JSON")
+    serde_json::from_str(v["content"][0]["text"].as_str().expect("text block"))
+        .expect("descriptor JSON")
 }
 
 /// The checks every large result must pass: descriptor, file, jq, rebuild.
@@ -91,16 +109,30 @@ fn check_large(result: &CallToolResult, original: &CallToolResult, count: usize)
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["namespace"].as_str().unwrap().to_owned(), e["count"].as_u64().unwrap()))
+        .map(|e| {
+            (
+                e["namespace"].as_str().unwrap().to_owned(),
+                e["count"].as_u64().unwrap(),
+            )
+        })
         .collect();
     let mut want = BTreeMap::new();
     for m in memories(count, Detail::Full) {
-        *want.entry(m["namespace"].as_str().unwrap().to_owned()).or_insert(0u64) += 1;
+        *want
+            .entry(m["namespace"].as_str().unwrap().to_owned())
+            .or_insert(0u64) += 1;
     }
     assert_eq!(got, want, "recipe 6 counts");
-    let rebuilt: CallToolResult = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
-    assert_eq!(&rebuilt, original, "rebuilt result equals what the server sent");
-    assert_eq!(result.structured_content, Some(json!({"count": count, "memories": []})));
+    let rebuilt: CallToolResult =
+        serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+    assert_eq!(
+        &rebuilt, original,
+        "rebuilt result equals what the server sent"
+    );
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"count": count, "memories": []}))
+    );
 }
 
 async fn scenario(mode: Mode, version: ProtocolVersion) {
@@ -112,11 +144,20 @@ async fn scenario(mode: Mode, version: ProtocolVersion) {
     let args = json!({"query": "cache", "count": 200});
     let large = call(with, version.clone(), "recall_memories", args.clone()).await;
     let original = call(without, version.clone(), "recall_memories", args).await;
-    assert_eq!(original.structured_content.as_ref().unwrap()["memories"].as_array().unwrap().len(), 200);
+    assert_eq!(
+        original.structured_content.as_ref().unwrap()["memories"]
+            .as_array()
+            .unwrap()
+            .len(),
+        200
+    );
     check_large(&large, &original, 200);
     let d = descriptor(&large);
     assert_eq!(d.summary.operation, "recall");
-    assert_eq!(d.summary.detail, "light", "recall_memories defaults to light");
+    assert_eq!(
+        d.summary.detail, "light",
+        "recall_memories defaults to light"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,7 +209,12 @@ async fn small_json_responses_are_byte_identical_and_content_length_is_fixed() {
     assert_eq!(a.status(), b.status());
     assert_eq!(a.bytes().await.unwrap(), b.bytes().await.unwrap());
     // Large: Content-Length matches the rewritten body.
-    let large = post(with, &tools_call(2, "recall_memories", json!({"count": 300}), None), &[]).await;
+    let large = post(
+        with,
+        &tools_call(2, "recall_memories", json!({"count": 300}), None),
+        &[],
+    )
+    .await;
     let declared: Option<usize> = large.content_length().map(|n| n as usize);
     let bytes = large.bytes().await.unwrap();
     if let Some(n) = declared {
@@ -176,7 +222,12 @@ async fn small_json_responses_are_byte_identical_and_content_length_is_fixed() {
     }
     let v: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(v["id"], 2);
-    assert!(v["result"]["content"][0]["text"].as_str().unwrap().contains("\"offloaded\":true"));
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"offloaded\":true")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,10 +237,18 @@ async fn proxy_header_and_client_info_get_untouched_results() {
     let body = tools_call(5, "recall_memories", json!({"count": 200}), None);
     let plain = post(without, &body, &[]).await.bytes().await.unwrap();
     for value in ["1", "true", "TRUE"] {
-        let proxied = post(with, &body, &[("lro-proxy", value)]).await.bytes().await.unwrap();
+        let proxied = post(with, &body, &[("lro-proxy", value)])
+            .await
+            .bytes()
+            .await
+            .unwrap();
         assert_eq!(proxied, plain, "lro-proxy: {value}");
     }
-    let not_proxy = post(with, &body, &[("lro-proxy", "0")]).await.bytes().await.unwrap();
+    let not_proxy = post(with, &body, &[("lro-proxy", "0")])
+        .await
+        .bytes()
+        .await
+        .unwrap();
     assert_ne!(not_proxy, plain);
     // 2026-07-28: clientInfo in _meta.
     let meta = json!({"io.modelcontextprotocol/clientInfo": {"name": "lro-proxy", "version": "1", "proxy": true}});
@@ -197,7 +256,11 @@ async fn proxy_header_and_client_info_get_untouched_results() {
     let plain = post(without, &body, &[]).await.bytes().await.unwrap();
     let proxied = post(with, &body, &[]).await.bytes().await.unwrap();
     assert_eq!(proxied, plain);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the non-proxy call wrote a file");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the non-proxy call wrote a file"
+    );
 }
 
 /// Initializes a session by hand; returns the session id.
@@ -206,7 +269,13 @@ async fn initialize(addr: SocketAddr, proxy: bool) -> String {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1", "proxy": proxy}}});
     let resp = post(addr, &init, &[]).await;
-    let session = resp.headers().get("mcp-session-id").expect("session id").to_str().unwrap().to_owned();
+    let session = resp
+        .headers()
+        .get("mcp-session-id")
+        .expect("session id")
+        .to_str()
+        .unwrap()
+        .to_owned();
     let _ = resp.bytes().await;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let r = post(addr, &note, &[("mcp-session-id", &session)]).await;
@@ -217,7 +286,11 @@ async fn initialize(addr: SocketAddr, proxy: bool) -> String {
 fn sse_messages(body: &str) -> Vec<Value> {
     body.split("\n\n")
         .filter_map(|ev| {
-            let data: Vec<&str> = ev.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+            let data: Vec<&str> = ev
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
             (!data.is_empty()).then(|| data.join("\n"))
         })
         .filter_map(|d| serde_json::from_str(&d).ok())
@@ -231,11 +304,25 @@ async fn initialize_with_client_info_proxy_marks_the_session() {
     let proxy_session = initialize(with, true).await;
     let normal_session = initialize(with, false).await;
     let body = tools_call(9, "recall_memories", json!({"count": 200}), None);
-    let proxied = post(with, &body, &[("mcp-session-id", &proxy_session)]).await.text().await.unwrap();
+    let proxied = post(with, &body, &[("mcp-session-id", &proxy_session)])
+        .await
+        .text()
+        .await
+        .unwrap();
     let msgs = sse_messages(&proxied);
     let result = msgs.iter().find(|m| m["id"] == 9).expect("result");
-    assert_eq!(result["result"]["structuredContent"]["memories"].as_array().unwrap().len(), 200);
-    let normal = post(with, &body, &[("mcp-session-id", &normal_session)]).await.text().await.unwrap();
+    assert_eq!(
+        result["result"]["structuredContent"]["memories"]
+            .as_array()
+            .unwrap()
+            .len(),
+        200
+    );
+    let normal = post(with, &body, &[("mcp-session-id", &normal_session)])
+        .await
+        .text()
+        .await
+        .unwrap();
     let msgs = sse_messages(&normal);
     let result = msgs.iter().find(|m| m["id"] == 9).expect("result");
     assert_eq!(result["result"]["structuredContent"]["memories"], json!([]));
@@ -264,7 +351,9 @@ async fn a_never_ending_get_stream_flows_through() {
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let first = tokio::time::timeout(Duration::from_secs(10), resp.chunk()).await.expect("first event in time");
+    let first = tokio::time::timeout(Duration::from_secs(10), resp.chunk())
+        .await
+        .expect("first event in time");
     assert!(!first.unwrap().unwrap().is_empty());
 }
 
@@ -272,14 +361,23 @@ async fn a_never_ending_get_stream_flows_through() {
 async fn progress_reaches_the_client_before_the_large_result() {
     let dir = tempfile::tempdir().unwrap();
     let (with, _) = servers(Mode::StatelessSse, dir.path()).await;
-    let body = tools_call(3, "slow_recall", json!({"count": 200}), Some(json!({"progressToken": "p1"})));
+    let body = tools_call(
+        3,
+        "slow_recall",
+        json!({"count": 200}),
+        Some(json!({"progressToken": "p1"})),
+    );
     let mut resp = post(with, &body, &[]).await;
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
     let start = Instant::now();
     let mut text = String::new();
     let mut progress_at = None;
     let mut result_at = None;
-    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), resp.chunk()).await.unwrap().unwrap() {
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), resp.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+    {
         text.push_str(std::str::from_utf8(&chunk).unwrap());
         if progress_at.is_none() && text.contains("notifications/progress") {
             progress_at = Some(start.elapsed());
@@ -288,12 +386,24 @@ async fn progress_reaches_the_client_before_the_large_result() {
             result_at = Some(start.elapsed());
         }
     }
-    let (p, r) = (progress_at.expect("progress seen"), result_at.expect("result seen"));
-    assert!(r >= p + Duration::from_millis(1000), "progress at {p:?}, result at {r:?}: progress was held back");
+    let (p, r) = (
+        progress_at.expect("progress seen"),
+        result_at.expect("result seen"),
+    );
+    assert!(
+        r >= p + Duration::from_millis(1000),
+        "progress at {p:?}, result at {r:?}: progress was held back"
+    );
     let msgs = sse_messages(&text);
-    assert_eq!(msgs.iter().filter(|m| m["method"] == "notifications/progress").count(), 2);
+    assert_eq!(
+        msgs.iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .count(),
+        2
+    );
     let result = msgs.iter().find(|m| m["id"] == 3).unwrap();
-    let original: CallToolResult = serde_json::from_value(memory_tool_result(&memories(200, Detail::Full))).unwrap();
+    let original: CallToolResult =
+        serde_json::from_value(memory_tool_result(&memories(200, Detail::Full))).unwrap();
     let rewritten: CallToolResult = serde_json::from_value(result["result"].clone()).unwrap();
     check_large(&rewritten, &original, 200);
 }
@@ -311,17 +421,33 @@ async fn images_stay_beside_the_descriptor() {
     assert_eq!(rv["content"][1], ov["content"][0], "image block intact");
     let d = descriptor(&r);
     assert_eq!(d.summary.count, 600);
-    let rebuilt: CallToolResult = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+    let rebuilt: CallToolResult =
+        serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(rebuilt, o);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabled_layer_is_a_pure_pass_through() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().enabled(false).output_dir(dir.path()).build();
-    let with = serve(Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp_service(Mode::StatelessJson)))).await;
-    let without = serve(Router::new().route_service("/mcp", mcp_service(Mode::StatelessJson))).await;
+    let layer = OffloadLayer::builder()
+        .enabled(false)
+        .output_dir(dir.path())
+        .build();
+    let with = serve(
+        Router::new().route_service(
+            "/mcp",
+            ServiceBuilder::new()
+                .layer(layer)
+                .service(mcp_service(Mode::StatelessJson)),
+        ),
+    )
+    .await;
+    let without =
+        serve(Router::new().route_service("/mcp", mcp_service(Mode::StatelessJson))).await;
     let body = tools_call(1, "recall_memories", json!({"count": 300}), None);
-    assert_eq!(post(with, &body, &[]).await.bytes().await.unwrap(), post(without, &body, &[]).await.bytes().await.unwrap());
+    assert_eq!(
+        post(with, &body, &[]).await.bytes().await.unwrap(),
+        post(without, &body, &[]).await.bytes().await.unwrap()
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::RequestMetaObject;
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
 use rmcp::{ErrorData, Peer, RoleServer, tool, tool_router};
-use rmcp::model::RequestMetaObject;
 use serde::Deserialize;
 use serde_json::json;
 use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
@@ -57,7 +57,10 @@ pub struct MemoryServer;
 impl MemoryServer {
     /// Recall memories (light detail by default, as in the spec).
     #[tool(description = "Recall memories matching a query")]
-    async fn recall_memories(&self, Parameters(args): Parameters<RecallArgs>) -> Result<CallToolResult, ErrorData> {
+    async fn recall_memories(
+        &self,
+        Parameters(args): Parameters<RecallArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
         let detail = detail_of(args.detail.as_deref(), Detail::Full);
         to_result(memory_tool_result(&memories(args.count, detail)))
     }
@@ -65,7 +68,9 @@ impl MemoryServer {
     /// A small answer that always stays inline.
     #[tool(description = "Server status")]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::success(vec![ContentBlock::text("ok: 3 workers, 0 errors")]))
+        Ok(CallToolResult::success(vec![ContentBlock::text(
+            "ok: 3 workers, 0 errors",
+        )]))
     }
 
     /// Sends progress notifications, waits, then returns a large result.
@@ -79,7 +84,10 @@ impl MemoryServer {
         if let Some(token) = meta.get_progress_token() {
             for step in 1..=2u32 {
                 let _ = peer
-                    .notify_progress(ProgressNotificationParam::new(token.clone(), f64::from(step)).with_total(3.0))
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), f64::from(step))
+                            .with_total(3.0),
+                    )
                     .await;
             }
         }
@@ -98,7 +106,10 @@ impl MemoryServer {
             })
             .collect();
         Ok(CallToolResult::success(vec![
-            ContentBlock::image("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "image/png"),
+            ContentBlock::image(
+                "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+                "image/png",
+            ),
             ContentBlock::text(serde_json::to_string(&rows).unwrap_or_default()),
         ]))
     }

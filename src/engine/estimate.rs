@@ -159,7 +159,15 @@ mod tests {
     #[test]
     fn byte_bound_holds() {
         let e = ScriptAwareEstimator;
-        for s in ["", "a", "大", "大大大大大大大", "ab大c", "🎉🎉", "x".repeat(999).as_str()] {
+        for s in [
+            "",
+            "a",
+            "大",
+            "大大大大大大大",
+            "ab大c",
+            "🎉🎉",
+            "x".repeat(999).as_str(),
+        ] {
             assert!(e.estimate(s) <= e.max_tokens_for_bytes(s.len()), "{s}");
             assert!(
                 CharsPerTokenEstimator.estimate(s)

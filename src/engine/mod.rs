@@ -105,9 +105,9 @@ pub use descriptor::{
     HEADER_TYPE, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
     guidance,
 };
-pub use estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 #[cfg(feature = "o200k")]
 pub use estimate::O200kEstimator;
+pub use estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use records::{Rebuild, RebuildError};
 
 use crate::lifecycle::store::{FsStore, Store, StoreError};
@@ -356,7 +356,8 @@ impl Offloader {
     /// Whether `len` bytes of result are sure to stay under the threshold,
     /// without looking at them.
     pub fn surely_inline(&self, len: usize) -> bool {
-        !self.config.enabled || self.estimator.max_tokens_for_bytes(len) <= self.config.threshold_tokens
+        !self.config.enabled
+            || self.estimator.max_tokens_for_bytes(len) <= self.config.threshold_tokens
     }
 
     /// Estimated tokens of a tool result (see the module docs).
@@ -400,7 +401,9 @@ impl Offloader {
         }
         let estimated_tokens = self.estimate_parsed(&parsed);
         if estimated_tokens <= self.config.threshold_tokens {
-            return Ok(Outcome::Inline(InlineReason::UnderThreshold { estimated_tokens }));
+            return Ok(Outcome::Inline(InlineReason::UnderThreshold {
+                estimated_tokens,
+            }));
         }
         let large = self.config.threshold_tokens / 4;
         let extraction = records::extract(&parsed, |t| self.estimator.estimate(t) > large)?;
@@ -429,9 +432,8 @@ impl Offloader {
     }
 
     fn detail(&self, call: &ToolCall, stats: &RecordStats) -> String {
-        match call.string_arg("detail") {
-            Some(d @ ("light" | "medium" | "full")) => return d.to_owned(),
-            _ => {}
+        if let Some(d @ ("light" | "medium" | "full")) = call.string_arg("detail") {
+            return d.to_owned();
         }
         match call.name.as_str() {
             "recall_memories" => "light".into(),
@@ -669,7 +671,9 @@ pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
     let header: OffloadHeader = serde_json::from_str(header_line)
         .map_err(|_| RebuildError::NotLroFile("the first line is not an LRO header"))?;
     if header.header_type != HEADER_TYPE {
-        return Err(RebuildError::NotLroFile("the header type is not \"lro_header\""));
+        return Err(RebuildError::NotLroFile(
+            "the header type is not \"lro_header\"",
+        ));
     }
     let rebuild = header.rebuild.ok_or(RebuildError::NoRebuildInfo)?;
     let records: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();

@@ -21,8 +21,7 @@ const KEYWORD_SAMPLE: usize = 200;
 /// Quotes `s` for a POSIX shell, leaving it bare when that is safe.
 pub(crate) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
     {
         s.to_owned()
@@ -56,7 +55,10 @@ pub(crate) fn build(
 /// The specification's recipe table, exactly.
 fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
     let mut table: Vec<(&str, &str)> = vec![
-        ("List titles with namespaces", "jq -r '[.title, .namespace] | @tsv'"),
+        (
+            "List titles with namespaces",
+            "jq -r '[.title, .namespace] | @tsv'",
+        ),
         (
             "Filter by namespace prefix",
             "jq 'select(.namespace | startswith(\"_semantic\"))'",
@@ -66,7 +68,10 @@ fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
             "jq 'select(.title | test(\"keyword\"; \"i\"))'",
         ),
         ("Extract IDs and titles only", "jq '{id, title, namespace}'"),
-        ("Filter by memory type", "jq 'select(.memory_type == \"semantic\")'"),
+        (
+            "Filter by memory type",
+            "jq 'select(.memory_type == \"semantic\")'",
+        ),
         (
             "Count by namespace",
             "jq -s 'group_by(.namespace) | map({namespace: .[0].namespace, count: length})'",
@@ -354,23 +359,39 @@ fn roles(stats: &RecordStats) -> Roles<'_> {
     let common = |f: &FieldStats| f.present * 2 >= stats.objects;
     let fields = &stats.fields;
     let string_field = |names: &[&str]| {
-        names
-            .iter()
-            .find(|n| fields.get(**n).is_some_and(|f| f.strings > 0 && common(f)))
-            .map(|n| fields.get_index_of(*n).and_then(|i| fields.get_index(i)).map(|(k, _)| k.as_str()))
-            .flatten()
+        names.iter().find_map(|n| {
+            fields
+                .get_key_value(*n)
+                .filter(|(_, f)| f.strings > 0 && common(f))
+                .map(|(k, _)| k.as_str())
+        })
     };
     let id = ["id", "uuid", "key", "_id"]
         .iter()
-        .find_map(|n| fields.get_key_value(*n).filter(|(_, f)| common(f)).map(|(k, _)| k.as_str()))
+        .find_map(|n| {
+            fields
+                .get_key_value(*n)
+                .filter(|(_, f)| common(f))
+                .map(|(k, _)| k.as_str())
+        })
         .or_else(|| {
             fields
                 .iter()
                 .find(|(k, f)| common(f) && (k.ends_with("_id") || k.ends_with("Id")))
                 .map(|(k, _)| k.as_str())
         });
-    let label = string_field(&["title", "name", "subject", "summary", "label", "message", "msg"]);
-    let date_names = ["created", "created_at", "timestamp", "time", "date", "modified", "updated_at"];
+    let label = string_field(&[
+        "title", "name", "subject", "summary", "label", "message", "msg",
+    ]);
+    let date_names = [
+        "created",
+        "created_at",
+        "timestamp",
+        "time",
+        "date",
+        "modified",
+        "updated_at",
+    ];
     let date = date_names
         .iter()
         .find_map(|n| {
@@ -385,21 +406,31 @@ fn roles(stats: &RecordStats) -> Roles<'_> {
                 .find(|(_, f)| f.dates > 0 && f.dates * 2 >= f.present && common(f))
                 .map(|(k, _)| k.as_str())
         });
-    let text = string_field(&["content", "text", "body", "message", "description", "summary"])
-        .or_else(|| {
-            fields
-                .iter()
-                .filter(|(k, f)| f.strings > 0 && Some(k.as_str()) != date)
-                .max_by_key(|(_, f)| f.string_bytes / f.strings.max(1))
-                .map(|(k, _)| k.as_str())
-        });
+    let text = string_field(&[
+        "content",
+        "text",
+        "body",
+        "message",
+        "description",
+        "summary",
+    ])
+    .or_else(|| {
+        fields
+            .iter()
+            .filter(|(k, f)| f.strings > 0 && Some(k.as_str()) != date)
+            .max_by_key(|(_, f)| f.string_bytes / f.strings.max(1))
+            .map(|(k, _)| k.as_str())
+    });
     let category = stats.category_field().and_then(|k| {
         let f = fields.get(k)?;
         let (top, _) = *f.top_values(1).first()?;
         Some((k, top.to_owned()))
     });
     let (number, number_name) = match stats.score_field() {
-        Some(("provenance.confidence", _)) => (Some(".provenance.confidence".to_owned()), Some("provenance.confidence")),
+        Some(("provenance.confidence", _)) => (
+            Some(".provenance.confidence".to_owned()),
+            Some("provenance.confidence"),
+        ),
         Some((k, _)) => (Some(path(k)), Some(k)),
         None => fields
             .iter()
@@ -463,7 +494,11 @@ fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
         b.each(
             format!("Search {text} for \"{kw}\" (case-insensitive)"),
             "-c",
-            format!("select({} | strings | test({}; \"i\"))", path(text), lit(&kw)),
+            format!(
+                "select({} | strings | test({}; \"i\"))",
+                path(text),
+                lit(&kw)
+            ),
         );
     }
     if let Some((cat, _)) = &r.category {
@@ -498,10 +533,18 @@ fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
         );
     }
     if let Some(date) = r.date {
-        b.all(format!("Sort by {date}"), "", format!("sort_by({})", path(date)));
+        b.all(
+            format!("Sort by {date}"),
+            "",
+            format!("sort_by({})", path(date)),
+        );
     }
     if let Some(label) = r.label {
-        b.each(format!("List {label} only"), "-r", format!("{} | strings", path(label)));
+        b.each(
+            format!("List {label} only"),
+            "-r",
+            format!("{} | strings", path(label)),
+        );
     }
     for (name, f) in stats.fields.iter() {
         if f.present < stats.objects {

@@ -260,11 +260,15 @@ pub(crate) fn extract(
     }
     let mut is_source = vec![false; result.blocks.len()];
     let has_json_array_text = kinds.iter().any(|k| match k {
-        Some(TextKind::Json { minified }) => matches!(json_shape(minified), JsonShape::Array { .. }),
+        Some(TextKind::Json { minified }) => {
+            matches!(json_shape(minified), JsonShape::Array { .. })
+        }
         Some(TextKind::Jsonl { .. }) => true,
         _ => false,
     });
-    let has_json_text = kinds.iter().any(|k| matches!(k, Some(TextKind::Json { .. })));
+    let has_json_text = kinds
+        .iter()
+        .any(|k| matches!(k, Some(TextKind::Json { .. })));
     let has_array_records = !records.is_empty() || has_json_array_text;
     let json_records_exist = has_array_records || has_json_text;
 
@@ -331,7 +335,8 @@ pub(crate) fn extract(
                 let (lead, core, trail) = trim_parts(text);
                 let joined = lines.join("\n");
                 let trailing_newline = trail == "\n";
-                let exact = lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
+                let exact =
+                    lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
                 segments.push(Segment {
                     block: Some(i),
                     start: records.len(),
@@ -397,7 +402,9 @@ pub(crate) fn extract(
     let has_structured_source = segments.iter().any(|s| s.block.is_none());
     let envelope = result.write(&blocks, has_structured_source.then_some("null"));
     let envelope = RawValue::from_string(envelope).map_err(ResultError::NotJson)?;
-    let kept_blocks = (0..result.blocks.len()).filter(|&i| !is_source[i]).collect();
+    let kept_blocks = (0..result.blocks.len())
+        .filter(|&i| !is_source[i])
+        .collect();
 
     Ok(Extraction {
         records,
@@ -446,12 +453,15 @@ pub(crate) fn assemble(
     exact: bool,
 ) -> Result<String, RebuildError> {
     let corrupt = |what: &str| RebuildError::Corrupt(what.to_owned());
-    let envelope =
-        RawResult::parse_envelope(rebuild.result.get()).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+    let envelope = RawResult::parse_envelope(rebuild.result.get())
+        .map_err(|e| RebuildError::Corrupt(e.to_string()))?;
     let mut texts: Vec<Option<String>> = vec![None; envelope.blocks.len()];
     let mut structured: Option<String> = None;
     for seg in &rebuild.segments {
-        let end = seg.start.checked_add(seg.count).ok_or_else(|| corrupt("segment range"))?;
+        let end = seg
+            .start
+            .checked_add(seg.count)
+            .ok_or_else(|| corrupt("segment range"))?;
         let recs: &[&str] = if exact {
             records
                 .get(seg.start..end)
@@ -467,7 +477,12 @@ pub(crate) fn assemble(
                 after,
                 format,
             } => {
-                let mut m = String::with_capacity(before.len() + after.len() + 2 + recs.iter().map(|r| r.len() + 1).sum::<usize>());
+                let mut m = String::with_capacity(
+                    before.len()
+                        + after.len()
+                        + 2
+                        + recs.iter().map(|r| r.len() + 1).sum::<usize>(),
+                );
                 m.push_str(before);
                 m.push('[');
                 for (n, r) in recs.iter().enumerate() {
@@ -510,8 +525,8 @@ pub(crate) fn assemble(
                     struct Line {
                         text: String,
                     }
-                    let line: Line =
-                        serde_json::from_str(r).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+                    let line: Line = serde_json::from_str(r)
+                        .map_err(|e| RebuildError::Corrupt(e.to_string()))?;
                     if n > 0 {
                         s.push('\n');
                     }

@@ -201,7 +201,11 @@ impl FieldStats {
 
     /// The most frequent values, most frequent first (ties by value).
     pub fn top_values(&self, n: usize) -> Vec<(&str, usize)> {
-        let mut v: Vec<(&str, usize)> = self.distinct.iter().map(|(k, c)| (k.as_str(), *c)).collect();
+        let mut v: Vec<(&str, usize)> = self
+            .distinct
+            .iter()
+            .map(|(k, c)| (k.as_str(), *c))
+            .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         v.truncate(n);
         v
@@ -404,13 +408,25 @@ impl RecordStats {
     pub fn top_categories(&self, n: usize) -> Vec<String> {
         self.category_field()
             .and_then(|k| self.fields.get(k))
-            .map(|f| f.top_values(n).into_iter().map(|(v, _)| v.to_owned()).collect())
+            .map(|f| {
+                f.top_values(n)
+                    .into_iter()
+                    .map(|(v, _)| v.to_owned())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// The numeric field behind `score_range`, if any: score-like names first.
     pub fn score_field(&self) -> Option<(&str, &FieldStats)> {
-        const NAMES: [&str; 6] = ["score", "relevance", "similarity", "confidence", "rank_score", "weight"];
+        const NAMES: [&str; 6] = [
+            "score",
+            "relevance",
+            "similarity",
+            "confidence",
+            "rank_score",
+            "weight",
+        ];
         for name in NAMES {
             if let Some(f) = self.fields.get(name)
                 && f.numbers > 0
@@ -440,7 +456,7 @@ pub(crate) fn is_category_like(f: &FieldStats, objects: usize) -> bool {
     f.all_strings()
         && !f.distinct_overflow
         && f.present * 2 >= objects
-        && f.distinct.len() >= 1
+        && !f.distinct.is_empty()
         && f.distinct.len() <= 50
         && f.distinct.len() < f.strings
         && f.string_bytes / f.strings.max(1) <= 64
@@ -452,7 +468,10 @@ mod tests {
 
     #[test]
     fn schema_merges_types_and_required() {
-        let recs = [r#"{"a":1,"b":"x","c":[1,2]}"#, r#"{"a":2.5,"c":[],"d":null}"#];
+        let recs = [
+            r#"{"a":1,"b":"x","c":[1,2]}"#,
+            r#"{"a":2.5,"c":[],"d":null}"#,
+        ];
         let s = RecordStats::collect(recs);
         let schema = s.line_schema();
         assert_eq!(schema["type"], "object");
@@ -464,7 +483,13 @@ mod tests {
     #[test]
     fn category_and_scores() {
         let recs: Vec<String> = (0..20)
-            .map(|i| format!(r#"{{"level":"{}","msg":"m{i}","score":{}}}"#, ["info", "warn", "error"][i % 3], i as f64 / 10.0))
+            .map(|i| {
+                format!(
+                    r#"{{"level":"{}","msg":"m{i}","score":{}}}"#,
+                    ["info", "warn", "error"][i % 3],
+                    i as f64 / 10.0
+                )
+            })
             .collect();
         let s = RecordStats::collect(recs.iter().map(String::as_str));
         assert_eq!(s.category_field(), Some("level"));

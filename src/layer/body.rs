@@ -98,7 +98,11 @@ where
                 frames,
                 rest,
                 error,
-            } => frames.is_empty() && error.is_none() && rest.as_ref().is_none_or(|b| b.is_end_stream()),
+            } => {
+                frames.is_empty()
+                    && error.is_none()
+                    && rest.as_ref().is_none_or(|b| b.is_end_stream())
+            }
         }
     }
 
@@ -175,7 +179,8 @@ impl<E> SseState<E> {
             match self.watch_event(&event) {
                 Some((call, data, range)) => {
                     let offloader = self.offloader.clone();
-                    self.pending = Some(Box::pin(rewrite_event(offloader, call, event, data, range)));
+                    self.pending =
+                        Some(Box::pin(rewrite_event(offloader, call, event, data, range)));
                 }
                 None => self.ready.push_back(Frame::data(event)),
             }
@@ -208,7 +213,9 @@ async fn rewrite_event(
     range: std::ops::Range<usize>,
 ) -> Bytes {
     let tool = call.name.clone();
-    let outcome = offloader.process_async(call, data.slice(range.clone())).await;
+    let outcome = offloader
+        .process_async(call, data.slice(range.clone()))
+        .await;
     match super::service::replacement(&tool, outcome) {
         Some(result) => {
             let text = String::from_utf8_lossy(&data);

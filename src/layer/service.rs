@@ -67,7 +67,10 @@ fn is_truthy(v: &HeaderValue) -> bool {
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for OffloadService<S>
 where
-    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
     ReqBody: Body<Data = Bytes> + Send + 'static,
@@ -96,7 +99,10 @@ where
         }
         let pass = !shared.offloader.config().enabled
             || req.method() != Method::POST
-            || req.headers().get(&shared.proxy_header).is_some_and(is_truthy)
+            || req
+                .headers()
+                .get(&shared.proxy_header)
+                .is_some_and(is_truthy)
             || session.is_some_and(|id| shared.sessions.contains(id));
         if pass {
             return ResponseFuture::passthrough(self.inner.call(req.map(RequestBody::original)));
@@ -233,7 +239,10 @@ where
     let (mut parts, body) = response.into_parts();
     if classified.proxy {
         if classified.initialize
-            && let Some(id) = parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+            && let Some(id) = parts
+                .headers
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
         {
             shared.sessions.remember(id);
         }
@@ -245,25 +254,42 @@ where
     let watched: Vec<(Value, ToolCall, bool)> = classified
         .watched
         .iter()
-        .map(|(id, w)| (id.clone(), resolve(&shared, w), matches!(w, Watched::Call(_))))
+        .map(|(id, w)| {
+            (
+                id.clone(),
+                resolve(&shared, w),
+                matches!(w, Watched::Call(_)),
+            )
+        })
         .collect();
     match content_type(&parts.headers) {
         Some("text/event-stream") => {
             parts.headers.remove(CONTENT_LENGTH);
-            let calls = watched.into_iter().map(|(id, call, _)| (id, call)).collect();
+            let calls = watched
+                .into_iter()
+                .map(|(id, call, _)| (id, call))
+                .collect();
             let state = SseState::new(calls, shared.offloader.clone());
             Ok(Response::from_parts(parts, OffloadBody::sse(body, state)))
         }
         Some("application/json") => {
             let (data, trailers, error) = collect(body).await;
             if error.is_some() {
-                return Ok(Response::from_parts(parts, OffloadBody::full(data, trailers, error)));
+                return Ok(Response::from_parts(
+                    parts,
+                    OffloadBody::full(data, trailers, error),
+                ));
             }
             let data = rewrite_json(&shared, data, &watched).await;
             if parts.headers.contains_key(CONTENT_LENGTH) {
-                parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(data.len()));
+                parts
+                    .headers
+                    .insert(CONTENT_LENGTH, HeaderValue::from(data.len()));
             }
-            Ok(Response::from_parts(parts, OffloadBody::full(data, trailers, None)))
+            Ok(Response::from_parts(
+                parts,
+                OffloadBody::full(data, trailers, None),
+            ))
         }
         _ => Ok(Response::from_parts(parts, OffloadBody::passthrough(body))),
     }
@@ -314,7 +340,10 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[(Value, ToolCall,
             shared.tasks.insert(task, call.clone());
             continue;
         }
-        let outcome = shared.offloader.process_async(call.clone(), data.slice(range.clone())).await;
+        let outcome = shared
+            .offloader
+            .process_async(call.clone(), data.slice(range.clone()))
+            .await;
         if let Some(new) = replacement(&call.name, outcome) {
             edits.push((range, new));
         }

@@ -181,11 +181,21 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(is_offload_file_name("atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
-        assert!(is_offload_file_name("atlatl-my_tool2-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
-        assert!(!is_offload_file_name("atlatl--01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
-        assert!(!is_offload_file_name("atlatl-../x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"));
-        assert!(!is_offload_file_name(".atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl.tmp"));
+        assert!(is_offload_file_name(
+            "atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(is_offload_file_name(
+            "atlatl-my_tool2-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(!is_offload_file_name(
+            "atlatl--01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(!is_offload_file_name(
+            "atlatl-../x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(!is_offload_file_name(
+            ".atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl.tmp"
+        ));
         assert!(!is_offload_file_name("atlatl-recall-notaulid.jsonl"));
     }
 
@@ -200,7 +210,11 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let dmode = fs::metadata(root.path().join("out")).unwrap().permissions().mode() & 0o777;
+        let dmode = fs::metadata(root.path().join("out"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(dmode, 0o700);
         assert!(matches!(
             store.write(&name, b"other"),
@@ -209,7 +223,10 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
         let leftovers: Vec<_> = fs::read_dir(root.path().join("out")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
-        assert!(matches!(store.write("../evil.jsonl", b""), Err(StoreError::InvalidName(_))));
+        assert!(matches!(
+            store.write("../evil.jsonl", b""),
+            Err(StoreError::InvalidName(_))
+        ));
     }
 
     #[cfg(unix)]
@@ -232,6 +249,9 @@ mod tests {
         fs::write(&blocker, b"").unwrap();
         let store = FsStore::new(blocker.join("sub"));
         let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
-        assert!(matches!(store.write(&name, b"x"), Err(StoreError::Directory { .. })));
+        assert!(matches!(
+            store.write(&name, b"x"),
+            Err(StoreError::Directory { .. })
+        ));
     }
 }

@@ -111,10 +111,8 @@ pub(crate) fn classify(body: &[u8]) -> Classified {
                 let Some(name) = p.name.as_ref().and_then(Value::as_str) else {
                     continue;
                 };
-                out.watched.push((
-                    id,
-                    Watched::Call(ToolCall::new(name, p.arguments.clone())),
-                ));
+                out.watched
+                    .push((id, Watched::Call(ToolCall::new(name, p.arguments.clone()))));
             }
             "tasks/result" => {
                 let task = params
@@ -152,7 +150,9 @@ pub(crate) fn find_results(body: &str) -> Vec<(Value, std::ops::Range<usize>)> {
     let messages: Vec<&RawValue> = if trimmed.starts_with('[') {
         serde_json::from_str(body).unwrap_or_default()
     } else {
-        serde_json::from_str::<&RawValue>(body).map(|m| vec![m]).unwrap_or_default()
+        serde_json::from_str::<&RawValue>(body)
+            .map(|m| vec![m])
+            .unwrap_or_default()
     };
     let mut out = Vec::new();
     for m in messages {
@@ -199,7 +199,11 @@ mod tests {
         let c = classify(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"p","proxy":true}}}}"#);
         assert!(c.proxy);
         assert!(classify(b"not json").watched.is_empty());
-        assert!(classify(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#).watched.is_empty());
+        assert!(
+            classify(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#)
+                .watched
+                .is_empty()
+        );
     }
 
     #[test]

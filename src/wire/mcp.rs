@@ -85,14 +85,21 @@ impl<'a> RawResult<'a> {
             let kind: String = fields
                 .get("type")
                 .and_then(|t| serde_json::from_str(t.get()).ok())
-                .ok_or(ResultError::NotToolResult("a content block has no string `type`"))?;
-            let text = if kind == "text" && null_text && fields.get("text").is_some_and(|t| t.get() == "null") {
+                .ok_or(ResultError::NotToolResult(
+                    "a content block has no string `type`",
+                ))?;
+            let text = if kind == "text"
+                && null_text
+                && fields.get("text").is_some_and(|t| t.get() == "null")
+            {
                 None
             } else if kind == "text" {
                 let text: String = fields
                     .get("text")
                     .and_then(|t| serde_json::from_str(t.get()).ok())
-                    .ok_or(ResultError::NotToolResult("a text block has no string `text`"))?;
+                    .ok_or(ResultError::NotToolResult(
+                        "a text block has no string `text`",
+                    ))?;
                 Some(text)
             } else {
                 None

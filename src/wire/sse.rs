@@ -165,7 +165,11 @@ mod tests {
 
     #[test]
     fn splits_on_blank_lines_with_any_terminator() {
-        let (events, rest) = split_all(&[b"id: 1\r\ndata: a\r\n\r", b"\ndata: b\n", b"\n: comment\rdata:\r\rpartial"]);
+        let (events, rest) = split_all(&[
+            b"id: 1\r\ndata: a\r\n\r",
+            b"\ndata: b\n",
+            b"\n: comment\rdata:\r\rpartial",
+        ]);
         assert_eq!(events.len(), 3);
         assert_eq!(&events[0][..], b"id: 1\r\ndata: a\r\n\r\n");
         assert_eq!(&events[1][..], b"data: b\n\n");
@@ -178,7 +182,10 @@ mod tests {
         let ev = b"event: message\nid: 9\ndata: {\"a\":\ndata:  1}\nretry: 5\n\n";
         assert_eq!(event_data(ev).unwrap(), b"{\"a\":\n 1}");
         let out = replace_data(ev, b"{\"b\":2}");
-        assert_eq!(&out[..], b"event: message\nid: 9\ndata: {\"b\":2}\nretry: 5\n\n");
+        assert_eq!(
+            &out[..],
+            b"event: message\nid: 9\ndata: {\"b\":2}\nretry: 5\n\n"
+        );
         assert_eq!(event_data(b"data:\n\n").unwrap(), b"");
         assert!(event_data(b": ping\n\n").is_none());
     }

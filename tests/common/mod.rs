@@ -47,6 +47,12 @@ pub fn file_header(path: &Path) -> Value {
 
 /// Fails the test early with a clear message if `jq` is missing.
 pub fn require_jq() {
-    let ok = Command::new("jq").arg("--version").output().is_ok_and(|o| o.status.success());
-    assert!(ok, "these tests need the `jq` binary on PATH (.ci/run installs it)");
+    let ok = Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "these tests need the `jq` binary on PATH (.ci/run installs it)"
+    );
 }
