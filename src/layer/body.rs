@@ -377,6 +377,8 @@ where
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             BodyKind::Passthrough { body } => body.size_hint(),
+            // With an error to deliver the length is not known in advance.
+            BodyKind::Full { error: Some(_), .. } => SizeHint::default(),
             BodyKind::Full { data, .. } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }

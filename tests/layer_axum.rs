@@ -1,0 +1,344 @@
+//! The layer in front of a hand-written axum JSON-RPC handler: odd SSE
+//! framing, batches, oversized requests, broken bodies.
+
+mod common;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post as on_post;
+use serde_json::{Value, json};
+use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
+use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
+
+fn big_result() -> Value {
+    memory_tool_result(&MemoryGenerator::new(77).memories(150, Detail::Medium))
+}
+
+fn answer(req: &Value) -> Value {
+    let id = req["id"].clone();
+    match req["params"]["name"].as_str() {
+        Some("big") => json!({"jsonrpc": "2.0", "id": id, "result": big_result()}),
+        _ => {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "small"}]}})
+        }
+    }
+}
+
+/// POST /json: JSON-RPC over application/json (batches too).
+/// POST /sse: the answer as SSE with awkward framing.
+/// POST /echo: echoes the request body's length and last byte.
+/// POST /broken: a JSON body that fails half-way.
+async fn json_handler(body: Bytes) -> Response {
+    let Ok(req) = serde_json::from_slice::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "bad json").into_response();
+    };
+    let out = match &req {
+        Value::Array(items) => Value::Array(items.iter().map(answer).collect()),
+        one => answer(one),
+    };
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        out.to_string(),
+    )
+        .into_response()
+}
+
+async fn sse_handler(body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    // The result as pretty JSON over many data lines (some "data:" without
+    // the space), CRLF line ends, a comment, an id, an event name, a retry,
+    // a priming event and a progress event, cut into chunks mid-line and
+    // between CR and LF.
+    let pretty = serde_json::to_string_pretty(&answer(&req)).unwrap();
+    let data: String = pretty
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i % 2 == 0 {
+                format!("data: {l}\r\n")
+            } else {
+                format!("data:{l}\r\n")
+            }
+        })
+        .collect();
+    let result_event = format!("event: message\r\nid: 2\r\n{data}\r\n");
+    let (a, b) = result_event.split_at(result_event.len() / 2);
+    let (a, b) = (a.to_owned(), b.to_owned());
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}});
+    let chunks: Vec<Result<Bytes, Infallible>> = vec![
+        Ok(Bytes::from("id: prime\r\nretry: 500\r\ndata:\r\n\r")),
+        Ok(Bytes::from(format!(
+            "\n: keep-alive\r\nevent: message\r\nid: 1\r\ndata: {progress}\r\n\r\n"
+        ))),
+        Ok(Bytes::from(a)),
+        Ok(Bytes::from(b)),
+        Ok(Bytes::from(": trailing comment\r\n\r\n")),
+    ];
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(futures_stream(chunks)))
+        .unwrap()
+}
+
+fn futures_stream(
+    chunks: Vec<Result<Bytes, Infallible>>,
+) -> impl futures_core_stream::Stream<Item = Result<Bytes, Infallible>> {
+    futures_core_stream::iter(chunks)
+}
+
+/// A tiny stream helper so the test needs no extra crate.
+mod futures_core_stream {
+    pub use tokio_stream_shim::{Stream, iter};
+    mod tokio_stream_shim {
+        use std::pin::Pin;
+        use std::task::{Context, Poll};
+        pub trait Stream: futures_core::Stream {}
+        impl<T: futures_core::Stream> Stream for T {}
+        pub struct Iter<I>(I);
+        impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
+            type Item = I::Item;
+            fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<I::Item>> {
+                Poll::Ready(self.0.next())
+            }
+        }
+        pub fn iter<T>(v: Vec<T>) -> Iter<std::vec::IntoIter<T>> {
+            Iter(v.into_iter())
+        }
+    }
+}
+
+async fn echo_handler(headers: HeaderMap, body: Bytes) -> Response {
+    let summary = json!({"len": body.len(), "last": body.last(), "content_length": headers.get("content-length").map(|v| v.to_str().unwrap().to_owned())});
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        summary.to_string(),
+    )
+        .into_response()
+}
+
+async fn broken_handler() -> Response {
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[",
+        )),
+        Err(std::io::Error::other("backend went away")),
+    ];
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(futures_core_stream::iter(chunks)))
+        .unwrap()
+}
+
+async fn serve(layer: Option<OffloadLayer>) -> SocketAddr {
+    let router = Router::new()
+        .route("/json", on_post(json_handler))
+        .route("/sse", on_post(sse_handler))
+        .route("/echo", on_post(echo_handler))
+        .route("/broken", on_post(broken_handler));
+    let app = match layer {
+        Some(l) => router.layer(l),
+        None => router,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+fn call(id: u64, name: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+}
+
+async fn post(addr: SocketAddr, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("http://{addr}{path}"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn layer(dir: &std::path::Path) -> OffloadLayer {
+    OffloadLayer::builder()
+        .output_dir(dir)
+        .max_request_bytes(64 * 1024)
+        .build()
+}
+
+fn check_descriptor(result: &Value) {
+    let d: OffloadResponse =
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(d.summary.count, 150);
+    let rebuilt: Value = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+    assert_eq!(rebuilt, big_result());
+    common::require_jq();
+    for r in &d.jq_recipes {
+        common::run_recipe(&r.command);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_handler_small_untouched_large_offloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    let without = serve(None).await;
+    let small = call(1, "small").to_string();
+    assert_eq!(
+        post(with, "/json", small.clone())
+            .await
+            .bytes()
+            .await
+            .unwrap(),
+        post(without, "/json", small).await.bytes().await.unwrap()
+    );
+    let r = post(with, "/json", call(2, "big").to_string()).await;
+    let len = r.content_length();
+    let bytes = r.bytes().await.unwrap();
+    assert_eq!(len, Some(bytes.len() as u64), "Content-Length fixed");
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["id"], 2);
+    check_descriptor(&v["result"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_rewrite_each_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    let batch = json!([call(1, "big"), call(2, "small"), {"jsonrpc": "2.0", "method": "notifications/x"}, call(3, "big")]);
+    let v: Value = post(with, "/json", batch.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let items = v.as_array().unwrap();
+    assert_eq!(items.len(), 4);
+    check_descriptor(&items[0]["result"]);
+    assert_eq!(items[1]["result"]["content"][0]["text"], "small");
+    check_descriptor(&items[3]["result"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_framing_is_kept_and_only_the_result_event_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    let without = serve(None).await;
+    let got = post(with, "/sse", call(7, "big").to_string())
+        .await
+        .text()
+        .await
+        .unwrap();
+    let plain = post(without, "/sse", call(7, "big").to_string())
+        .await
+        .text()
+        .await
+        .unwrap();
+    let events: Vec<&str> = got.split("\r\n\r\n").collect();
+    let plain_events: Vec<&str> = plain.split("\r\n\r\n").collect();
+    assert_eq!(events.len(), plain_events.len());
+    assert_eq!(events[0], plain_events[0], "priming event untouched");
+    assert_eq!(events[1], plain_events[1], "progress event untouched");
+    assert_eq!(events[3..], plain_events[3..], "trailing comment untouched");
+    assert!(events[2].starts_with("event: message\r\nid: 2\r\ndata: {"));
+    assert_eq!(events[2].matches("data:").count(), 1, "one data line now");
+    let data = events[2]
+        .split("\r\n")
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap();
+    let msg: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(msg["id"], 7);
+    check_descriptor(&msg["result"]);
+    // Small results through SSE: identical bytes.
+    assert_eq!(
+        post(with, "/sse", call(8, "small").to_string())
+            .await
+            .text()
+            .await
+            .unwrap(),
+        post(without, "/sse", call(8, "small").to_string())
+            .await
+            .text()
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_odd_requests_reach_the_handler_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    // Over the 64 KiB cap, sent in chunks.
+    let mut big = call(1, "big");
+    big["params"]["arguments"]["pad"] = json!("x".repeat(200_000));
+    let body = big.to_string();
+    let v: Value = post(with, "/echo", body.clone())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["len"], body.len());
+    assert_eq!(v["last"], u64::from(*body.as_bytes().last().unwrap()));
+    let chunks: Vec<Result<Vec<u8>, Infallible>> = body
+        .as_bytes()
+        .chunks(10_000)
+        .map(|c| Ok(c.to_vec()))
+        .collect();
+    let streamed = reqwest::Body::wrap_stream(futures_core_stream::iter(chunks));
+    let v: Value = post(with, "/echo", streamed).await.json().await.unwrap();
+    assert_eq!(v["len"], body.len());
+    // Not JSON: passes, and the handler's 400 comes back unchanged.
+    let r = post(with, "/json", "definitely { not json").await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r.text().await.unwrap(), "bad json");
+    // A small request keeps its Content-Length.
+    let small = call(3, "small").to_string();
+    let v: Value = post(with, "/echo", small.clone())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["content_length"], small.len().to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_breaks_midway_is_passed_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    let without = serve(None).await;
+    // The body is collected before the headers are sent (they may change),
+    // so the failure shows at whichever step the connection breaks; either
+    // way the client sees the upstream's failure, never a made-up success.
+    async fn outcome(addr: SocketAddr) -> &'static str {
+        let sent = reqwest::Client::new()
+            .post(format!("http://{addr}/broken"))
+            .header("content-type", "application/json")
+            .body(call(1, "big").to_string())
+            .send()
+            .await;
+        match sent {
+            Err(_) => "failed",
+            Ok(r) => match tokio::time::timeout(Duration::from_secs(10), r.bytes())
+                .await
+                .unwrap()
+            {
+                Err(_) => "failed",
+                Ok(_) => "complete",
+            },
+        }
+    }
+    assert_eq!(outcome(without).await, "failed");
+    assert_eq!(outcome(with).await, "failed");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no file for a broken body"
+    );
+}
