@@ -259,13 +259,22 @@ pub(crate) fn extract(
         kinds.push(block.text.as_deref().map(classify_text));
     }
     let mut is_source = vec![false; result.blocks.len()];
-    let has_json_array_text = kinds.iter().any(|k| match k {
-        Some(TextKind::Json { minified }) => {
-            matches!(json_shape(minified), JsonShape::Array { .. })
-        }
-        Some(TextKind::Jsonl { .. }) => true,
-        _ => false,
-    });
+    // A text block equal to structuredContent is its backwards-compatible
+    // copy; every other JSON text is shaped (parsed) once, here.
+    let is_copy = |minified: &String| structured_minified.as_ref() == Some(minified);
+    let mut shapes: Vec<Option<JsonShape<'_>>> = kinds
+        .iter()
+        .map(|k| match k {
+            Some(TextKind::Json { minified }) if !is_copy(minified) => Some(json_shape(minified)),
+            _ => None,
+        })
+        .collect();
+    let has_json_array_text = shapes
+        .iter()
+        .any(|s| matches!(s, Some(JsonShape::Array { .. })))
+        || kinds
+            .iter()
+            .any(|k| matches!(k, Some(TextKind::Jsonl { .. })));
     let has_json_text = kinds
         .iter()
         .any(|k| matches!(k, Some(TextKind::Json { .. })));
@@ -278,8 +287,8 @@ pub(crate) fn extract(
         match kind {
             TextKind::Json { minified } => {
                 // A text copy of structuredContent (the spec's backwards-compatible text).
-                if let (Some(sm), Some(first)) = (&structured_minified, segments.first())
-                    && sm == minified
+                if is_copy(minified)
+                    && let Some(first) = segments.first()
                 {
                     if let Shape::Json { before, after, .. } = &first.shape {
                         segments.push(Segment {
@@ -296,12 +305,13 @@ pub(crate) fn extract(
                     }
                     continue;
                 }
-                match json_shape(minified) {
-                    JsonShape::Array {
+                match shapes[i].take() {
+                    None => {}
+                    Some(JsonShape::Array {
                         before,
                         after,
                         elements,
-                    } => {
+                    }) => {
                         let start = records.len();
                         records.extend(elements.iter().map(|e| e.get().to_owned()));
                         segments.push(Segment {
@@ -316,7 +326,7 @@ pub(crate) fn extract(
                         });
                         is_source[i] = true;
                     }
-                    JsonShape::Single if !has_array_records || is_large(text) => {
+                    Some(JsonShape::Single) if !has_array_records || is_large(text) => {
                         segments.push(Segment {
                             block: Some(i),
                             start: records.len(),
@@ -328,7 +338,7 @@ pub(crate) fn extract(
                         records.push(minified.clone());
                         is_source[i] = true;
                     }
-                    JsonShape::Single => {}
+                    Some(JsonShape::Single) => {}
                 }
             }
             TextKind::Jsonl { lines } => {
