@@ -15,6 +15,74 @@ use crate::engine::{Offloader, ToolCall};
 use crate::wire::jsonrpc::{ResponseMessage, range_in};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
+/// Frames held in memory, then the rest of a body or the error that cut it
+/// short. Serves both the replayed request and a collected response.
+pub(crate) struct Replay<B: Body> {
+    frames: VecDeque<Frame<Bytes>>,
+    rest: Option<Pin<Box<B>>>,
+    error: Option<B::Error>,
+}
+
+impl<B: Body> Replay<B> {
+    pub(crate) fn new(
+        frames: VecDeque<Frame<Bytes>>,
+        rest: Option<Pin<Box<B>>>,
+        error: Option<B::Error>,
+    ) -> Self {
+        Replay {
+            frames,
+            rest,
+            error,
+        }
+    }
+}
+
+impl<B: Body<Data = Bytes>> Replay<B> {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        if let Some(f) = self.frames.pop_front() {
+            return Poll::Ready(Some(Ok(f)));
+        }
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Some(Err(e)));
+        }
+        match &mut self.rest {
+            Some(body) => body.as_mut().poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.frames.is_empty()
+            && self.error.is_none()
+            && self.rest.as_ref().is_none_or(|b| b.is_end_stream())
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        if self.error.is_some() {
+            // With an error to deliver the length is not known in advance.
+            return SizeHint::default();
+        }
+        let held: u64 = self
+            .frames
+            .iter()
+            .filter_map(|f| f.data_ref())
+            .map(|d| d.len() as u64)
+            .sum();
+        match &self.rest {
+            None => SizeHint::with_exact(held),
+            Some(b) => {
+                let h = b.size_hint();
+                let mut out = SizeHint::new();
+                out.set_lower(h.lower() + held);
+                if let Some(u) = h.upper() {
+                    out.set_upper(u + held);
+                }
+                out
+            }
+        }
+    }
+}
+
 pin_project! {
     /// The request body handed to the inner service: the original body, or
     /// the frames the layer read to classify the request followed by the
@@ -29,11 +97,7 @@ pin_project! {
     #[project = RequestBodyProj]
     pub(crate) enum RequestKind<B: Body> {
         Original { #[pin] body: B },
-        Replay {
-            frames: VecDeque<Frame<Bytes>>,
-            rest: Option<Pin<Box<B>>>,
-            error: Option<B::Error>,
-        },
+        Replay { replay: Replay<B> },
     }
 }
 
@@ -51,9 +115,7 @@ impl<B: Body> RequestBody<B> {
     ) -> Self {
         RequestBody {
             kind: RequestKind::Replay {
-                frames,
-                rest,
-                error,
+                replay: Replay::new(frames, rest, error),
             },
         }
     }
@@ -72,62 +134,21 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
             RequestBodyProj::Original { body } => body.poll_frame(cx),
-            RequestBodyProj::Replay {
-                frames,
-                rest,
-                error,
-            } => {
-                if let Some(f) = frames.pop_front() {
-                    return Poll::Ready(Some(Ok(f)));
-                }
-                if let Some(e) = error.take() {
-                    return Poll::Ready(Some(Err(e)));
-                }
-                match rest {
-                    Some(body) => body.as_mut().poll_frame(cx),
-                    None => Poll::Ready(None),
-                }
-            }
+            RequestBodyProj::Replay { replay } => replay.poll_frame(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             RequestKind::Original { body } => body.is_end_stream(),
-            RequestKind::Replay {
-                frames,
-                rest,
-                error,
-            } => {
-                frames.is_empty()
-                    && error.is_none()
-                    && rest.as_ref().is_none_or(|b| b.is_end_stream())
-            }
+            RequestKind::Replay { replay } => replay.is_end_stream(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             RequestKind::Original { body } => body.size_hint(),
-            RequestKind::Replay { frames, rest, .. } => {
-                let held: u64 = frames
-                    .iter()
-                    .filter_map(|f| f.data_ref())
-                    .map(|d| d.len() as u64)
-                    .sum();
-                match rest {
-                    None => SizeHint::with_exact(held),
-                    Some(b) => {
-                        let h = b.size_hint();
-                        let mut out = SizeHint::new();
-                        out.set_lower(h.lower() + held);
-                        if let Some(u) = h.upper() {
-                            out.set_upper(u + held);
-                        }
-                        out
-                    }
-                }
-            }
+            RequestKind::Replay { replay } => replay.size_hint(),
         }
     }
 }
@@ -242,11 +263,7 @@ pin_project! {
     #[project = OffloadBodyProj]
     pub(crate) enum BodyKind<B: Body> {
         Passthrough { #[pin] body: B },
-        Full {
-            data: Option<Bytes>,
-            trailers: Option<HeaderMap>,
-            error: Option<B::Error>,
-        },
+        Full { replay: Replay<B> },
         Sse {
             #[pin] body: B,
             state: Box<SseState<B::Error>>,
@@ -262,11 +279,16 @@ impl<B: Body> OffloadBody<B> {
     }
 
     pub(crate) fn full(data: Bytes, trailers: Option<HeaderMap>, error: Option<B::Error>) -> Self {
+        let mut frames = VecDeque::with_capacity(2);
+        if !data.is_empty() {
+            frames.push_back(Frame::data(data));
+        }
+        if let Some(t) = trailers {
+            frames.push_back(Frame::trailers(t));
+        }
         OffloadBody {
             kind: BodyKind::Full {
-                data: (!data.is_empty()).then_some(data),
-                trailers,
-                error,
+                replay: Replay::new(frames, None, error),
             },
         }
     }
@@ -294,19 +316,7 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
             OffloadBodyProj::Passthrough { body } => body.poll_frame(cx),
-            OffloadBodyProj::Full {
-                data,
-                trailers,
-                error,
-            } => {
-                if let Some(d) = data.take() {
-                    return Poll::Ready(Some(Ok(Frame::data(d))));
-                }
-                if let Some(e) = error.take() {
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(t))))
-            }
+            OffloadBodyProj::Full { replay } => replay.poll_frame(cx),
             OffloadBodyProj::Sse { mut body, state } => loop {
                 if let Some(frame) = state.ready.pop_front() {
                     return Poll::Ready(Some(Ok(frame)));
@@ -365,11 +375,7 @@ where
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             BodyKind::Passthrough { body } => body.is_end_stream(),
-            BodyKind::Full {
-                data,
-                trailers,
-                error,
-            } => data.is_none() && trailers.is_none() && error.is_none(),
+            BodyKind::Full { replay } => replay.is_end_stream(),
             BodyKind::Sse { .. } => false,
         }
     }
@@ -377,11 +383,7 @@ where
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             BodyKind::Passthrough { body } => body.size_hint(),
-            // With an error to deliver the length is not known in advance.
-            BodyKind::Full { error: Some(_), .. } => SizeHint::default(),
-            BodyKind::Full { data, .. } => {
-                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
-            }
+            BodyKind::Full { replay } => replay.size_hint(),
             BodyKind::Sse { .. } => SizeHint::default(),
         }
     }
