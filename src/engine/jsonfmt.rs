@@ -190,6 +190,13 @@ impl Style {
     }
 }
 
+/// Byte range of `inner` inside `outer`; `inner` must borrow from `outer`
+/// (a raw value parsed out of it), which makes the offset exact.
+pub(crate) fn range_in(outer: &str, inner: &str) -> std::ops::Range<usize> {
+    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
+    start..start + inner.len()
+}
+
 /// Splits `text` into leading whitespace, core and trailing whitespace.
 pub(crate) fn trim_parts(text: &str) -> (&str, &str, &str) {
     let is_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::jsonfmt::{Style, minify, trim_parts};
+use super::jsonfmt::{Style, minify, range_in, trim_parts};
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
 /// The part of a file header that lets the original result be rebuilt.
@@ -173,12 +173,10 @@ fn json_shape(minified: &str) -> JsonShape<'_> {
     let Ok(elements) = serde_json::from_str::<Vec<&RawValue>>(array) else {
         return JsonShape::Single;
     };
-    // `array` borrows from `minified`, so its offset is exact.
-    let start = array.as_ptr() as usize - minified.as_ptr() as usize;
-    let end = start + array.len();
+    let range = range_in(minified, array);
     JsonShape::Array {
-        before: &minified[..start],
-        after: &minified[end..],
+        before: &minified[..range.start],
+        after: &minified[range.end..],
         elements,
     }
 }

@@ -11,8 +11,9 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use serde_json::Value;
 
+use crate::engine::jsonfmt::range_in;
 use crate::engine::{Offloader, ToolCall};
-use crate::wire::jsonrpc::{ResponseMessage, range_in};
+use crate::wire::jsonrpc::ResponseMessage;
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
 /// Frames held in memory, then the rest of a body or the error that cut it

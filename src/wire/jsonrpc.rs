@@ -10,6 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::engine::ToolCall;
+use crate::engine::jsonfmt::range_in;
 
 /// The `_meta` key under which 2026-07-28 requests carry client information.
 pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
@@ -135,12 +136,6 @@ pub(crate) struct ResponseMessage<'a> {
     pub id: Option<Value>,
     #[serde(borrow, default)]
     pub result: Option<&'a RawValue>,
-}
-
-/// Byte range of `inner` inside `outer` (`inner` must borrow from `outer`).
-pub(crate) fn range_in(outer: &str, inner: &str) -> std::ops::Range<usize> {
-    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
-    start..start + inner.len()
 }
 
 /// Finds the responses in a JSON body (one message or a batch array):
