@@ -56,3 +56,31 @@ pub fn require_jq() {
         "these tests need the `jq` binary on PATH (.ci/run installs it)"
     );
 }
+
+/// The folder of the interop tooling (`tests/interop`): the official MCP SDKs
+/// and the conformance suite, installed there by `tests/interop/setup.sh`.
+pub fn interop_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+}
+
+/// Runs `tests/interop/setup.sh` once per test process (it is idempotent and
+/// locks against other processes), so `cargo test` works on a fresh machine:
+/// Node packages go to `tests/interop/node_modules`, Python packages to
+/// `tests/interop/.venv`. Panics with the installer's output if it fails.
+pub fn interop_setup() -> std::path::PathBuf {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    let dir = interop_dir();
+    DONE.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(dir.join("setup.sh"))
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "tests/interop/setup.sh failed (it needs node, npm, python3 and the package registries)\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    dir
+}
