@@ -26,10 +26,12 @@ pub mod wire;
 
 pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use engine::{
-    DEFAULT_OFFLOAD_THRESHOLD_TOKENS, InlineReason, JqRecipe, OffloadConfig, OffloadHeader,
-    OffloadResponse, OffloadSummary, Offloaded, OffloadedResult, Offloader, Outcome, RebuildError,
-    ToolCall, Truncated, operation_name, rebuild, rebuild_file,
+    ConfigError, DEFAULT_OFFLOAD_THRESHOLD_TOKENS, EffectivePolicy, JqRecipe, OffloadConfig,
+    OffloadHeader, OffloadResponse, OffloadSummary, Offloaded, OffloadedResult, Offloader, Outcome,
+    PassReason, RebuildError, ToolCall, ToolPolicy, Truncated, operation_name, rebuild,
+    rebuild_file,
 };
 pub use layer::{DEFAULT_PROXY_HEADER, OffloadLayer, OffloadLayerBuilder, OffloadService};
+pub use lifecycle::events::{EventHook, OffloadEvent};
 pub use lifecycle::store::{FsStore, Store, StoreError};
 pub use wire::mcp::ResultError;

@@ -9,7 +9,7 @@ use common::{file_header, file_records, json_stream, require_jq, run_recipe};
 use serde_json::{Value, json};
 use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
 use tower_lro::{
-    InlineReason, OffloadConfig, Offloaded, Offloader, Outcome, Store, StoreError, ToolCall,
+    OffloadConfig, Offloaded, Offloader, Outcome, PassReason, Store, StoreError, ToolCall,
     rebuild_file,
 };
 
@@ -273,7 +273,7 @@ fn under_threshold_stays_inline() {
         .process(&ToolCall::new("recall_memories", None), bytes.as_bytes())
         .unwrap()
     {
-        Outcome::Inline(InlineReason::UnderThreshold { estimated_tokens }) => {
+        Outcome::Inline(PassReason::UnderThreshold { estimated_tokens }) => {
             assert!(estimated_tokens <= 1600)
         }
         other => panic!("{other:?}"),
@@ -284,7 +284,7 @@ fn under_threshold_stays_inline() {
     assert!(matches!(
         o2.process(&ToolCall::default(), at.to_string().as_bytes())
             .unwrap(),
-        Outcome::Inline(InlineReason::UnderThreshold {
+        Outcome::Inline(PassReason::UnderThreshold {
             estimated_tokens: 1600
         })
     ));
@@ -303,7 +303,7 @@ fn under_threshold_stays_inline() {
     assert!(matches!(
         off.process(&ToolCall::default(), over.to_string().as_bytes())
             .unwrap(),
-        Outcome::Inline(InlineReason::Disabled)
+        Outcome::Inline(PassReason::Disabled)
     ));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
@@ -538,7 +538,7 @@ fn is_error_results_stay_inline_by_default() {
             result.to_string().as_bytes()
         )
         .unwrap(),
-        Outcome::Inline(InlineReason::IsError)
+        Outcome::Inline(PassReason::IsError)
     ));
     let o = Offloader::new(
         OffloadConfig::default()

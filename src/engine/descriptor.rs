@@ -40,6 +40,10 @@ pub struct OffloadHeader {
     /// Addition: the MCP tool that was called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Addition: when the file expires (ISO 8601, `timestamp` + ttl); readers
+    /// of ours refuse the file after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
     /// Addition: what is needed to rebuild the original `CallToolResult`
     /// (see [`rebuild`](crate::rebuild)).
     #[serde(default, skip_serializing_if = "Option::is_none")]

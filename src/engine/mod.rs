@@ -87,6 +87,7 @@
 //! }
 //! ```
 
+pub mod config;
 pub mod descriptor;
 pub mod estimate;
 pub(crate) mod jsonfmt;
@@ -110,6 +111,10 @@ pub use estimate::O200kEstimator;
 pub use estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use records::{Rebuild, RebuildError};
 
+pub use crate::lifecycle::events::PassReason;
+pub use config::{ConfigError, EffectivePolicy, OffloadConfig, ToolPolicy};
+
+use crate::lifecycle::events::{EventHook, Events, OffloadEvent};
 use crate::lifecycle::store::{FsStore, Store, StoreError};
 use crate::wire::mcp::{BlockOut, RawResult, ResultError};
 use records::{Extraction, RecordKind};
@@ -123,72 +128,6 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 pub const DEFAULT_SCHEMA_VERSION: &str = "1.0";
 /// Default length of the descriptor's `preview`, in characters.
 pub const DEFAULT_PREVIEW_CHARS: usize = 200;
-
-/// Engine configuration: the spec's `[prompt.offload]` keys and ours.
-#[derive(Debug, Clone)]
-pub struct OffloadConfig {
-    /// Enable or disable LRO (`prompt.offload.enabled`, default true).
-    pub enabled: bool,
-    /// Token threshold for activation (`prompt.offload.threshold_tokens`, default 1600).
-    pub threshold_tokens: usize,
-    /// Seconds before file cleanup (`prompt.offload.ttl_seconds`, default 3600).
-    pub ttl: Duration,
-    /// Directory for JSONL files (`prompt.offload.output_dir`; empty = system temp dir).
-    pub output_dir: PathBuf,
-    /// `schema_version` written in headers (default "1.0").
-    pub schema_version: String,
-    /// Characters of data in the descriptor's `preview` (default 200; 0 = none).
-    pub preview_chars: usize,
-    /// Whether results with `isError: true` may be offloaded (default false).
-    pub offload_errors: bool,
-}
-
-impl Default for OffloadConfig {
-    fn default() -> Self {
-        OffloadConfig {
-            enabled: true,
-            threshold_tokens: DEFAULT_OFFLOAD_THRESHOLD_TOKENS,
-            ttl: DEFAULT_TTL,
-            output_dir: PathBuf::new(),
-            schema_version: DEFAULT_SCHEMA_VERSION.to_owned(),
-            preview_chars: DEFAULT_PREVIEW_CHARS,
-            offload_errors: false,
-        }
-    }
-}
-
-impl OffloadConfig {
-    /// Sets `enabled`.
-    pub fn enabled(mut self, enabled: bool) -> Self {
-        self.enabled = enabled;
-        self
-    }
-    /// Sets `threshold_tokens`.
-    pub fn threshold_tokens(mut self, tokens: usize) -> Self {
-        self.threshold_tokens = tokens;
-        self
-    }
-    /// Sets the file time-to-live.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
-        self
-    }
-    /// Sets the output directory (empty: system temp dir).
-    pub fn output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.output_dir = dir.into();
-        self
-    }
-    /// Sets the preview length in characters.
-    pub fn preview_chars(mut self, chars: usize) -> Self {
-        self.preview_chars = chars;
-        self
-    }
-    /// Allows offloading results with `isError: true`.
-    pub fn offload_errors(mut self, allow: bool) -> Self {
-        self.offload_errors = allow;
-        self
-    }
-}
 
 /// The call a result answers: tool name and arguments.
 #[derive(Debug, Clone, Default)]
@@ -244,27 +183,6 @@ pub fn operation_name(tool: &str) -> String {
     op
 }
 
-/// Why a result stayed inline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InlineReason {
-    /// Offloading is disabled.
-    Disabled,
-    /// The estimate is at or under the threshold.
-    UnderThreshold {
-        /// Estimated tokens of the result (an upper bound when the body was
-        /// too short to need parsing).
-        estimated_tokens: usize,
-    },
-    /// The result has `isError: true` and error offloading is off.
-    IsError,
-    /// Over the threshold, but nothing in it can become records (for
-    /// example, all of it sits in a `structuredContent` object without arrays).
-    NoRecords,
-    /// The engine's blocking task did not complete (runtime shutting down).
-    Interrupted,
-}
-
 /// A result written to a file.
 #[derive(Debug, Clone)]
 pub struct Offloaded {
@@ -295,19 +213,21 @@ pub struct Truncated {
 #[derive(Debug)]
 pub enum Outcome {
     /// Keep the original bytes.
-    Inline(InlineReason),
+    Inline(PassReason),
     /// Written to a file; send `result` instead.
     Offloaded(Box<Offloaded>),
     /// The write failed; send the truncated `result` instead.
     Truncated(Box<Truncated>),
 }
 
-/// The offload engine. Cheap to clone; shares its configuration, estimator and store.
+/// The offload engine. Cheap to clone; shares its configuration, estimator,
+/// store and event hook.
 #[derive(Clone)]
 pub struct Offloader {
     config: Arc<OffloadConfig>,
     estimator: Arc<dyn TokenEstimator>,
     store: Arc<dyn Store>,
+    events: Events,
 }
 
 impl std::fmt::Debug for Offloader {
@@ -328,6 +248,7 @@ impl Offloader {
             config: Arc::new(config),
             estimator: Arc::new(ScriptAwareEstimator),
             store: Arc::new(store),
+            events: Events::default(),
         }
     }
 
@@ -343,6 +264,12 @@ impl Offloader {
         self
     }
 
+    /// Sends every event (see [`crate::lifecycle::events`]) to `hook` too.
+    pub fn with_event_hook(mut self, hook: EventHook) -> Self {
+        self.events = Events::new(Some(hook));
+        self
+    }
+
     /// The configuration.
     pub fn config(&self) -> &OffloadConfig {
         &self.config
@@ -353,11 +280,21 @@ impl Offloader {
         &*self.store
     }
 
-    /// Whether `len` bytes of result are sure to stay under the threshold,
+    /// Where events go.
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
+    /// Whether `len` bytes of a result of `tool` are sure to stay inline,
     /// without looking at them.
-    pub fn surely_inline(&self, len: usize) -> bool {
-        !self.config.enabled
-            || self.estimator.max_tokens_for_bytes(len) <= self.config.threshold_tokens
+    pub fn surely_inline(&self, tool: &str, len: usize) -> bool {
+        let policy = self.config.policy_for(tool);
+        !policy.enabled || self.surely_under(&policy, len)
+    }
+
+    fn surely_under(&self, policy: &EffectivePolicy, len: usize) -> bool {
+        self.estimator.max_tokens_for_bytes(len) <= policy.threshold_tokens
+            && policy.max_tool_output_bytes.is_none_or(|b| len < b)
     }
 
     /// Estimated tokens of a tool result (see the module docs).
@@ -380,55 +317,138 @@ impl Offloader {
         text.max(structured)
     }
 
+    /// UTF-8 bytes of the content a model would read: the text blocks, or
+    /// `structuredContent`, whichever is larger (the byte trigger's measure).
+    fn content_bytes(parsed: &RawResult<'_>) -> usize {
+        let text: usize = parsed
+            .blocks
+            .iter()
+            .filter_map(|b| b.text.as_deref())
+            .map(str::len)
+            .sum();
+        text.max(parsed.structured().map_or(0, |s| s.get().len()))
+    }
+
     /// Decides inline or offload for one result, writing the file when
-    /// offloading. Blocking (parsing and file I/O): in async code use
-    /// [`process_async`](Self::process_async).
+    /// offloading, and emits the event (`Offloaded`, `OffloadWriteFailed`
+    /// or `PassedThrough`). Blocking (parsing and file I/O): in async code
+    /// use [`process_async`](Self::process_async).
     pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
-        if !self.config.enabled {
-            return Ok(Outcome::Inline(InlineReason::Disabled));
+        let outcome = self.decide(call, result);
+        self.emit(&call.name, result.len(), &outcome);
+        outcome
+    }
+
+    fn decide(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
+        let policy = self.config.policy_for(&call.name);
+        if !policy.enabled {
+            let reason = if self.config.enabled {
+                PassReason::Excluded
+            } else {
+                PassReason::Disabled
+            };
+            return Ok(Outcome::Inline(reason));
         }
-        if self.surely_inline(result.len()) {
-            return Ok(Outcome::Inline(InlineReason::UnderThreshold {
+        if self.surely_under(&policy, result.len()) {
+            return Ok(Outcome::Inline(PassReason::UnderThreshold {
                 estimated_tokens: self.estimator.max_tokens_for_bytes(result.len()),
             }));
         }
         let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
         let parsed = RawResult::parse(text)?;
-        if !self.config.offload_errors
-            && parsed.top.get("isError").is_some_and(|v| v.get() == "true")
-        {
-            return Ok(Outcome::Inline(InlineReason::IsError));
+        if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
+            return Ok(Outcome::Inline(PassReason::IsError));
         }
         let estimated_tokens = self.estimate_parsed(&parsed);
-        if estimated_tokens <= self.config.threshold_tokens {
-            return Ok(Outcome::Inline(InlineReason::UnderThreshold {
+        let over_bytes = policy
+            .max_tool_output_bytes
+            .is_some_and(|b| Self::content_bytes(&parsed) >= b);
+        if estimated_tokens <= policy.threshold_tokens && !over_bytes {
+            return Ok(Outcome::Inline(PassReason::UnderThreshold {
                 estimated_tokens,
             }));
         }
-        let large = self.config.threshold_tokens / 4;
+        let large = policy.threshold_tokens / 4;
         let extraction = records::extract(&parsed, |t| self.estimator.estimate(t) > large)?;
         if extraction.records.is_empty() {
-            return Ok(Outcome::Inline(InlineReason::NoRecords));
+            return Ok(Outcome::Inline(PassReason::NoRecords));
         }
-        Ok(self.offload(call, &parsed, extraction, estimated_tokens))
+        Ok(self.offload(call, &parsed, extraction, estimated_tokens, &policy))
+    }
+
+    fn emit(&self, tool: &str, bytes: usize, outcome: &Result<Outcome, ResultError>) {
+        let event = match outcome {
+            Ok(Outcome::Offloaded(o)) => OffloadEvent::Offloaded {
+                tool: tool.to_owned(),
+                path: o.file.path.clone(),
+                count: o.response.summary.count,
+                estimated_tokens: o.response.summary.estimated_tokens,
+                bytes,
+            },
+            Ok(Outcome::Truncated(t)) => OffloadEvent::OffloadWriteFailed {
+                tool: tool.to_owned(),
+                error: t.error.to_string(),
+                kept: t.kept,
+                total: t.total,
+                estimated_tokens: t.estimated_tokens,
+            },
+            Ok(Outcome::Inline(reason)) => {
+                if !self.events.wants_pass_events() {
+                    return;
+                }
+                OffloadEvent::PassedThrough {
+                    tool: Some(tool.to_owned()),
+                    reason: reason.clone(),
+                }
+            }
+            Err(e) => OffloadEvent::PassedThrough {
+                tool: Some(tool.to_owned()),
+                reason: PassReason::Unparseable(e.to_string()),
+            },
+        };
+        self.events.emit(event);
     }
 
     /// [`process`](Self::process) off the async executor: results that may
     /// be over the threshold are handled on tokio's blocking pool.
+    ///
+    /// If this future is dropped while the file is being written (the
+    /// client went away), the file is deleted once written: nothing is left
+    /// that no one was told about.
     pub async fn process_async(
         &self,
         call: ToolCall,
         result: bytes::Bytes,
     ) -> Result<Outcome, ResultError> {
-        if self.surely_inline(result.len()) {
+        if self.surely_inline(&call.name, result.len()) {
             return self.process(&call, &result);
         }
+        let (tx, rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
-        match tokio::task::spawn_blocking(move || this.process(&call, &result)).await {
+        let len = result.len();
+        let name = call.name.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let outcome = this.decide(&call, &result);
+            if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
+                // No one is waiting for this file any more.
+                let _ = std::fs::remove_file(&o.file.path);
+                tracing::debug!(
+                    target: "tower_lro",
+                    path = %o.file.path.display(),
+                    "caller gone before the result was sent; offloaded file removed"
+                );
+            }
+        });
+        let outcome = match rx.await {
             Ok(outcome) => outcome,
             // The blocking task panicked or the runtime is shutting down: keep the original.
-            Err(_) => Ok(Outcome::Inline(InlineReason::Interrupted)),
-        }
+            Err(_) => {
+                drop(task);
+                Ok(Outcome::Inline(PassReason::Interrupted))
+            }
+        };
+        self.emit(&name, len, &outcome);
+        outcome
     }
 
     fn detail(&self, call: &ToolCall, stats: &RecordStats) -> String {
@@ -448,6 +468,7 @@ impl Offloader {
         parsed: &RawResult<'_>,
         extraction: Extraction,
         estimated_tokens: usize,
+        policy: &EffectivePolicy,
     ) -> Outcome {
         let Extraction {
             records,
@@ -471,6 +492,10 @@ impl Offloader {
             estimated_tokens,
             detail: detail.clone(),
             tool: Some(call.name.clone()),
+            expires_at: Some(
+                expiry(created_at, self.config.ttl)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ),
             rebuild: Some(rebuild),
         };
         let file_name = format!("atlatl-{operation}-{id}.jsonl");
@@ -479,7 +504,14 @@ impl Offloader {
             Ok(path) => path,
             Err(error) => {
                 let rebuild = header.rebuild.as_ref();
-                return self.truncate(parsed, rebuild, &records, error, estimated_tokens);
+                return self.truncate(
+                    parsed,
+                    rebuild,
+                    &records,
+                    error,
+                    estimated_tokens,
+                    policy.threshold_tokens,
+                );
             }
         };
         drop(contents);
@@ -541,19 +573,20 @@ impl Offloader {
         records: &[String],
         error: StoreError,
         estimated_tokens: usize,
+        threshold: usize,
     ) -> Outcome {
         let total = records.len();
         let make_warning = |kept: usize| {
             format!(
                 "Warning: large result offloading (LRO) failed ({error}); the result below is \
                  truncated to {kept} of {total} records to fit {} tokens.",
-                self.config.threshold_tokens
+                threshold
             )
         };
         // Tokens of what stays besides the records (other blocks, fields, the warning).
         let overhead = self.estimator.estimate(&make_warning(total))
             + rebuild.map_or(0, |r| self.estimator.estimate(r.result.get()));
-        let budget = self.config.threshold_tokens.saturating_sub(overhead);
+        let budget = threshold.saturating_sub(overhead);
         let mut used = 0usize;
         let mut kept = 0usize;
         for rec in records {
@@ -571,10 +604,10 @@ impl Offloader {
             let warning = make_warning(kept);
             result = self.truncated_result(parsed, rebuild, &records[..kept], &warning);
             let tokens = RawResult::parse(&result).map_or(0, |r| self.estimate_parsed(&r));
-            if tokens <= self.config.threshold_tokens || kept == 0 {
+            if tokens <= threshold || kept == 0 {
                 break;
             }
-            let scaled = kept * self.config.threshold_tokens / tokens.max(1);
+            let scaled = kept * threshold / tokens.max(1);
             kept = scaled.min(kept - 1);
         }
         Outcome::Truncated(Box::new(Truncated {
@@ -675,6 +708,14 @@ pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
             "the header type is not \"lro_header\"",
         ));
     }
+    if let Some(expires_at) = header.expires_at.as_deref() {
+        let expired_at = DateTime::parse_from_rfc3339(expires_at)
+            .map_err(|_| RebuildError::Corrupt(format!("bad expires_at {expires_at:?}")))?
+            .with_timezone(&Utc);
+        if Utc::now() >= expired_at {
+            return Err(RebuildError::Expired { expired_at });
+        }
+    }
     let rebuild = header.rebuild.ok_or(RebuildError::NoRebuildInfo)?;
     let records: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
     if records.len() != header.count {
@@ -686,7 +727,58 @@ pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
     records::assemble(&rebuild, &records, true)
 }
 
+/// When a file created at `created_at` with time-to-live `ttl` expires.
+pub(crate) fn expiry(created_at: DateTime<Utc>, ttl: Duration) -> DateTime<Utc> {
+    chrono::Duration::from_std(ttl)
+        .ok()
+        .and_then(|d| created_at.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+impl Offloader {
+    /// Checks that `path` is an offloaded file of this engine that may still
+    /// be read: a regular file (not a symlink) directly inside the output
+    /// directory, named `atlatl-{operation}-{ulid}.jsonl`, whose creation
+    /// time (from the ULID) plus the configured ttl has not passed. Returns
+    /// the file's canonical path.
+    pub fn check_readable(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<PathBuf, RebuildError> {
+        let path = path.as_ref();
+        let not_ours = || RebuildError::NotOurs(path.to_owned());
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(not_ours)?;
+        let (_, ulid) = crate::lifecycle::store::parse_file_name(name).ok_or_else(not_ours)?;
+        let meta = std::fs::symlink_metadata(path)?;
+        if !meta.file_type().is_file() {
+            return Err(not_ours());
+        }
+        let dir = std::fs::canonicalize(self.store.dir()).map_err(|_| not_ours())?;
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = std::fs::canonicalize(parent.unwrap_or(std::path::Path::new(".")))?;
+        if parent != dir {
+            return Err(not_ours());
+        }
+        let expired_at = expiry(ulid.datetime().into(), self.config.ttl);
+        if Utc::now() >= expired_at {
+            return Err(RebuildError::Expired { expired_at });
+        }
+        Ok(dir.join(name))
+    }
+
+    /// Rebuilds the original `CallToolResult` JSON from one of this engine's
+    /// files, after [`check_readable`](Self::check_readable).
+    pub fn rebuild_file(&self, path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
+        let path = self.check_readable(path)?;
+        rebuild_file(path)
+    }
+}
+
 /// Reads an offloaded file and rebuilds the original `CallToolResult` JSON.
+/// Refuses a file whose header's `expires_at` has passed.
 pub fn rebuild_file(path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
     let text = std::fs::read_to_string(path)?;
     rebuild(&text)

@@ -450,6 +450,17 @@ pub enum RebuildError {
     /// Reading the file failed.
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
+    /// The file's time-to-live has passed: it is refused even if the cleanup
+    /// task has not deleted it yet.
+    #[error("the offloaded file expired at {expired_at}")]
+    Expired {
+        /// When it expired.
+        expired_at: chrono::DateTime<chrono::Utc>,
+    },
+    /// The path is not an offloaded file of this engine: outside its output
+    /// directory, not a regular file, or not named `atlatl-{operation}-{ulid}.jsonl`.
+    #[error("not an offloaded file of this engine: {0}")]
+    NotOurs(std::path::PathBuf),
 }
 
 /// Puts a result back together from its rebuild info and (some of) its

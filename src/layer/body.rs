@@ -11,8 +11,10 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use serde_json::Value;
 
+use super::budget::Lease;
 use crate::engine::jsonfmt::range_in;
 use crate::engine::{Offloader, ToolCall};
+use crate::lifecycle::events::{OffloadEvent, PassReason};
 use crate::wire::jsonrpc::ResponseMessage;
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
@@ -170,10 +172,15 @@ pub(crate) struct SseState<E> {
     ended: bool,
     /// The inner body's error, sent after the frames before it.
     error: Option<E>,
+    /// Bytes held (in the splitter and the event being evaluated) against
+    /// the layer's buffer budget.
+    lease: Lease,
+    /// Length of the event being evaluated.
+    pending_len: usize,
 }
 
 impl<E> SseState<E> {
-    pub(crate) fn new(watched: Vec<(Value, ToolCall)>, offloader: Offloader) -> Self {
+    pub(crate) fn new(watched: Vec<(Value, ToolCall)>, offloader: Offloader, lease: Lease) -> Self {
         SseState {
             splitter: EventSplitter::default(),
             watched,
@@ -182,7 +189,35 @@ impl<E> SseState<E> {
             pending: None,
             ended: false,
             error: None,
+            lease,
+            pending_len: 0,
         }
+    }
+
+    /// Holds what is buffered against the budget; past the cap, stops
+    /// watching: the held bytes and the rest of the stream go out untouched.
+    fn account(&mut self) {
+        if self.watched.is_empty() {
+            self.lease.resize(self.pending_len);
+            return;
+        }
+        if self
+            .lease
+            .resize(self.splitter.buffered() + self.pending_len)
+        {
+            return;
+        }
+        let limit = self.lease.limit();
+        for (_, call) in self.watched.drain(..) {
+            self.offloader.events().emit(OffloadEvent::PassedThrough {
+                tool: Some(call.name),
+                reason: PassReason::BufferCap { limit },
+            });
+        }
+        self.lease.resize(self.pending_len);
+        // With nothing watched, this forwards what is held (after the event
+        // being evaluated, if any).
+        self.drain_events();
     }
 
     /// Moves complete events to `ready`, stopping at a watched one.
@@ -200,6 +235,7 @@ impl<E> SseState<E> {
             };
             match self.watch_event(&event) {
                 Some((call, data, range)) => {
+                    self.pending_len = event.len() + data.len();
                     let offloader = self.offloader.clone();
                     self.pending =
                         Some(Box::pin(rewrite_event(offloader, call, event, data, range)));
@@ -234,11 +270,10 @@ async fn rewrite_event(
     data: Bytes,
     range: std::ops::Range<usize>,
 ) -> Bytes {
-    let tool = call.name.clone();
     let outcome = offloader
         .process_async(call, data.slice(range.clone()))
         .await;
-    match super::service::replacement(&tool, outcome) {
+    match super::service::replacement(outcome) {
         Some(result) => {
             let text = String::from_utf8_lossy(&data);
             let mut message = crate::engine::jsonfmt::minify(&text[..range.start]);
@@ -264,7 +299,7 @@ pin_project! {
     #[project = OffloadBodyProj]
     pub(crate) enum BodyKind<B: Body> {
         Passthrough { #[pin] body: B },
-        Full { replay: Replay<B> },
+        Full { replay: Replay<B>, lease: Option<Lease> },
         Sse {
             #[pin] body: B,
             state: Box<SseState<B::Error>>,
@@ -279,7 +314,14 @@ impl<B: Body> OffloadBody<B> {
         }
     }
 
-    pub(crate) fn full(data: Bytes, trailers: Option<HeaderMap>, error: Option<B::Error>) -> Self {
+    /// A collected body (its data, trailers, and the error that ended it),
+    /// holding `lease` of the buffer budget until it is dropped.
+    pub(crate) fn full(
+        data: Bytes,
+        trailers: Option<HeaderMap>,
+        error: Option<B::Error>,
+        lease: Lease,
+    ) -> Self {
         let mut frames = VecDeque::with_capacity(2);
         if !data.is_empty() {
             frames.push_back(Frame::data(data));
@@ -290,6 +332,17 @@ impl<B: Body> OffloadBody<B> {
         OffloadBody {
             kind: BodyKind::Full {
                 replay: Replay::new(frames, None, error),
+                lease: Some(lease),
+            },
+        }
+    }
+
+    /// Frames already read, then the rest of the body, untouched.
+    pub(crate) fn resume(frames: VecDeque<Frame<Bytes>>, rest: Pin<Box<B>>, lease: Lease) -> Self {
+        OffloadBody {
+            kind: BodyKind::Full {
+                replay: Replay::new(frames, Some(rest), None),
+                lease: Some(lease),
             },
         }
     }
@@ -317,7 +370,14 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
             OffloadBodyProj::Passthrough { body } => body.poll_frame(cx),
-            OffloadBodyProj::Full { replay } => replay.poll_frame(cx),
+            OffloadBodyProj::Full { replay, lease } => {
+                let frame = replay.poll_frame(cx);
+                if replay.frames.is_empty() {
+                    // What was held is sent: give its bytes back to the budget.
+                    lease.take();
+                }
+                frame
+            }
             OffloadBodyProj::Sse { mut body, state } => loop {
                 if let Some(frame) = state.ready.pop_front() {
                     return Poll::Ready(Some(Ok(frame)));
@@ -325,8 +385,10 @@ where
                 if let Some(fut) = state.pending.as_mut() {
                     let event = ready!(fut.as_mut().poll(cx));
                     state.pending = None;
+                    state.pending_len = 0;
                     state.ready.push_back(Frame::data(event));
                     state.drain_events();
+                    state.account();
                     continue;
                 }
                 if state.ended {
@@ -341,6 +403,7 @@ where
                         Ok(data) => {
                             state.splitter.push(&data);
                             state.drain_events();
+                            state.account();
                         }
                         Err(frame) => {
                             // Trailers end the stream: flush what is held first.
@@ -376,7 +439,7 @@ where
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             BodyKind::Passthrough { body } => body.is_end_stream(),
-            BodyKind::Full { replay } => replay.is_end_stream(),
+            BodyKind::Full { replay, .. } => replay.is_end_stream(),
             BodyKind::Sse { .. } => false,
         }
     }
@@ -384,7 +447,7 @@ where
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             BodyKind::Passthrough { body } => body.size_hint(),
-            BodyKind::Full { replay } => replay.size_hint(),
+            BodyKind::Full { replay, .. } => replay.size_hint(),
             BodyKind::Sse { .. } => SizeHint::default(),
         }
     }

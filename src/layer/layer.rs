@@ -8,8 +8,11 @@ use std::time::Duration;
 use http::HeaderName;
 use tower_layer::Layer;
 
+use super::budget::BufferBudget;
 use super::service::OffloadService;
-use crate::engine::{OffloadConfig, Offloader, TokenEstimator, ToolCall};
+use crate::engine::{OffloadConfig, Offloader, TokenEstimator, ToolCall, ToolPolicy};
+use crate::lifecycle::cleanup::{CleanupHandle, Custodian};
+use crate::lifecycle::events::EventHook;
 use crate::lifecycle::sessions::ProxySessions;
 use crate::lifecycle::store::Store;
 
@@ -54,6 +57,7 @@ pub(crate) struct Shared {
     pub max_request_bytes: usize,
     pub sessions: ProxySessions,
     pub tasks: TaskCalls,
+    pub buffers: BufferBudget,
 }
 
 /// Tower layer applying Large Result Offloading to an MCP streamable-http
@@ -78,6 +82,21 @@ impl OffloadLayer {
     pub fn offloader(&self) -> &Offloader {
         &self.shared.offloader
     }
+
+    /// Starts the `offload_cleanup` task for this layer's files, every
+    /// `cleanup_interval` of the configuration (default one hour; the first
+    /// run at once). It stops when the handle is shut down or dropped. Must
+    /// be called within a tokio runtime.
+    pub fn spawn_cleanup(&self) -> CleanupHandle {
+        let offloader = &self.shared.offloader;
+        Custodian::for_offloader(offloader).spawn(offloader.config().cleanup_interval)
+    }
+
+    /// Bytes of responses buffered at this moment, across all services of
+    /// this layer.
+    pub fn buffered_bytes(&self) -> usize {
+        self.shared.buffers.in_use()
+    }
 }
 
 impl<S> Layer<S> for OffloadLayer {
@@ -100,6 +119,7 @@ pub struct OffloadLayerBuilder {
     proxy_session_ttl: Duration,
     estimator: Option<Box<dyn FnOnce(Offloader) -> Offloader>>,
     store: Option<Box<dyn FnOnce(Offloader) -> Offloader>>,
+    hook: Option<EventHook>,
 }
 
 impl Default for OffloadLayerBuilder {
@@ -112,6 +132,7 @@ impl Default for OffloadLayerBuilder {
             proxy_session_ttl: DEFAULT_PROXY_SESSION_TTL,
             estimator: None,
             store: None,
+            hook: None,
         }
     }
 }
@@ -180,14 +201,61 @@ impl OffloadLayerBuilder {
         self.store = Some(Box::new(move |o: Offloader| o.with_store(store)));
         self
     }
+    /// Excludes tools: their results always pass through.
+    pub fn exclude_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config = self.config.exclude_tools(tools);
+        self
+    }
+    /// Sets the policy of one tool (its own threshold, byte trigger,
+    /// `isError` offloading, or exclusion).
+    pub fn tool_policy(mut self, tool: impl Into<String>, policy: ToolPolicy) -> Self {
+        self.config = self.config.tool_policy(tool, policy);
+        self
+    }
+    /// Byte trigger beside the token threshold (`maxToolOutputBytes`;
+    /// `None`: off, the default).
+    pub fn max_tool_output_bytes(mut self, bytes: Option<usize>) -> Self {
+        self.config = self.config.max_tool_output_bytes(bytes);
+        self
+    }
+    /// Whether results with `isError: true` may be offloaded (default false).
+    pub fn offload_errors(mut self, allow: bool) -> Self {
+        self.config.offload_errors = allow;
+        self
+    }
+    /// Cap on the response bytes buffered at once across all in-flight
+    /// responses (default 512 MiB); past it a response passes through
+    /// untouched, with a `PassedThrough` event.
+    pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_buffered_bytes = bytes;
+        self
+    }
+    /// Interval of the cleanup task started by [`OffloadLayer::spawn_cleanup`].
+    pub fn cleanup_interval(mut self, interval: Duration) -> Self {
+        self.config.cleanup_interval = interval;
+        self
+    }
+    /// Sends every event to `hook` too (see [`crate::lifecycle::events`]).
+    pub fn event_hook(mut self, hook: EventHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
     /// Builds the layer.
     pub fn build(self) -> OffloadLayer {
+        let buffers = BufferBudget::new(self.config.max_buffered_bytes);
         let mut offloader = Offloader::new(self.config);
         if let Some(f) = self.estimator {
             offloader = f(offloader);
         }
         if let Some(f) = self.store {
             offloader = f(offloader);
+        }
+        if let Some(hook) = self.hook {
+            offloader = offloader.with_event_hook(hook);
         }
         OffloadLayer {
             shared: Arc::new(Shared {
@@ -196,6 +264,7 @@ impl OffloadLayerBuilder {
                 max_request_bytes: self.max_request_bytes,
                 sessions: ProxySessions::new(self.max_proxy_sessions, self.proxy_session_ttl),
                 tasks: TaskCalls::default(),
+                buffers,
             }),
         }
     }

@@ -40,6 +40,7 @@
 //! ```
 
 mod body;
+mod budget;
 mod future;
 #[allow(clippy::module_inception)]
 mod layer;

@@ -11,10 +11,17 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower_service::Service;
 
+use std::collections::VecDeque;
+use std::pin::Pin;
+
+use http_body::Frame;
+
 use super::body::{OffloadBody, RequestBody, SseState};
+use super::budget::Lease;
 use super::future::ResponseFuture;
 use super::layer::Shared;
 use crate::engine::{Outcome, ToolCall};
+use crate::lifecycle::events::{OffloadEvent, PassReason};
 use crate::wire::jsonrpc::{Watched, classify, created_task_id, find_results};
 use crate::wire::mcp::ResultError;
 
@@ -164,42 +171,13 @@ where
     (Some(data), RequestBody::replay(frames, None, None))
 }
 
-/// What to send in place of a result, given the engine's outcome; `None`
-/// keeps the original. Emits the tracing events.
-pub(crate) fn replacement(tool: &str, outcome: Result<Outcome, ResultError>) -> Option<String> {
+/// What to send in place of a result, given the engine's outcome (which has
+/// emitted its event); `None` keeps the original.
+pub(crate) fn replacement(outcome: Result<Outcome, ResultError>) -> Option<String> {
     match outcome {
-        Ok(Outcome::Offloaded(o)) => {
-            tracing::info!(
-                target: "tower_lro",
-                event = "Offloaded",
-                tool,
-                path = %o.file.path.display(),
-                count = o.response.summary.count,
-                estimated_tokens = o.response.summary.estimated_tokens,
-                "tool result offloaded"
-            );
-            Some(o.result)
-        }
-        Ok(Outcome::Truncated(t)) => {
-            tracing::warn!(
-                target: "tower_lro",
-                event = "OffloadWriteFailed",
-                tool,
-                error = %t.error,
-                kept = t.kept,
-                total = t.total,
-                "offload write failed; result truncated inline"
-            );
-            Some(t.result)
-        }
-        Ok(Outcome::Inline(reason)) => {
-            tracing::debug!(target: "tower_lro", event = "PassedThrough", tool, reason = ?reason);
-            None
-        }
-        Err(e) => {
-            tracing::debug!(target: "tower_lro", event = "PassedThrough", tool, reason = %e);
-            None
-        }
+        Ok(Outcome::Offloaded(o)) => Some(o.result),
+        Ok(Outcome::Truncated(t)) => Some(t.result),
+        Ok(Outcome::Inline(_)) | Err(_) => None,
     }
 }
 
@@ -238,6 +216,15 @@ where
     let response = inner.call(Request::from_parts(parts, body)).await?;
     let (mut parts, body) = response.into_parts();
     if classified.proxy {
+        let events = shared.offloader.events();
+        if events.wants_pass_events() {
+            for (_, w) in &classified.watched {
+                events.emit(OffloadEvent::PassedThrough {
+                    tool: Some(resolve(&shared, w).name),
+                    reason: PassReason::Proxy,
+                });
+            }
+        }
         if classified.initialize
             && let Some(id) = parts
                 .headers
@@ -269,18 +256,41 @@ where
                 .into_iter()
                 .map(|(id, call, _)| (id, call))
                 .collect();
-            let state = SseState::new(calls, shared.offloader.clone());
+            let state = SseState::new(calls, shared.offloader.clone(), shared.buffers.lease());
             Ok(Response::from_parts(parts, OffloadBody::sse(body, state)))
         }
         Some("application/json") => {
-            let (data, trailers, error) = collect(body).await;
+            let mut lease = shared.buffers.lease();
+            let (data, trailers, error) = match collect(body, &mut lease).await {
+                Collected::Done {
+                    data,
+                    trailers,
+                    error,
+                } => (data, trailers, error),
+                Collected::OverCap { frames, rest } => {
+                    let events = shared.offloader.events();
+                    for (_, call, _) in &watched {
+                        events.emit(OffloadEvent::PassedThrough {
+                            tool: Some(call.name.clone()),
+                            reason: PassReason::BufferCap {
+                                limit: lease.limit(),
+                            },
+                        });
+                    }
+                    return Ok(Response::from_parts(
+                        parts,
+                        OffloadBody::resume(frames, rest, lease),
+                    ));
+                }
+            };
             if error.is_some() {
                 return Ok(Response::from_parts(
                     parts,
-                    OffloadBody::full(data, trailers, error),
+                    OffloadBody::full(data, trailers, error, lease),
                 ));
             }
             let data = rewrite_json(&shared, data, &watched).await;
+            lease.resize(data.len());
             if parts.headers.contains_key(CONTENT_LENGTH) {
                 parts
                     .headers
@@ -288,42 +298,70 @@ where
             }
             Ok(Response::from_parts(
                 parts,
-                OffloadBody::full(data, trailers, None),
+                OffloadBody::full(data, trailers, None, lease),
             ))
         }
         _ => Ok(Response::from_parts(parts, OffloadBody::passthrough(body))),
     }
 }
 
-/// Collects a body: its data, trailers, and the error that ended it early.
-async fn collect<B>(body: B) -> (Bytes, Option<HeaderMap>, Option<B::Error>)
+/// A response body read by [`collect`].
+enum Collected<B: Body> {
+    /// The whole body: its data, trailers, and the error that ended it early.
+    Done {
+        data: Bytes,
+        trailers: Option<HeaderMap>,
+        error: Option<B::Error>,
+    },
+    /// The buffer budget ran out: the frames read so far and the rest.
+    OverCap {
+        frames: VecDeque<Frame<Bytes>>,
+        rest: Pin<Box<B>>,
+    },
+}
+
+/// Collects a body, holding its bytes in `lease`.
+async fn collect<B>(body: B, lease: &mut Lease) -> Collected<B>
 where
     B: Body<Data = Bytes>,
 {
-    let mut body = std::pin::pin!(body);
-    let mut first: Option<Bytes> = None;
-    let mut buf = BytesMut::new();
+    let mut body = Box::pin(body);
+    let mut chunks: Vec<Bytes> = Vec::new();
     let mut trailers = None;
+    let mut error = None;
     while let Some(frame) = body.frame().await {
         match frame {
             Ok(frame) => match frame.into_data() {
-                Ok(d) => match first.take() {
-                    None if buf.is_empty() => first = Some(d),
-                    Some(f) => {
-                        buf.extend_from_slice(&f);
-                        buf.extend_from_slice(&d);
+                Ok(d) => {
+                    if !lease.grow(d.len()) {
+                        let mut frames: VecDeque<_> = chunks.into_iter().map(Frame::data).collect();
+                        frames.push_back(Frame::data(d));
+                        return Collected::OverCap { frames, rest: body };
                     }
-                    None => buf.extend_from_slice(&d),
-                },
+                    chunks.push(d);
+                }
                 Err(frame) => trailers = frame.into_trailers().ok(),
             },
             Err(e) => {
-                let data = first.unwrap_or_else(|| buf.freeze());
-                return (data, trailers, Some(e));
+                error = Some(e);
+                break;
             }
         }
     }
-    (first.unwrap_or_else(|| buf.freeze()), trailers, None)
+    let data = if chunks.len() == 1 {
+        chunks.pop().unwrap_or_default()
+    } else {
+        let mut buf = BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
+        for c in &chunks {
+            buf.extend_from_slice(c);
+        }
+        buf.freeze()
+    };
+    Collected::Done {
+        data,
+        trailers,
+        error,
+    }
 }
 
 /// Rewrites the watched results in a JSON body (one message or a batch).
@@ -344,7 +382,7 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[(Value, ToolCall,
             .offloader
             .process_async(call.clone(), data.slice(range.clone()))
             .await;
-        if let Some(new) = replacement(&call.name, outcome) {
+        if let Some(new) = replacement(outcome) {
             edits.push((range, new));
         }
     }

@@ -1,5 +1,8 @@
-//! Lifecycle of offloaded files and sessions: where files are stored, which
-//! sessions are LRO proxies.
+//! Lifecycle of offloaded files and sessions: where files are stored, when
+//! they are deleted, which events tell about them, which sessions are LRO
+//! proxies.
 
+pub mod cleanup;
+pub mod events;
 pub mod sessions;
 pub mod store;

@@ -1,0 +1,259 @@
+//! The `offload_cleanup` custodial task: deletes offloaded files whose
+//! time-to-live has passed.
+//!
+//! [`Custodian::run_once`] scans the output directory for
+//! `atlatl-{operation}-{ulid}.jsonl` files, reads each file's creation time
+//! from the ULID in its name (no file is opened), and deletes those whose
+//! `created_at + ttl` has passed, emitting `OffloadFileExpired` for each. It
+//! also deletes our own temporary files (`.atlatl-….jsonl.tmp`, left only
+//! if the process died mid-write) once they are as old. It never touches
+//! anything else: other names, symlinks (even named like ours),
+//! directories. It goes on through errors (a file vanishing mid-scan, an
+//! unreadable entry) and reports them.
+//!
+//! [`Custodian::spawn`] runs it on a tokio runtime every `interval` (default
+//! one hour, first run at once) until the returned [`CleanupHandle`] is shut
+//! down or dropped.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use std::time::Duration;
+//! use tower_lro::{OffloadConfig, Offloader};
+//! use tower_lro::lifecycle::cleanup::Custodian;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+//! let handle = Custodian::for_offloader(&offloader).spawn(Duration::from_secs(3600));
+//! // ... serve ...
+//! handle.shutdown().await;
+//! # }
+//! ```
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::events::{Events, OffloadEvent};
+use super::store::{FILE_EXTENSION, FILE_PREFIX, parse_file_name};
+use crate::engine::{Offloader, expiry};
+
+/// Deletes expired offloaded files in one directory.
+#[derive(Debug, Clone)]
+pub struct Custodian {
+    dir: PathBuf,
+    ttl: Duration,
+    events: Events,
+}
+
+/// What one cleanup run did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct CleanupReport {
+    /// Offloaded files (and our temporary files) seen.
+    pub scanned: usize,
+    /// Files deleted.
+    pub deleted: Vec<PathBuf>,
+    /// Files that vanished between the scan and the deletion (not errors).
+    pub vanished: usize,
+    /// Errors met on the way (the run went on after each).
+    pub errors: Vec<(PathBuf, io::Error)>,
+}
+
+impl Custodian {
+    /// A custodian of `dir` (empty: the system temp dir) deleting files
+    /// older than `ttl`; events go to `tracing` only.
+    pub fn new(dir: impl Into<PathBuf>, ttl: Duration) -> Self {
+        let dir: PathBuf = dir.into();
+        let dir = if dir.as_os_str().is_empty() {
+            std::env::temp_dir()
+        } else {
+            dir
+        };
+        Custodian {
+            dir: std::path::absolute(&dir).unwrap_or(dir),
+            ttl,
+            events: Events::default(),
+        }
+    }
+
+    /// The custodian of an engine's files: its store's directory, its ttl,
+    /// its event hook.
+    pub fn for_offloader(offloader: &Offloader) -> Self {
+        Custodian {
+            dir: offloader.store().dir().to_owned(),
+            ttl: offloader.config().ttl,
+            events: offloader.events().clone(),
+        }
+    }
+
+    /// Sends events to `events` (tracing and its hook).
+    pub fn with_events(mut self, events: Events) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The directory cleaned.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// One scan, now. Blocking (file-system calls): from async code run it
+    /// on the blocking pool, or use [`spawn`](Self::spawn).
+    pub fn run_once(&self) -> CleanupReport {
+        self.run_once_at(Utc::now())
+    }
+
+    /// One scan, as if the time were `now` (for callers with their own clock).
+    pub fn run_once_at(&self, now: DateTime<Utc>) -> CleanupReport {
+        let mut report = CleanupReport::default();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            // No directory yet: nothing was ever written.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return report,
+            Err(e) => {
+                report.errors.push((self.dir.clone(), e));
+                return report;
+            }
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    report.errors.push((self.dir.clone(), e));
+                    continue;
+                }
+            };
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(created_at) = created_at(name) else {
+                continue;
+            };
+            let path = entry.path();
+            // Never follows symlinks: the entry's own type.
+            match entry.file_type() {
+                Ok(t) if t.is_file() => {}
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    report.vanished += 1;
+                    continue;
+                }
+                Err(e) => {
+                    report.errors.push((path, e));
+                    continue;
+                }
+            }
+            report.scanned += 1;
+            if now < expiry(created_at, self.ttl) {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    let age_seconds = (now - created_at).num_seconds().max(0) as u64;
+                    self.events.emit(OffloadEvent::OffloadFileExpired {
+                        path: path.clone(),
+                        created_at,
+                        age_seconds,
+                    });
+                    report.deleted.push(path);
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => report.vanished += 1,
+                Err(e) => {
+                    tracing::warn!(
+                        target: "tower_lro",
+                        task = "offload_cleanup",
+                        path = %path.display(),
+                        error = %e,
+                        "cannot delete expired offload file"
+                    );
+                    report.errors.push((path, e));
+                }
+            }
+        }
+        report
+    }
+
+    /// Runs [`run_once`](Self::run_once) on the blocking pool every
+    /// `interval` (the first run at once) until the handle is shut down or
+    /// dropped. Must be called within a tokio runtime.
+    pub fn spawn(self, interval: Duration) -> CleanupHandle {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let interval = interval.max(Duration::from_millis(1));
+        let task = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    _ = ticks.tick() => {
+                        let custodian = self.clone();
+                        let run = tokio::task::spawn_blocking(move || custodian.run_once());
+                        tokio::select! {
+                            _ = &mut stopped => break,
+                            done = run => if let Ok(report) = done {
+                                tracing::debug!(
+                                    target: "tower_lro",
+                                    task = "offload_cleanup",
+                                    scanned = report.scanned,
+                                    deleted = report.deleted.len(),
+                                    errors = report.errors.len(),
+                                    "cleanup run finished"
+                                );
+                            },
+                        }
+                    }
+                }
+            }
+        });
+        CleanupHandle {
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+}
+
+/// The creation time of one of our files, from the ULID in its name:
+/// `atlatl-{op}-{ulid}.jsonl`, or our temporary `.atlatl-{op}-{ulid}.jsonl.tmp`.
+fn created_at(name: &str) -> Option<DateTime<Utc>> {
+    let name = match name.strip_prefix('.') {
+        Some(tmp) => tmp.strip_suffix(".tmp")?,
+        None => name,
+    };
+    debug_assert!(FILE_PREFIX.starts_with("atlatl") && FILE_EXTENSION == ".jsonl");
+    let (_, ulid) = parse_file_name(name)?;
+    Some(ulid.datetime().into())
+}
+
+/// Handle of the task started by [`Custodian::spawn`]. Dropping it stops
+/// the task (after a run in progress, if any, finishes on the blocking pool).
+#[derive(Debug)]
+pub struct CleanupHandle {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl CleanupHandle {
+    /// Stops the task and waits until it has ended.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Whether the task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(|t| t.is_finished())
+    }
+}
+
+impl Drop for CleanupHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Observability events: what happened to each tool result and each file.
+//!
+//! Every event is emitted as a `tracing` event with target `tower_lro`, a
+//! stable `event` field holding its name, and the fields listed on its
+//! variant (names stable across releases):
+//!
+//! | `event` | level | fields |
+//! |---|---|---|
+//! | `Offloaded` | INFO | `tool`, `path`, `count`, `estimated_tokens`, `bytes` |
+//! | `OffloadWriteFailed` | WARN | `tool`, `error`, `kept`, `total`, `estimated_tokens` |
+//! | `OffloadFileExpired` | INFO | `path`, `created_at`, `age_seconds` |
+//! | `PassedThrough` | DEBUG | `tool`, `reason` (see [`PassReason::as_str`]), `detail` |
+//!
+//! An optional hook receives the same events as [`OffloadEvent`] values, for
+//! metrics: a callback ([`EventHook::callback`]) or a bounded tokio channel
+//! ([`EventHook::channel`], which never blocks and counts what it drops when
+//! the receiver falls behind).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+
+/// One observability event. See the [module docs](self) for the tracing form.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum OffloadEvent {
+    /// A tool result was written to a file and replaced by a descriptor.
+    Offloaded {
+        /// The tool that produced the result.
+        tool: String,
+        /// The file written.
+        path: PathBuf,
+        /// Records in the file.
+        count: usize,
+        /// Estimated tokens of the original result.
+        estimated_tokens: usize,
+        /// Bytes of the original result.
+        bytes: usize,
+    },
+    /// The file could not be written; the result was truncated inline
+    /// (the spec's fallback). The request still succeeded.
+    OffloadWriteFailed {
+        /// The tool that produced the result.
+        tool: String,
+        /// The write error, as text.
+        error: String,
+        /// Records kept inline.
+        kept: usize,
+        /// Records in the full result.
+        total: usize,
+        /// Estimated tokens of the full result.
+        estimated_tokens: usize,
+    },
+    /// The cleanup task deleted a file whose time-to-live had passed.
+    OffloadFileExpired {
+        /// The file deleted.
+        path: PathBuf,
+        /// When it was created (from the ULID in its name).
+        created_at: DateTime<Utc>,
+        /// Its age when deleted, in seconds.
+        age_seconds: u64,
+    },
+    /// A tool result went to the client untouched.
+    PassedThrough {
+        /// The tool, when known.
+        tool: Option<String>,
+        /// Why.
+        reason: PassReason,
+    },
+}
+
+impl OffloadEvent {
+    /// The event's stable name (`Offloaded`, `OffloadWriteFailed`,
+    /// `OffloadFileExpired`, `PassedThrough`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OffloadEvent::Offloaded { .. } => "Offloaded",
+            OffloadEvent::OffloadWriteFailed { .. } => "OffloadWriteFailed",
+            OffloadEvent::OffloadFileExpired { .. } => "OffloadFileExpired",
+            OffloadEvent::PassedThrough { .. } => "PassedThrough",
+        }
+    }
+}
+
+/// Why a tool result passed through untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PassReason {
+    /// Offloading is disabled.
+    Disabled,
+    /// The tool is excluded by policy.
+    Excluded,
+    /// At or under the token threshold (and under the byte trigger).
+    UnderThreshold {
+        /// Estimated tokens (an upper bound when the result was too short to
+        /// need parsing).
+        estimated_tokens: usize,
+    },
+    /// `isError: true` and error offloading is off for the tool.
+    IsError,
+    /// Over the threshold, but nothing in it can become records.
+    NoRecords,
+    /// The result could not be parsed as an MCP `CallToolResult`.
+    Unparseable(String),
+    /// The request asked for untouched responses (proxy header or
+    /// `clientInfo.proxy`).
+    Proxy,
+    /// Buffering the response would have passed the global cap on buffered
+    /// bytes.
+    BufferCap {
+        /// The cap, in bytes.
+        limit: usize,
+    },
+    /// The engine's blocking task did not complete (runtime shutting down).
+    Interrupted,
+}
+
+impl PassReason {
+    /// The reason's stable name, used as the `reason` field of the tracing
+    /// event: `disabled`, `excluded`, `under_threshold`, `is_error`,
+    /// `no_records`, `unparseable`, `proxy`, `buffer_cap`, `interrupted`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PassReason::Disabled => "disabled",
+            PassReason::Excluded => "excluded",
+            PassReason::UnderThreshold { .. } => "under_threshold",
+            PassReason::IsError => "is_error",
+            PassReason::NoRecords => "no_records",
+            PassReason::Unparseable(_) => "unparseable",
+            PassReason::Proxy => "proxy",
+            PassReason::BufferCap { .. } => "buffer_cap",
+            PassReason::Interrupted => "interrupted",
+        }
+    }
+
+    fn detail(&self) -> String {
+        match self {
+            PassReason::UnderThreshold { estimated_tokens } => {
+                format!("estimated_tokens={estimated_tokens}")
+            }
+            PassReason::Unparseable(e) => e.clone(),
+            PassReason::BufferCap { limit } => format!("limit={limit}"),
+            _ => String::new(),
+        }
+    }
+}
+
+type Callback = dyn Fn(&OffloadEvent) + Send + Sync;
+
+/// A user hook receiving every [`OffloadEvent`].
+#[derive(Clone)]
+pub struct EventHook {
+    inner: HookKind,
+}
+
+#[derive(Clone)]
+enum HookKind {
+    Callback(Arc<Callback>),
+    Channel {
+        tx: tokio::sync::mpsc::Sender<OffloadEvent>,
+        dropped: Arc<AtomicU64>,
+    },
+}
+
+impl std::fmt::Debug for EventHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            HookKind::Callback(_) => f.write_str("EventHook::Callback"),
+            HookKind::Channel { dropped, .. } => f
+                .debug_struct("EventHook::Channel")
+                .field("dropped", &dropped.load(Ordering::Relaxed))
+                .finish(),
+        }
+    }
+}
+
+impl EventHook {
+    /// A hook calling `f` for every event, on the thread that emits it (an
+    /// async worker or a blocking-pool thread): keep it short and never block.
+    pub fn callback(f: impl Fn(&OffloadEvent) + Send + Sync + 'static) -> Self {
+        EventHook {
+            inner: HookKind::Callback(Arc::new(f)),
+        }
+    }
+
+    /// A hook sending every event to a bounded channel of `capacity` (at
+    /// least 1). Never blocks: when the channel is full or closed the event
+    /// is dropped and counted ([`dropped`](Self::dropped)).
+    pub fn channel(capacity: usize) -> (Self, tokio::sync::mpsc::Receiver<OffloadEvent>) {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+        let hook = EventHook {
+            inner: HookKind::Channel {
+                tx,
+                dropped: Arc::new(AtomicU64::new(0)),
+            },
+        };
+        (hook, rx)
+    }
+
+    /// Events a channel hook dropped because its receiver was full or gone
+    /// (always 0 for a callback).
+    pub fn dropped(&self) -> u64 {
+        match &self.inner {
+            HookKind::Callback(_) => 0,
+            HookKind::Channel { dropped, .. } => dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    fn deliver(&self, event: &OffloadEvent) {
+        match &self.inner {
+            HookKind::Callback(f) => f(event),
+            HookKind::Channel { tx, dropped } => {
+                if tx.try_send(event.clone()).is_err() {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Emits events to `tracing` and to the optional hook. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Events {
+    hook: Option<EventHook>,
+}
+
+impl Events {
+    /// Events going to `tracing` and to `hook`.
+    pub fn new(hook: Option<EventHook>) -> Self {
+        Events { hook }
+    }
+
+    /// Emits `event`.
+    pub fn emit(&self, event: OffloadEvent) {
+        trace(&event);
+        if let Some(hook) = &self.hook {
+            hook.deliver(&event);
+        }
+    }
+
+    /// Whether [`emit`](Self::emit) would do anything for a `PassedThrough`
+    /// event (a hook is set, or tracing listens at DEBUG for `tower_lro`).
+    pub fn wants_pass_events(&self) -> bool {
+        self.hook.is_some() || tracing::enabled!(target: "tower_lro", tracing::Level::DEBUG)
+    }
+}
+
+fn trace(event: &OffloadEvent) {
+    match event {
+        OffloadEvent::Offloaded {
+            tool,
+            path,
+            count,
+            estimated_tokens,
+            bytes,
+        } => tracing::info!(
+            target: "tower_lro",
+            event = "Offloaded",
+            tool = %tool,
+            path = %path.display(),
+            count,
+            estimated_tokens,
+            bytes,
+            "tool result offloaded"
+        ),
+        OffloadEvent::OffloadWriteFailed {
+            tool,
+            error,
+            kept,
+            total,
+            estimated_tokens,
+        } => tracing::warn!(
+            target: "tower_lro",
+            event = "OffloadWriteFailed",
+            tool = %tool,
+            error = %error,
+            kept,
+            total,
+            estimated_tokens,
+            "offload write failed; result truncated inline"
+        ),
+        OffloadEvent::OffloadFileExpired {
+            path,
+            created_at,
+            age_seconds,
+        } => tracing::info!(
+            target: "tower_lro",
+            event = "OffloadFileExpired",
+            path = %path.display(),
+            created_at = %created_at.to_rfc3339(),
+            age_seconds,
+            "expired offload file deleted"
+        ),
+        OffloadEvent::PassedThrough { tool, reason } => tracing::debug!(
+            target: "tower_lro",
+            event = "PassedThrough",
+            tool = tool.as_deref().unwrap_or(""),
+            reason = reason.as_str(),
+            detail = %reason.detail(),
+            "tool result passed through"
+        ),
+    }
+}
