@@ -2,60 +2,24 @@
 //! and by raw HTTP, over loopback.
 
 mod common;
-#[path = "../examples/support/memory_server.rs"]
-mod memory_server;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use common::mcp::{Mode, mcp_service, memories, post, serve, sse_messages, tools_call};
 use common::{json_stream, require_jq, run_recipe};
-use memory_server::{MemoryServer, memories};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
     ProtocolVersion,
 };
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 use tower_lro::fixtures::{Detail, memory_tool_result};
 use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
-
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// Sessions, SSE responses.
-    StatefulSse,
-    /// No sessions, JSON responses.
-    StatelessJson,
-    /// No sessions, SSE responses.
-    StatelessSse,
-}
-
-fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
-    let config = StreamableHttpServerConfig::default()
-        .with_sse_keep_alive(None)
-        .with_legacy_session_mode(matches!(mode, Mode::StatefulSse))
-        .with_json_response(matches!(mode, Mode::StatelessJson));
-    StreamableHttpService::new(
-        || Ok(MemoryServer),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
-}
-
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
-}
 
 /// Two servers: one behind the layer (writing into `dir`), one without.
 async fn servers(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
@@ -178,27 +142,6 @@ async fn protocol_2026_07_28() {
 
 // ---- raw HTTP -------------------------------------------------------------
 
-fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
-    let mut params = json!({"name": tool, "arguments": args});
-    if let Some(m) = meta {
-        params["_meta"] = m;
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-}
-
-async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut req = reqwest::Client::new()
-        .post(format!("http://{addr}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(body.to_string());
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    req.send().await.expect("request sent")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_json_responses_are_byte_identical_and_content_length_is_fixed() {
     let dir = tempfile::tempdir().unwrap();
@@ -281,20 +224,6 @@ async fn initialize(addr: SocketAddr, proxy: bool) -> String {
     let r = post(addr, &note, &[("mcp-session-id", &session)]).await;
     assert!(r.status().is_success());
     session
-}
-
-fn sse_messages(body: &str) -> Vec<Value> {
-    body.split("\n\n")
-        .filter_map(|ev| {
-            let data: Vec<&str> = ev
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            (!data.is_empty()).then(|| data.join("\n"))
-        })
-        .filter_map(|d| serde_json::from_str(&d).ok())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

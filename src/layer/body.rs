@@ -24,6 +24,9 @@ pub(crate) struct Replay<B: Body> {
     frames: VecDeque<Frame<Bytes>>,
     rest: Option<Pin<Box<B>>>,
     error: Option<B::Error>,
+    /// Yield once between the last held frame and the error, so the
+    /// server flushes the bytes before it (as it would have, streaming).
+    flush_before_error: bool,
 }
 
 impl<B: Body> Replay<B> {
@@ -32,10 +35,12 @@ impl<B: Body> Replay<B> {
         rest: Option<Pin<Box<B>>>,
         error: Option<B::Error>,
     ) -> Self {
+        let flush_before_error = error.is_some() && !frames.is_empty();
         Replay {
             frames,
             rest,
             error,
+            flush_before_error,
         }
     }
 }
@@ -44,6 +49,10 @@ impl<B: Body<Data = Bytes>> Replay<B> {
     fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         if let Some(f) = self.frames.pop_front() {
             return Poll::Ready(Some(Ok(f)));
+        }
+        if self.error.is_some() && std::mem::take(&mut self.flush_before_error) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
         }
         if let Some(e) = self.error.take() {
             return Poll::Ready(Some(Err(e)));
@@ -177,6 +186,8 @@ pub(crate) struct SseState<E> {
     lease: Lease,
     /// Length of the event being evaluated.
     pending_len: usize,
+    /// Yield once before the error (see [`Replay`]).
+    flush_before_error: bool,
 }
 
 impl<E> SseState<E> {
@@ -191,6 +202,7 @@ impl<E> SseState<E> {
             error: None,
             lease,
             pending_len: 0,
+            flush_before_error: false,
         }
     }
 
@@ -235,6 +247,17 @@ impl<E> SseState<E> {
             };
             match self.watch_event(&event) {
                 Some((call, data, range)) => {
+                    let held = self.splitter.buffered() + event.len() + data.len();
+                    if !self.lease.resize(held) {
+                        // Over the cap: this result goes out untouched.
+                        let limit = self.lease.limit();
+                        self.offloader.events().emit(OffloadEvent::PassedThrough {
+                            tool: Some(call.name),
+                            reason: PassReason::BufferCap { limit },
+                        });
+                        self.ready.push_back(Frame::data(event));
+                        continue;
+                    }
                     self.pending_len = event.len() + data.len();
                     let offloader = self.offloader.clone();
                     self.pending =
@@ -392,6 +415,11 @@ where
                     continue;
                 }
                 if state.ended {
+                    if state.error.is_some() && std::mem::take(&mut state.flush_before_error) {
+                        // Let the server flush what went before the error.
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                     return Poll::Ready(state.error.take().map(Err));
                 }
                 if state.watched.is_empty() && state.splitter.buffered() == 0 {
@@ -421,6 +449,7 @@ where
                             state.ready.push_back(Frame::data(rest));
                         }
                         state.watched.clear();
+                        state.flush_before_error = !state.ready.is_empty();
                         state.error = Some(e);
                         state.ended = true;
                     }

@@ -6,6 +6,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+pub mod mcp;
+
 /// Runs a recipe command with `bash -c` and `pipefail`, returning stdout; panics with the
 /// command and stderr when it fails.
 pub fn run_recipe(command: &str) -> String {

@@ -1,0 +1,106 @@
+//! A real MCP server (rmcp's streamable-http service with the memory tools)
+//! on loopback, and raw HTTP helpers to talk to it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+
+#[path = "../../examples/support/memory_server.rs"]
+pub mod memory_server;
+
+#[allow(unused_imports)]
+pub use memory_server::{MemoryServer, memories};
+
+/// How the rmcp server answers.
+#[derive(Clone, Copy, Debug)]
+pub enum Mode {
+    /// Sessions, SSE responses.
+    StatefulSse,
+    /// No sessions, JSON responses.
+    StatelessJson,
+    /// No sessions, SSE responses.
+    StatelessSse,
+}
+
+/// rmcp's streamable-http service for [`MemoryServer`] in `mode`.
+pub fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(None)
+        .with_legacy_session_mode(matches!(mode, Mode::StatefulSse))
+        .with_json_response(matches!(mode, Mode::StatelessJson));
+    StreamableHttpService::new(
+        || Ok(MemoryServer),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Serves `app` on 127.0.0.1 (a free port) in the background.
+pub async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// A `tools/call` request.
+pub fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
+    let mut params = json!({"name": tool, "arguments": args});
+    if let Some(m) = meta {
+        params["_meta"] = m;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// POSTs `body` to `http://{addr}/mcp` as an MCP client would.
+pub async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+    post_with(&reqwest::Client::new(), addr, body, headers).await
+}
+
+/// [`post`] with a given client (to share its connection pool).
+pub async fn post_with(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = client
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("request sent")
+}
+
+/// The JSON messages of an SSE body.
+pub fn sse_messages(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|ev| {
+            let data: Vec<&str> = ev
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            (!data.is_empty()).then(|| data.join("\n"))
+        })
+        .filter_map(|d| serde_json::from_str(&d).ok())
+        .collect()
+}
+
+/// The JSON-RPC message answering `id` in a JSON or SSE response body.
+pub fn response_message(body: &str, id: u64) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return (v["id"] == id).then_some(v);
+    }
+    sse_messages(body).into_iter().find(|m| m["id"] == id)
+}
