@@ -41,6 +41,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .threshold_tokens(1600)
         .output_dir(&output_dir)
         .build();
+    // The spec's offload_cleanup task: deletes expired files every hour
+    // until the handle is dropped.
+    let _cleanup = layer.spawn_cleanup();
     let app = Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
