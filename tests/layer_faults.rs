@@ -284,18 +284,11 @@ impl Store for GatedStore {
 
 /// Waits (bounded) until `dir` holds no file at all.
 async fn until_empty(dir: &Path, what: &str) {
-    let start = Instant::now();
-    loop {
-        let names = names_in(dir);
-        if names.is_empty() {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{what}: files left behind: {names:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    common::eventually(&format!("{what}: no file left behind"), || {
+        names_in(dir).is_empty()
+    })
+    .await;
+    assert!(names_in(dir).is_empty(), "{what}: {:?}", names_in(dir));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

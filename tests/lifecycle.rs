@@ -4,7 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -172,18 +172,6 @@ fn cleanup_reports_an_unreadable_directory_and_goes_on() {
     assert!(report.deleted.is_empty());
 }
 
-/// Waits (bounded) until `cond` holds.
-async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_task_runs_on_its_interval_and_stops_on_shutdown_or_drop() {
     let dir = tempfile::tempdir().unwrap();
@@ -194,11 +182,11 @@ async fn cleanup_task_runs_on_its_interval_and_stops_on_shutdown_or_drop() {
 
     let handle = custodian.clone().spawn(Duration::from_millis(50));
     // The first run is at once.
-    eventually("first expired file deleted", || !first.exists()).await;
+    common::eventually("first expired file deleted", || !first.exists()).await;
     // Later runs pick up new expired files.
     let second = d.join(name_aged(2 * HOUR_MS, 2));
     touch(&second);
-    eventually("second expired file deleted", || !second.exists()).await;
+    common::eventually("second expired file deleted", || !second.exists()).await;
     assert!(!handle.is_finished());
     handle.shutdown().await;
     let third = d.join(name_aged(2 * HOUR_MS, 3));
@@ -208,7 +196,7 @@ async fn cleanup_task_runs_on_its_interval_and_stops_on_shutdown_or_drop() {
 
     // Dropping the handle stops the task too.
     let handle = custodian.spawn(Duration::from_millis(50));
-    eventually("third expired file deleted", || !third.exists()).await;
+    common::eventually("third expired file deleted", || !third.exists()).await;
     drop(handle);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let fourth = d.join(name_aged(2 * HOUR_MS, 4));

@@ -86,3 +86,15 @@ pub fn interop_setup() -> std::path::PathBuf {
     });
     dir
 }
+
+/// Waits until `cond` holds, checking every 20 ms; fails the test after 10 s.
+pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "timed out: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
