@@ -104,8 +104,9 @@ pub enum PassReason {
     NoRecords,
     /// The result could not be parsed as an MCP `CallToolResult`.
     Unparseable(String),
-    /// The request asked for untouched responses (proxy header or
-    /// `clientInfo.proxy`).
+    /// The request declared `clientInfo.proxy` in its `_meta`. (Requests
+    /// passed through because of the proxy header or a proxy session are
+    /// never read, so they have no tool to name and emit no event.)
     Proxy,
     /// Buffering the response would have passed the global cap on buffered
     /// bytes.
