@@ -702,3 +702,97 @@ fn bad_input_is_a_typed_error_or_inline() {
         }
     }
 }
+
+/// Rows as the Python SDK's tools return them.
+fn python_rows(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let service = ["api", "db", "cache"][i % 3];
+            json!({"id": i, "service": service, "latency_ms": (i * 37) % 500, "message": format!("request {i} handled")})
+        })
+        .collect()
+}
+
+#[test]
+fn python_sdk_str_result_keeps_no_second_copy_in_structured_content() {
+    // A FastMCP/MCPServer tool returning `str`: the text, and
+    // structuredContent {"result": <the same text>}.
+    let dir = tempfile::tempdir().unwrap();
+    let text = serde_json::to_string_pretty(&python_rows(300)).unwrap();
+    let result = json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"result": text},
+        "isError": false
+    });
+    let o = offloader(dir.path());
+    let off = offload(&o, &ToolCall::new("records", None), &result);
+    assert_eq!(off.response.summary.count, 300);
+    let v: Value = serde_json::from_str(&off.result).unwrap();
+    let descriptor = v["content"][0]["text"].as_str().unwrap();
+    assert_eq!(v["content"].as_array().unwrap().len(), 1);
+    // The string field now carries the descriptor, still a string.
+    assert_eq!(v["structuredContent"]["result"], json!(descriptor));
+    assert_eq!(v["isError"], json!(false));
+    assert!(
+        off.result.len() * 4 < result.to_string().len(),
+        "{} bytes out of {}",
+        off.result.len(),
+        result.to_string().len()
+    );
+    assert_rebuilds(&off, &result);
+}
+
+#[test]
+fn python_sdk_list_result_drops_the_per_item_text_blocks() {
+    // A tool returning list[dict]: one text block per item, and
+    // structuredContent {"result": [...]}.
+    let dir = tempfile::tempdir().unwrap();
+    let rows = python_rows(300);
+    let blocks: Vec<Value> = rows
+        .iter()
+        .map(|r| json!({"type": "text", "text": serde_json::to_string_pretty(r).unwrap()}))
+        .collect();
+    let result =
+        json!({"content": blocks, "structuredContent": {"result": rows}, "isError": false});
+    let o = offloader(dir.path());
+    let off = offload(&o, &ToolCall::new("records_list", None), &result);
+    assert_eq!(off.response.summary.count, 300);
+    let v: Value = serde_json::from_str(&off.result).unwrap();
+    assert_eq!(
+        v["content"].as_array().unwrap().len(),
+        1,
+        "only the descriptor"
+    );
+    assert_eq!(v["structuredContent"], json!({"result": []}));
+    assert!(off.result.len() * 4 < result.to_string().len());
+    assert_rebuilds(&off, &result);
+    assert_eq!(file_records(&off.file.path), rows);
+
+    // When the write fails, the truncated result keeps the blocks of the
+    // records it keeps, and no empty stand-ins for the others.
+    let full = offloader(dir.path()).with_store(FullDisk(dir.path().into()));
+    let Outcome::Truncated(t) = full
+        .process(
+            &ToolCall::new("records_list", None),
+            result.to_string().as_bytes(),
+        )
+        .unwrap()
+    else {
+        panic!("expected the fallback")
+    };
+    let v: Value = serde_json::from_str(&t.result).unwrap();
+    let content = v["content"].as_array().unwrap();
+    assert_eq!(
+        content.len(),
+        t.kept + 1,
+        "warning + one block per kept record"
+    );
+    for (n, block) in content[1..].iter().enumerate() {
+        let row: Value = serde_json::from_str(block["text"].as_str().unwrap()).unwrap();
+        assert_eq!(row, rows[n]);
+    }
+    assert_eq!(
+        v["structuredContent"]["result"].as_array().unwrap().len(),
+        t.kept
+    );
+}

@@ -476,6 +476,7 @@ impl Offloader {
             rebuild,
             kept_blocks,
             structured_slim,
+            structured_copy_key,
         } = extraction;
         let stats = RecordStats::collect(records.iter().map(String::as_str));
         let detail = self.detail(call, &stats);
@@ -548,6 +549,19 @@ impl Offloader {
         let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
         let mut blocks = vec![BlockOut::NewText(&descriptor_json)];
         blocks.extend(kept_blocks.iter().map(|&i| BlockOut::Original(i)));
+        // A structuredContent string that copied the text now copies the descriptor.
+        let structured_slim = match (&structured_copy_key, parsed.structured()) {
+            (Some(key), Some(raw)) => {
+                serde_json::from_str::<crate::wire::mcp::RawObject<'_>>(raw.get())
+                    .ok()
+                    .map(|object| {
+                        let mut value = String::with_capacity(descriptor_json.len() + 16);
+                        crate::wire::mcp::push_json_string(&mut value, &descriptor_json);
+                        records::with_field(&object, key, &value)
+                    })
+            }
+            _ => structured_slim,
+        };
         let result = parsed.write(&blocks, structured_slim.as_deref());
         Outcome::Offloaded(Box::new(Offloaded {
             result,

@@ -25,6 +25,38 @@ pub struct Rebuild {
     pub(crate) result: Box<RawValue>,
     /// Where the records came from, in file order.
     pub(crate) segments: Vec<Segment>,
+    /// A string field of `structuredContent` that held the text of a
+    /// record-source block (the Python SDK's `{"result": "<text>"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) structured_copy: Option<StructuredCopy>,
+}
+
+/// `structuredContent[key]` is the text of content block `block`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct StructuredCopy {
+    pub key: String,
+    pub block: usize,
+}
+
+/// A minified JSON object: `object` with the value of `key` replaced by
+/// `value` (raw JSON).
+pub(crate) fn with_field(object: &RawObject<'_>, key: &str, value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 64);
+    out.push('{');
+    for (n, (k, v)) in object.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        crate::wire::mcp::push_json_string(&mut out, k);
+        out.push(':');
+        if k == key {
+            out.push_str(value);
+        } else {
+            out.push_str(&minify(v.get()));
+        }
+    }
+    out.push('}');
+    out
 }
 
 /// One value of the original result that records were taken from.
@@ -136,6 +168,9 @@ pub(crate) struct Extraction {
     pub kept_blocks: Vec<usize>,
     /// `structuredContent` with its record array emptied, when it was a source.
     pub structured_slim: Option<String>,
+    /// The `structuredContent` field that copied a source block's text: the
+    /// rewritten result puts the descriptor there.
+    pub structured_copy_key: Option<String>,
 }
 
 /// The shape of one JSON text or structured value.
@@ -256,6 +291,32 @@ pub(crate) fn extract(
     for block in &result.blocks {
         kinds.push(block.text.as_deref().map(classify_text));
     }
+    // A text block holding one element of the structured array is its copy
+    // (the Python SDK sends a list as one text block per element).
+    // Keyed by hash so `records` stays free to grow; a hit is compared in full.
+    let hash = |s: &str| {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(s)
+    };
+    let single_json_texts = kinds
+        .iter()
+        .any(|k| matches!(k, Some(TextKind::Json { minified }) if !minified.starts_with('[')));
+    let element_of: std::collections::HashMap<u64, usize> = match segments.first() {
+        Some(seg) if seg.block.is_none() && single_json_texts => records
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(n, r)| (hash(r), n))
+            .collect(),
+        _ => std::collections::HashMap::new(),
+    };
+    let copy_of_element = |records: &[String], minified: &str| {
+        element_of
+            .get(&hash(minified))
+            .copied()
+            .filter(|&n| records[n] == minified)
+    };
+
     let mut is_source = vec![false; result.blocks.len()];
     // A text block equal to structuredContent is its backwards-compatible
     // copy; every other JSON text is shaped (parsed) once, here.
@@ -301,6 +362,18 @@ pub(crate) fn extract(
                         });
                         is_source[i] = true;
                     }
+                    continue;
+                }
+                if let Some(n) = copy_of_element(&records, minified) {
+                    segments.push(Segment {
+                        block: Some(i),
+                        start: n,
+                        count: 1,
+                        shape: Shape::Value {
+                            format: Some(TextFormat::detect(text, minified)),
+                        },
+                    });
+                    is_source[i] = true;
                     continue;
                 }
                 match shapes[i].take() {
@@ -397,6 +470,35 @@ pub(crate) fn extract(
         RecordKind::Json
     };
 
+    // 3. structuredContent without records whose string field repeats the
+    // text of a source block (`{"result": "<the text>"}`).
+    let mut structured_copy = None;
+    let mut structured_envelope = None;
+    if let Some(raw) = result.structured()
+        && !segments.iter().any(|s| s.block.is_none())
+        && raw.get().trim_start().starts_with('{')
+        && let Ok(object) = serde_json::from_str::<RawObject<'_>>(raw.get())
+    {
+        'fields: for (key, value) in &object {
+            if !value.get().starts_with('"') {
+                continue;
+            }
+            let Ok(field) = serde_json::from_str::<String>(value.get()) else {
+                continue;
+            };
+            for (i, block) in result.blocks.iter().enumerate() {
+                if is_source[i] && block.text.as_deref() == Some(field.as_str()) {
+                    structured_envelope = Some(with_field(&object, key, "\"\""));
+                    structured_copy = Some(StructuredCopy {
+                        key: key.clone(),
+                        block: i,
+                    });
+                    break 'fields;
+                }
+            }
+        }
+    }
+
     // The envelope: the original result with every source value nulled.
     let blocks: Vec<BlockOut<'_>> = (0..result.blocks.len())
         .map(|i| {
@@ -408,7 +510,12 @@ pub(crate) fn extract(
         })
         .collect();
     let has_structured_source = segments.iter().any(|s| s.block.is_none());
-    let envelope = result.write(&blocks, has_structured_source.then_some("null"));
+    let envelope = result.write(
+        &blocks,
+        structured_envelope
+            .as_deref()
+            .or(has_structured_source.then_some("null")),
+    );
     let envelope = RawValue::from_string(envelope).map_err(ResultError::NotJson)?;
     let kept_blocks = (0..result.blocks.len())
         .filter(|&i| !is_source[i])
@@ -417,9 +524,11 @@ pub(crate) fn extract(
     Ok(Extraction {
         records,
         kind,
+        structured_copy_key: structured_copy.as_ref().map(|c| c.key.clone()),
         rebuild: Rebuild {
             result: envelope,
             segments,
+            structured_copy,
         },
         kept_blocks,
         structured_slim,
@@ -475,6 +584,7 @@ pub(crate) fn assemble(
     let envelope = RawResult::parse_envelope(rebuild.result.get())
         .map_err(|e| RebuildError::Corrupt(e.to_string()))?;
     let mut texts: Vec<Option<String>> = vec![None; envelope.blocks.len()];
+    let mut dropped = vec![false; envelope.blocks.len()];
     let mut structured: Option<String> = None;
     for seg in &rebuild.segments {
         let end = seg
@@ -562,12 +672,28 @@ pub(crate) fn assemble(
             Some(i) => {
                 let slot = texts.get_mut(i).ok_or_else(|| corrupt("block index"))?;
                 *slot = Some(value);
+                // Truncated: a block that copied one dropped record goes too.
+                dropped[i] = !exact && recs.is_empty() && matches!(seg.shape, Shape::Value { .. });
             }
         }
+    }
+    if let Some(copy) = &rebuild.structured_copy {
+        let text = texts
+            .get(copy.block)
+            .and_then(Option::as_deref)
+            .ok_or_else(|| corrupt("structured copy of a block without records"))?;
+        let object: RawObject<'_> = envelope
+            .structured()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .ok_or_else(|| corrupt("structuredContent is not an object"))?;
+        let mut value = String::with_capacity(text.len() + 2);
+        crate::wire::mcp::push_json_string(&mut value, text);
+        structured = Some(with_field(&object, &copy.key, &value));
     }
     let blocks: Vec<BlockOut<'_>> = texts
         .iter()
         .enumerate()
+        .filter(|&(i, _)| !dropped[i])
         .map(|(i, t)| match t {
             Some(t) => BlockOut::WithText(i, Some(t.as_str())),
             None => BlockOut::Original(i),
