@@ -1,0 +1,104 @@
+"""An MCP server written with the official Python SDK (mcp 2.x, `MCPServer`,
+formerly `FastMCP`), served over the streamable-http transport on 127.0.0.1.
+
+    python py_server.py PORT [--json] [--stateless]
+
+PORT 0 picks a free port. Once the socket listens, the first line on stdout
+is `LISTENING <port>`. The tests in tests/gateway.rs put the tower-lro gateway
+in front of it.
+
+Tools:
+  * `greet(name)`            - a small text answer (stays inline);
+  * `records(count=300)`     - `count` JSON records as one text block (large);
+  * `slow_records(count=300)`- two progress notifications, 1.5 s, then records;
+  * `echo_headers()`         - the HTTP request headers this server received;
+  * `announce()`             - sends notifications/tools/list_changed on the
+                               session's standalone (GET) event stream.
+"""
+
+import asyncio
+import json
+import socket
+import sys
+
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+
+CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"]
+
+mcp = MCPServer("py-interop", version="1.0.0")
+
+
+def make_records(count: int) -> list[dict]:
+    """Deterministic records; tests/gateway.rs computes the same ones."""
+    return [
+        {
+            "id": f"rec_{i:04d}",
+            "name": f"record number {i}",
+            "category": CATEGORIES[i % len(CATEGORIES)],
+            "value": (i * 37) % 101,
+            "created": f"2026-01-{(i % 28) + 1:02d}T10:00:00Z",
+        }
+        for i in range(count)
+    ]
+
+
+@mcp.tool()
+def greet(name: str = "world") -> str:
+    """A small greeting."""
+    return f"hello, {name}"
+
+
+@mcp.tool()
+def records(count: int = 300) -> str:
+    """Returns `count` records as a JSON array in one text block."""
+    return json.dumps(make_records(count))
+
+
+@mcp.tool()
+async def slow_records(ctx: Context, count: int = 300) -> str:
+    """Reports progress twice, waits 1.5 s, then returns the records."""
+    await ctx.report_progress(1, 3, "reading")
+    await ctx.report_progress(2, 3, "sorting")
+    await asyncio.sleep(1.5)
+    return json.dumps(make_records(count))
+
+
+@mcp.tool()
+def echo_headers(ctx: Context) -> str:
+    """The HTTP headers of this request, as seen by the server (lower-case names)."""
+    headers = ctx.headers or {}
+    return json.dumps({k.lower(): v for k, v in headers.items()}, sort_keys=True)
+
+
+@mcp.tool()
+async def announce(ctx: Context) -> str:
+    """Sends tools/list_changed outside any request (the GET stream)."""
+    await ctx.session.send_tool_list_changed()
+    return "announced"
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: py_server.py PORT [--json] [--stateless]")
+    port = int(sys.argv[1])
+    json_response = "--json" in sys.argv[2:]
+    stateless = "--stateless" in sys.argv[2:]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=json_response,
+        stateless_http=stateless,
+        host="127.0.0.1",
+    )
+    config = uvicorn.Config(app, log_level="warning")
+    server = uvicorn.Server(config)
+    print(f"LISTENING {sock.getsockname()[1]}", flush=True)
+    asyncio.run(server.serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()
