@@ -35,7 +35,7 @@ def make_records(count: int) -> list[dict]:
         {
             "id": f"rec_{i:04d}",
             "name": f"record number {i}",
-            "category": CATEGORIES[i % len(CATEGORIES)],
+            "category": CATEGORIES[(i * i) % len(CATEGORIES)],
             "value": (i * 37) % 101,
             "created": f"2026-01-{(i % 28) + 1:02d}T10:00:00Z",
         }
