@@ -121,8 +121,32 @@ fn wait_for_port(addr: SocketAddr) {
     panic!("{addr} does not accept connections after 5 s");
 }
 
+/// The newest modification time of the sources an example is built from.
+fn newest_source() -> std::time::SystemTime {
+    fn walk(path: &Path, newest: &mut std::time::SystemTime) {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return;
+        };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                walk(&entry.path(), newest);
+            }
+        } else if let Ok(m) = meta.modified() {
+            *newest = (*newest).max(m);
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for p in ["src", "examples", "Cargo.toml", "Cargo.lock"] {
+        walk(&root.join(p), &mut newest);
+    }
+    newest
+}
+
 /// Path of an example binary built by cargo next to this test binary;
-/// builds it if it is missing.
+/// (re)builds it with `cargo build --example` if it is missing or older
+/// than the sources (e.g. after `cargo test --test gateway`, which does not
+/// build examples).
 fn example_binary(name: &str) -> PathBuf {
     static BUILD: Mutex<()> = Mutex::new(());
     let exe = std::env::current_exe().expect("test binary path");
@@ -135,7 +159,8 @@ fn example_binary(name: &str) -> PathBuf {
         .join("examples")
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    if bin.is_file() {
+    let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
+    if built.is_some_and(|b| b >= newest_source()) {
         return bin;
     }
     let target_dir = profile_dir.parent().expect("target dir");
