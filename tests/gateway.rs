@@ -182,11 +182,12 @@ fn example_binary(name: &str) -> PathBuf {
     bin
 }
 
-/// The Python SDK server on a free port; returns it and its port.
-fn python_server() -> (Proc, u16) {
+/// The Python SDK server on a free port (`extra`: `--json`, `--stateless`);
+/// returns it and its port.
+fn python_server(extra: &[&str]) -> (Proc, u16) {
     let dir = common::interop_setup();
     let mut cmd = Command::new(dir.join(".venv/bin/python"));
-    cmd.arg(dir.join("py_server.py")).arg("0");
+    cmd.arg(dir.join("py_server.py")).arg("0").args(extra);
     let (proc, port) = spawn_ready(
         "python MCP server",
         cmd,
@@ -234,8 +235,12 @@ struct Stack {
 }
 
 fn stack() -> Stack {
+    stack_with(&[])
+}
+
+fn stack_with(python_args: &[&str]) -> Stack {
     let dir = tempfile::tempdir().unwrap();
-    let (python, port) = python_server();
+    let (python, port) = python_server(python_args);
     let upstream = format!("http://127.0.0.1:{port}/mcp");
     let (gateway_proc, addr) = gateway(&upstream, dir.path());
     Stack {
@@ -675,6 +680,33 @@ async fn the_proxy_header_gets_the_upstream_bytes_untouched() {
         .await
         .unwrap();
     assert_eq!(a, b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_responses_of_a_stateless_server() {
+    let s = stack_with(&["--json", "--stateless"]);
+    let small = tools_call(1, "greet", json!({"name": "json"}), None);
+    let via = post(&s.gateway, &small, &[]).await;
+    assert_eq!(via.headers()["content-type"], "application/json");
+    let via = via.bytes().await.unwrap();
+    let direct = post(&s.upstream, &small, &[]).await.bytes().await.unwrap();
+    assert_eq!(via, direct, "small JSON response byte-identical");
+    let large = tools_call(2, "records", json!({"count": 300}), None);
+    let resp = post(&s.gateway, &large, &[]).await;
+    assert_eq!(resp.status(), 200);
+    let declared = resp.content_length().expect("Content-Length");
+    let bytes = resp.bytes().await.unwrap();
+    assert_eq!(
+        declared as usize,
+        bytes.len(),
+        "Content-Length fits the rewritten body"
+    );
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["id"], 2);
+    let original: Value =
+        serde_json::from_slice(&post(&s.upstream, &large, &[]).await.bytes().await.unwrap())
+            .unwrap();
+    check_offloaded(&v["result"], &original["result"], 300, s.dir.path());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
