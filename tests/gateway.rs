@@ -637,6 +637,97 @@ async fn a_get_event_stream_delivers_events_as_they_are_sent() {
     }
 }
 
+/// Opens a GET event stream on `url` for `session`.
+async fn open_get_stream(
+    url: &str,
+    session: &str,
+    last_event_id: Option<&str>,
+) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id);
+    }
+    let resp = tokio::time::timeout(Duration::from_secs(10), req.send())
+        .await
+        .expect("GET stream opens in time")
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    resp
+}
+
+/// Reads `stream` (at most 10 s) until an event mentions `needle`; returns
+/// that event's `id:`.
+async fn event_id_of(stream: &mut reqwest::Response, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = String::new();
+    loop {
+        let text = got.replace("\r\n", "\n");
+        if let Some(event) = text
+            .split("\n\n")
+            .find(|ev| ev.contains(needle) && text.contains(&format!("{ev}\n\n")))
+        {
+            return event
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))
+                .unwrap_or_else(|| panic!("event without id: {event:?}"))
+                .trim()
+                .to_owned();
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no `{needle}` event within 10 s; got {got:?}"))
+            .expect("stream readable")
+            .unwrap_or_else(|| panic!("stream ended before a `{needle}` event; got {got:?}"));
+        got.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_stream_resumes_with_last_event_id() {
+    let s = stack_with(&["--resumable"]);
+    let session = initialize(&s.gateway).await;
+    let announce = |id: u64| {
+        let url = s.gateway.clone();
+        let session = session.clone();
+        async move {
+            let r = post(
+                &url,
+                &tools_call(id, "announce", json!({}), None),
+                &[("mcp-session-id", &session)],
+            )
+            .await
+            .text()
+            .await
+            .unwrap();
+            assert_eq!(
+                response_with_id(&r, id)["result"]["content"][0]["text"],
+                "announced"
+            );
+        }
+    };
+    let mut first = open_get_stream(&s.gateway, &session, None).await;
+    announce(10).await;
+    let seen: u64 = event_id_of(&mut first, "notifications/tools/list_changed")
+        .await
+        .parse()
+        .expect("numeric event id");
+    drop(first);
+    // Missed while disconnected; the server keeps it.
+    announce(11).await;
+    let mut resumed = open_get_stream(&s.gateway, &session, Some(&seen.to_string())).await;
+    let replayed: u64 = event_id_of(&mut resumed, "notifications/tools/list_changed")
+        .await
+        .parse()
+        .expect("numeric event id");
+    assert!(replayed > seen, "replayed event {replayed} after {seen}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_header_gets_the_upstream_bytes_untouched() {
     let s = stack();

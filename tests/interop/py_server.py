@@ -1,10 +1,11 @@
 """An MCP server written with the official Python SDK (mcp 2.x, `MCPServer`,
 formerly `FastMCP`), served over the streamable-http transport on 127.0.0.1.
 
-    python py_server.py PORT [--json] [--stateless]
+    python py_server.py PORT [--json] [--stateless] [--resumable]
 
 PORT 0 picks a free port. Once the socket listens, the first line on stdout
-is `LISTENING <port>`. The tests in tests/gateway.rs put the tower-lro gateway
+is `LISTENING <port>`. `--resumable` keeps every event in memory, so a
+client can resume a stream with `Last-Event-ID`. The tests in tests/gateway.rs put the tower-lro gateway
 in front of it.
 
 Tools:
@@ -23,6 +24,7 @@ import sys
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 
 CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"]
 
@@ -78,12 +80,35 @@ async def announce(ctx: Context) -> str:
     return "announced"
 
 
+class MemoryEventStore(EventStore):
+    """Every event of every stream, in order, for replays after a Last-Event-ID."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[EventId, StreamId, object]] = []
+
+    async def store_event(self, stream_id: StreamId, message) -> EventId:
+        event_id = str(len(self.events) + 1)
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+        index = next((i for i, e in enumerate(self.events) if e[0] == last_event_id), None)
+        if index is None:
+            return None
+        stream_id = self.events[index][1]
+        for event_id, sid, message in self.events[index + 1 :]:
+            if sid == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
 def main() -> None:
     if len(sys.argv) < 2:
-        sys.exit("usage: py_server.py PORT [--json] [--stateless]")
+        sys.exit("usage: py_server.py PORT [--json] [--stateless] [--resumable]")
     port = int(sys.argv[1])
     json_response = "--json" in sys.argv[2:]
     stateless = "--stateless" in sys.argv[2:]
+    event_store = MemoryEventStore() if "--resumable" in sys.argv[2:] else None
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
@@ -92,6 +117,7 @@ def main() -> None:
         streamable_http_path="/mcp",
         json_response=json_response,
         stateless_http=stateless,
+        event_store=event_store,
         host="127.0.0.1",
     )
     config = uvicorn.Config(app, log_level="warning")
