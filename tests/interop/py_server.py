@@ -10,7 +10,11 @@ in front of it.
 
 Tools:
   * `greet(name)`            - a small text answer (stays inline);
-  * `records(count=300)`     - `count` JSON records as one text block (large);
+  * `records(count=300)`     - `count` JSON records as one text block (large;
+                               the SDK adds structuredContent {"result": text});
+  * `records_list(count=300)`- the same records returned as a list (the SDK
+                               sends one text block per record and
+                               structuredContent {"result": [...]});
   * `slow_records(count=300)`- two progress notifications, 1.5 s, then records;
   * `echo_headers()`         - the HTTP request headers this server received;
   * `announce()`             - sends notifications/tools/list_changed on the
@@ -55,6 +59,12 @@ def greet(name: str = "world") -> str:
 def records(count: int = 300) -> str:
     """Returns `count` records as a JSON array in one text block."""
     return json.dumps(make_records(count))
+
+
+@mcp.tool()
+def records_list(count: int = 300) -> list[dict]:
+    """Returns `count` records as a list."""
+    return make_records(count)
 
 
 @mcp.tool()
