@@ -253,6 +253,22 @@ fn stack_with(python_args: &[&str]) -> Stack {
     }
 }
 
+/// Waits (at most 5 s) until the stderr of `proc` satisfies `done`; returns it.
+async fn wait_for_log(proc: &Proc, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = proc.stderr();
+        if done(&log) {
+            return log;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{proc:?}: expected log lines missing:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 // ---- MCP helpers ----------------------------------------------------------
 
 const CATEGORIES: [&str; 5] = ["alpha", "beta", "gamma", "delta", "epsilon"];
@@ -443,14 +459,14 @@ async fn rmcp_client_through_the_gateway_small_inline_large_offloaded() {
         s.dir.path(),
     );
     // One log line per request, on stderr.
-    let log = s.gateway_proc.stderr();
+    let log = wait_for_log(&s.gateway_proc, |log| {
+        log.lines().any(|l| {
+            l.contains(" request ") && l.contains("method=POST") && l.contains("status=200")
+        })
+    })
+    .await;
     assert!(log.contains("gateway started"), "{log}");
-    assert!(
-        log.lines().any(|l| l.contains("request")
-            && l.contains("method=POST")
-            && l.contains("status=200")),
-        "{log}"
-    );
+    assert!(log.contains("tool result offloaded"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -866,17 +882,12 @@ async fn unknown_paths_get_404_and_a_dead_upstream_502() {
         .await
         .unwrap();
     assert_eq!(get.status(), 502);
-    // Still serving after the failures, and each request was logged.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let log = gw.stderr();
-        if log.matches("status=502").count() >= 2 && log.matches("status=404").count() >= 4 {
-            assert!(log.contains("upstream request failed"), "{log}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "missing log lines:\n{log}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // Each request was logged.
+    let log = wait_for_log(&gw, |log| {
+        log.matches("status=502").count() >= 2 && log.matches("status=404").count() >= 4
+    })
+    .await;
+    assert!(log.contains("upstream request failed"), "{log}");
 }
 
 #[test]
