@@ -839,6 +839,43 @@ async fn json_responses_of_a_stateless_server() {
         );
         assert!(rewritten.len() < original.len(), "{tool}");
     }
+
+    // Concurrent calls: each large one gets its own file, small ones pass.
+    let files_before = std::fs::read_dir(s.dir.path()).unwrap().count();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..16u64 {
+        let url = s.gateway.clone();
+        set.spawn(async move {
+            let (tool, args) = if i % 2 == 0 {
+                ("records", json!({"count": 300}))
+            } else {
+                ("greet", json!({"name": format!("n{i}")}))
+            };
+            let resp = post(&url, &tools_call(100 + i, tool, args, None), &[]).await;
+            assert_eq!(resp.status(), 200);
+            let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+            assert_eq!(v["id"], 100 + i);
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        });
+    }
+    let mut paths = std::collections::BTreeSet::new();
+    while let Some(text) = set.join_next().await {
+        let text = text.expect("task completes");
+        if text.starts_with("hello, n") {
+            continue;
+        }
+        let d: OffloadResponse = serde_json::from_str(&text).expect("descriptor");
+        assert_eq!(d.summary.count, 300);
+        paths.insert(d.file_path);
+    }
+    assert_eq!(paths.len(), 8, "one file per large call");
+    assert_eq!(
+        std::fs::read_dir(s.dir.path()).unwrap().count(),
+        files_before + 8
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
