@@ -377,7 +377,9 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
-    let mut layer = OffloadLayer::builder();
+    // The spec's ATLATL_PROMPT__OFFLOAD__* variables first, the flags over them.
+    let config = tower_lro::OffloadConfig::load(None)?;
+    let mut layer = OffloadLayer::builder().config(config);
     if let Some(n) = args.threshold_tokens {
         layer = layer.threshold_tokens(n);
     }
@@ -389,6 +391,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
     let layer = layer.build();
     let config = layer.offloader().config().clone();
+    // offload_cleanup: expired files go every cleanup interval (default 1 h).
+    let _cleanup = layer.spawn_cleanup();
 
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(30))
