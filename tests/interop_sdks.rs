@@ -6,6 +6,7 @@
 //! Each client runs as a subprocess (`tests/interop/client.mjs`,
 //! `tests/interop/client.py`), does the same calls against both servers and a
 //! third, corrupted one, and prints JSON; the assertions are all here.
+//! `LRO_INTEROP_DUMP=DIR cargo test --test interop_sdks` keeps that JSON in DIR.
 
 mod common;
 #[path = "../examples/support/memory_server.rs"]
@@ -149,11 +150,9 @@ async fn run_client(program: &Path, args: &[String]) -> Value {
         .unwrap_or_else(|e| panic!("client printed no JSON ({e}):\n{stdout}\nstderr: {stderr}"));
     if let Some(dir) = std::env::var_os("LRO_INTEROP_DUMP") {
         // For debugging: keep what the client printed.
-        let name = format!(
-            "{}-{}.json",
-            v["client"].as_str().unwrap_or("client"),
-            std::process::id()
-        );
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{}-{n}.json", v["client"].as_str().unwrap_or("client"));
         let _ = std::fs::write(Path::new(&dir).join(name), stdout.as_bytes());
     }
     eprintln!(
