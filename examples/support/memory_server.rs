@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use rmcp::handler::server::wrapper::Parameters;
+use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::RequestMetaObject;
-use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ResultType};
 use rmcp::{ErrorData, Peer, RoleServer, tool, tool_router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
 
@@ -45,8 +45,49 @@ pub fn memories(count: usize, detail: Detail) -> Vec<serde_json::Value> {
     MemoryGenerator::new(2026).memories(count, detail)
 }
 
+/// One memory as `recall_structured` declares it in its output schema: the
+/// fields every detail level has are required, the others are free.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryRecord {
+    /// Memory id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Namespace, e.g. `_semantic/decisions`.
+    pub namespace: String,
+    /// Kind of memory.
+    pub memory_type: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Creation date.
+    pub created: String,
+    /// `active` or `archived`.
+    pub status: String,
+    /// The fields of the richer detail levels.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The structured output of `recall_structured` (its `outputSchema`).
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RecallOutput {
+    /// How many memories were recalled.
+    pub count: usize,
+    /// The memories.
+    pub memories: Vec<MemoryRecord>,
+}
+
+/// A fixture result as a `CallToolResult`. `resultType: "complete"` is set
+/// when the JSON has none: rmcp sends a handler's result as it is, and
+/// protocol 2026-07-28 requires the field (the official Python SDK rejects a
+/// result without it).
 fn to_result(v: serde_json::Value) -> Result<CallToolResult, ErrorData> {
-    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    let mut result: CallToolResult =
+        serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    if result.result_type.is_none() {
+        result.result_type = Some(ResultType::COMPLETE);
+    }
+    Ok(result)
 }
 
 /// The memory server.
@@ -63,6 +104,26 @@ impl MemoryServer {
     ) -> Result<CallToolResult, ErrorData> {
         let detail = detail_of(args.detail.as_deref(), Detail::Full);
         to_result(memory_tool_result(&memories(args.count, detail)))
+    }
+
+    /// The same memories as `recall_memories`, as structured content with a
+    /// declared output schema (rmcp's `Json<T>`: `outputSchema` in
+    /// `tools/list`, `structuredContent` plus its text copy in the result).
+    #[tool(description = "Recall memories as structured content")]
+    async fn recall_structured(
+        &self,
+        Parameters(args): Parameters<RecallArgs>,
+    ) -> Result<Json<RecallOutput>, ErrorData> {
+        let detail = detail_of(args.detail.as_deref(), Detail::Full);
+        let memories = memories(args.count, detail)
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<Vec<MemoryRecord>, _>>()
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(Json(RecallOutput {
+            count: memories.len(),
+            memories,
+        }))
     }
 
     /// A small answer that always stays inline.

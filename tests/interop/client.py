@@ -1,0 +1,81 @@
+"""An MCP client built on the official Python SDK (`mcp`), run by tests/interop_sdks.rs.
+
+    python client.py <legacy|auto> <url-with-layer> <url-without-layer> <url-corrupted>
+
+`legacy` connects with the initialize handshake (protocol 2025-11-25), `auto`
+lets the SDK probe `server/discover` first (protocol 2026-07-28 when the server
+speaks it). It connects over streamable HTTP to the same MCP server mounted with
+and without the offload layer, does what an agent would do (list tools, call
+small and large tools, a tool with an outputSchema, a tool with an image, a
+tool reporting progress) and prints one JSON object on stdout for the Rust side
+to check. It asserts nothing itself: errors are reported in the JSON. The third
+URL serves the server without the layer but with its structuredContent
+corrupted, to show that the SDK really validates it.
+"""
+
+import asyncio
+import json
+import sys
+import time
+from importlib.metadata import version
+
+from mcp import Client
+
+RECALL = {"query": "cache", "count": 200}
+
+
+def dump(result):
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def attempt(coro):
+    try:
+        return {"ok": dump(await coro)}
+    except Exception as e:  # reported to the Rust side, which asserts
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+async def session(mode, url):
+    async with Client(url, mode=mode, read_timeout_seconds=30) as client:
+        out = {"protocolVersion": client.protocol_version}
+        listed = await client.list_tools()
+        out["tools"] = sorted(t.name for t in listed.tools)
+        out["outputSchemas"] = {t.name: t.output_schema for t in listed.tools if t.output_schema}
+        out["small"] = await attempt(client.call_tool("status", {}))
+        out["large"] = await attempt(client.call_tool("recall_memories", RECALL))
+        out["structured"] = await attempt(client.call_tool("recall_structured", RECALL))
+        out["chart"] = await attempt(client.call_tool("chart", {}))
+        t0 = time.monotonic()
+        events = []
+
+        async def on_progress(progress, total, message):
+            events.append(
+                {"kind": "progress", "t": (time.monotonic() - t0) * 1000, "progress": progress, "total": total}
+            )
+
+        slow = await attempt(client.call_tool("slow_recall", RECALL, progress_callback=on_progress))
+        events.append({"kind": "result", "t": (time.monotonic() - t0) * 1000})
+        out["slow"] = {**slow, "events": events}
+        return out
+
+
+async def corrupted(mode, url):
+    async with Client(url, mode=mode, read_timeout_seconds=30) as client:
+        await client.list_tools()  # caches the output schemas the SDK validates against
+        return await attempt(client.call_tool("recall_structured", RECALL))
+
+
+async def main():
+    mode, with_url, without_url, corrupt_url = sys.argv[1:5]
+    result = {
+        "client": "python",
+        "sdk": version("mcp"),
+        "mode": mode,
+        "with": await session(mode, with_url),
+        "without": await session(mode, without_url),
+        "corrupted": await corrupted(mode, corrupt_url),
+    }
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+asyncio.run(main())

@@ -1,0 +1,445 @@
+//! Interop: the official MCP SDK clients (TypeScript `@modelcontextprotocol/sdk`
+//! with `StreamableHTTPClientTransport`, Python `mcp` with its streamable-http
+//! client) talking to the rmcp `MemoryServer` with and without the layer, in
+//! both server modes (SSE with sessions, JSON stateless).
+//!
+//! Each client runs as a subprocess (`tests/interop/client.mjs`,
+//! `tests/interop/client.py`), does the same calls against both servers and a
+//! third, corrupted one, and prints JSON; the assertions are all here.
+//! `LRO_INTEROP_DUMP=DIR cargo test --test interop_sdks` keeps that JSON in DIR.
+
+mod common;
+#[path = "../examples/support/memory_server.rs"]
+mod memory_server;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use common::{file_records, interop_setup, json_stream, require_jq, run_recipe};
+use memory_server::{MemoryServer, memories};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tower::ServiceBuilder;
+use tower_lro::OffloadLayer;
+use tower_lro::fixtures::Detail;
+
+/// How long one client subprocess may run before the test fails.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+/// What both clients ask the memory tools for.
+const COUNT: usize = 200;
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Sessions (`with_legacy_session_mode(true)`), SSE responses.
+    SseSession,
+    /// No sessions, JSON responses (`with_json_response(true)`).
+    JsonStateless,
+}
+
+fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(None)
+        .with_legacy_session_mode(matches!(mode, Mode::SseSession))
+        .with_json_response(matches!(mode, Mode::JsonStateless));
+    StreamableHttpService::new(
+        || Ok(MemoryServer),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// A negative control for output-schema validation: POST responses of the
+/// server without the layer with `structuredContent.count` turned into a
+/// string, which the tool's `outputSchema` forbids (`count` is an integer).
+async fn corrupt_structured_content(req: Request, next: Next) -> Response {
+    let post = req.method() == http::Method::POST;
+    let resp = next.run(req).await;
+    if !post {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let bytes = tokio::time::timeout(
+        Duration::from_secs(30),
+        axum::body::to_bytes(body, 256 << 20),
+    )
+    .await
+    .expect("response body within 30 s")
+    .expect("response body readable");
+    let text = String::from_utf8(bytes.to_vec())
+        .expect("utf-8 body")
+        .replace(
+            r#""structuredContent":{"count":"#,
+            r#""structuredContent":{"count":"corrupted","was":"#,
+        );
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(text))
+}
+
+struct Servers {
+    with: SocketAddr,
+    without: SocketAddr,
+    corrupted: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+async fn servers(mode: Mode) -> Servers {
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let with = Router::new().route_service(
+        "/mcp",
+        ServiceBuilder::new()
+            .layer(layer)
+            .service(mcp_service(mode)),
+    );
+    let without = Router::new().route_service("/mcp", mcp_service(mode));
+    let corrupted = Router::new()
+        .route_service("/mcp", mcp_service(mode))
+        .layer(middleware::from_fn(corrupt_structured_content));
+    Servers {
+        with: serve(with).await,
+        without: serve(without).await,
+        corrupted: serve(corrupted).await,
+        _dir: dir,
+    }
+}
+
+/// Runs one client subprocess (killed on timeout or drop) and parses the JSON
+/// it prints.
+async fn run_client(program: &Path, args: &[String]) -> Value {
+    let started = Instant::now();
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(common::interop_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} starts: {e}", program.display()));
+    let out = tokio::time::timeout(CLIENT_TIMEOUT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("client {args:?} did not finish in {CLIENT_TIMEOUT:?}"))
+        .expect("client output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "client {args:?} failed: {}\nstdout: {stdout}\nstderr: {stderr}",
+        out.status
+    );
+    let v: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("client printed no JSON ({e}):\n{stdout}\nstderr: {stderr}"));
+    if let Some(dir) = std::env::var_os("LRO_INTEROP_DUMP") {
+        // For debugging: keep what the client printed.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{}-{n}.json", v["client"].as_str().unwrap_or("client"));
+        let _ = std::fs::write(Path::new(&dir).join(name), stdout.as_bytes());
+    }
+    eprintln!(
+        "{} {} ({:?}): {:.1} s",
+        v["client"],
+        v["sdk"],
+        args.first(),
+        started.elapsed().as_secs_f64()
+    );
+    v
+}
+
+fn urls(s: &Servers) -> [String; 3] {
+    [s.with, s.without, s.corrupted].map(|a| format!("http://{a}/mcp"))
+}
+
+/// Runs the TypeScript client; the servers (and the offloaded files) are
+/// returned so they outlive the checks.
+async fn ts_client(mode: Mode) -> (Value, Servers) {
+    let dir = interop_setup();
+    let s = servers(mode).await;
+    let mut args = vec![dir.join("client.mjs").display().to_string()];
+    args.extend(urls(&s));
+    (run_client(Path::new("node"), &args).await, s)
+}
+
+/// Runs the Python client (`legacy` or `auto` negotiation).
+async fn py_client(mode: Mode, negotiation: &str) -> (Value, Servers) {
+    let dir = interop_setup();
+    let s = servers(mode).await;
+    let mut args = vec![
+        dir.join("client.py").display().to_string(),
+        negotiation.to_owned(),
+    ];
+    args.extend(urls(&s));
+    (run_client(&dir.join(".venv/bin/python"), &args).await, s)
+}
+
+// ---- checks -----------------------------------------------------------------
+
+/// The result of a call the client reported as successful.
+fn ok<'a>(v: &'a Value, what: &str) -> &'a Value {
+    assert!(
+        v.get("error").is_none(),
+        "{what}: the client rejected the result: {}",
+        v["error"]
+    );
+    &v["ok"]
+}
+
+/// The descriptor in the first content block of an offloaded result.
+fn descriptor(result: &Value, what: &str) -> Value {
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: first block is not text: {result}"));
+    let d: Value = serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("{what}: first block is not a descriptor ({e}): {text:.300}"));
+    assert_eq!(d["offloaded"], true, "{what}: {d}");
+    assert_eq!(d["jq_recipes"].as_array().map(Vec::len), Some(10), "{what}");
+    assert!(
+        Path::new(d["file_path"].as_str().unwrap()).is_file(),
+        "{what}: file"
+    );
+    d
+}
+
+/// Recipe 6 (count by namespace) run with jq equals the counts computed from
+/// the fixtures.
+fn check_recipe6(d: &Value, what: &str) {
+    require_jq();
+    let cmd = d["jq_recipes"][5]["command"].as_str().unwrap();
+    let out = json_stream(&run_recipe(cmd));
+    let got: BTreeMap<String, u64> = out[0]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: recipe 6 printed {out:?}"))
+        .iter()
+        .map(|e| {
+            (
+                e["namespace"].as_str().unwrap().to_owned(),
+                e["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut want = BTreeMap::new();
+    for m in memories(COUNT, Detail::Full) {
+        *want
+            .entry(m["namespace"].as_str().unwrap().to_owned())
+            .or_insert(0u64) += 1;
+    }
+    assert_eq!(got, want, "{what}: recipe 6 counts");
+}
+
+/// The file rebuilt into the original result: its blocks and structured
+/// content equal what the client got from the server without the layer.
+fn check_rebuilt(d: &Value, plain: &Value, what: &str) {
+    let rebuilt: Value = serde_json::from_str(
+        &tower_lro::rebuild_file(d["file_path"].as_str().unwrap()).expect("file rebuilds"),
+    )
+    .unwrap();
+    assert_eq!(
+        rebuilt["content"], plain["content"],
+        "{what}: rebuilt content"
+    );
+    assert_eq!(
+        rebuilt.get("structuredContent"),
+        plain.get("structuredContent"),
+        "{what}: rebuilt structuredContent"
+    );
+}
+
+/// Progress events reached the client before the result, as they happened
+/// (the server sleeps 1.5 s between its last progress and its result).
+fn check_progress(slow: &Value, what: &str) {
+    let events = slow["events"].as_array().expect("events");
+    let progress: Vec<&Value> = events.iter().filter(|e| e["kind"] == "progress").collect();
+    assert_eq!(
+        progress.len(),
+        2,
+        "{what}: progress notifications: {events:?}"
+    );
+    assert_eq!(
+        events.last().map(|e| &e["kind"]),
+        Some(&json!("result")),
+        "{what}: progress after the result: {events:?}"
+    );
+    assert_eq!(progress[0]["progress"], 1.0, "{what}");
+    assert_eq!(progress[1]["progress"], 2.0, "{what}");
+    assert_eq!(progress[1]["total"], 3.0, "{what}");
+    let last = progress[1]["t"].as_f64().unwrap();
+    let result = events.last().unwrap()["t"].as_f64().unwrap();
+    assert!(
+        result - last >= 750.0,
+        "{what}: progress arrived {:.0} ms before the result, not as it was sent: {events:?}",
+        result - last
+    );
+}
+
+fn image_blocks(result: &Value) -> Vec<&Value> {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "image")
+        .collect()
+}
+
+/// Everything one client run must show.
+fn check_client(v: &Value, protocol: &str) {
+    let name = format!("{} {}", v["client"], v["mode"]);
+    let (with, without) = (&v["with"], &v["without"]);
+    for side in [with, without] {
+        assert_eq!(
+            side["protocolVersion"], protocol,
+            "{name}: negotiated version"
+        );
+    }
+
+    // tools/list: untouched.
+    assert_eq!(with["tools"], without["tools"], "{name}: tools");
+    for tool in [
+        "chart",
+        "recall_memories",
+        "recall_structured",
+        "slow_recall",
+        "status",
+    ] {
+        assert!(
+            with["tools"].as_array().unwrap().contains(&json!(tool)),
+            "{name}: {tool} listed"
+        );
+    }
+    assert_eq!(with["outputSchemas"], without["outputSchemas"], "{name}");
+    assert!(
+        with["outputSchemas"]["recall_structured"].is_object(),
+        "{name}: recall_structured declares an outputSchema"
+    );
+
+    // A small tool: identical result.
+    assert_eq!(
+        ok(&with["small"], "small"),
+        ok(&without["small"], "small plain"),
+        "{name}: small result"
+    );
+
+    // A large tool: descriptor, file, jq, rebuild.
+    let large = ok(&with["large"], "large");
+    let plain = ok(&without["large"], "large plain");
+    let d = descriptor(large, &format!("{name} large"));
+    assert_eq!(d["summary"]["count"], COUNT, "{name}");
+    check_recipe6(&d, &format!("{name} large"));
+    check_rebuilt(&d, plain, &format!("{name} large"));
+    assert_eq!(
+        large["structuredContent"],
+        json!({"count": COUNT, "memories": []}),
+        "{name}: large structuredContent"
+    );
+
+    // A tool with an outputSchema: the client validated and accepted the
+    // offloaded result (structuredContent kept, record array emptied) ...
+    let structured = ok(&with["structured"], "structured");
+    let plain = ok(&without["structured"], "structured plain");
+    assert_eq!(
+        plain["structuredContent"]["memories"]
+            .as_array()
+            .map(Vec::len),
+        Some(COUNT),
+        "{name}: the server without the layer sends {COUNT} records"
+    );
+    let d = descriptor(structured, &format!("{name} structured"));
+    check_recipe6(&d, &format!("{name} structured"));
+    check_rebuilt(&d, plain, &format!("{name} structured"));
+    assert_eq!(
+        structured["structuredContent"],
+        json!({"count": COUNT, "memories": []}),
+        "{name}: structuredContent kept with its records emptied"
+    );
+    // ... and the same client does reject structuredContent that breaks the schema.
+    let err = v["corrupted"]["error"].as_str().unwrap_or_else(|| {
+        panic!(
+            "{name}: the corrupted result was accepted: {}",
+            v["corrupted"]
+        )
+    });
+    assert!(
+        err.to_lowercase().contains("structured content"),
+        "{name}: unexpected rejection: {err}"
+    );
+
+    // An image and a large text: the image intact, the text offloaded.
+    let chart = ok(&with["chart"], "chart");
+    let plain = ok(&without["chart"], "chart plain");
+    let d = descriptor(chart, &format!("{name} chart"));
+    assert_eq!(
+        image_blocks(chart),
+        image_blocks(plain),
+        "{name}: image block"
+    );
+    assert_eq!(image_blocks(chart).len(), 1, "{name}");
+    assert_eq!(
+        file_records(Path::new(d["file_path"].as_str().unwrap())).len(),
+        600,
+        "{name}: chart rows in the file"
+    );
+    check_rebuilt(&d, plain, &format!("{name} chart"));
+
+    // Progress before the result, with and without the layer.
+    check_progress(&without["slow"], &format!("{name} slow (no layer)"));
+    check_progress(&with["slow"], &format!("{name} slow"));
+    let slow = ok(&with["slow"], "slow");
+    let d = descriptor(slow, &format!("{name} slow"));
+    check_recipe6(&d, &format!("{name} slow"));
+}
+
+// ---- the runs ---------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_sse_session() {
+    let (v, _servers) = ts_client(Mode::SseSession).await;
+    check_client(&v, "2025-11-25");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_json_stateless() {
+    let (v, _servers) = ts_client(Mode::JsonStateless).await;
+    check_client(&v, "2025-11-25");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_sse_session() {
+    let (v, _servers) = py_client(Mode::SseSession, "legacy").await;
+    check_client(&v, "2025-11-25");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_json_stateless() {
+    let (v, _servers) = py_client(Mode::JsonStateless, "legacy").await;
+    check_client(&v, "2025-11-25");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_2026_07_28_sse_server() {
+    let (v, _servers) = py_client(Mode::SseSession, "auto").await;
+    check_client(&v, "2026-07-28");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_2026_07_28_json_server() {
+    let (v, _servers) = py_client(Mode::JsonStateless, "auto").await;
+    check_client(&v, "2026-07-28");
+}
