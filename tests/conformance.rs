@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use common::interop_setup;
+use common::mcp::serve;
 use conformance_server::ConformanceServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -66,15 +67,6 @@ fn mcp_service(mode: Mode) -> StreamableHttpService<ConformanceServer, LocalSess
         Arc::new(LocalSessionManager::default()),
         config,
     )
-}
-
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
 }
 
 async fn server(mode: Mode, layer: Option<OffloadLayer>) -> SocketAddr {

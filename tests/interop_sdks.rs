@@ -9,14 +9,11 @@
 //! `LRO_INTEROP_DUMP=DIR cargo test --test interop_sdks` keeps that JSON in DIR.
 
 mod common;
-#[path = "../examples/support/memory_server.rs"]
-mod memory_server;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -24,10 +21,8 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use common::mcp::{Mode, mcp_service, memories, serve};
 use common::{file_records, interop_setup, json_stream, require_jq, run_recipe};
-use memory_server::{MemoryServer, memories};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 use tower_lro::OffloadLayer;
@@ -37,35 +32,6 @@ use tower_lro::fixtures::Detail;
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
 /// What both clients ask the memory tools for.
 const COUNT: usize = 200;
-
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// Sessions (`with_legacy_session_mode(true)`), SSE responses.
-    SseSession,
-    /// No sessions, JSON responses (`with_json_response(true)`).
-    JsonStateless,
-}
-
-fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
-    let config = StreamableHttpServerConfig::default()
-        .with_sse_keep_alive(None)
-        .with_legacy_session_mode(matches!(mode, Mode::SseSession))
-        .with_json_response(matches!(mode, Mode::JsonStateless));
-    StreamableHttpService::new(
-        || Ok(MemoryServer),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
-}
-
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
-}
 
 /// A negative control for output-schema validation: POST responses of the
 /// server without the layer with `structuredContent.count` turned into a
@@ -410,36 +376,36 @@ fn check_client(v: &Value, protocol: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_sse_session() {
-    let (v, _servers) = ts_client(Mode::SseSession).await;
+    let (v, _servers) = ts_client(Mode::StatefulSse).await;
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_json_stateless() {
-    let (v, _servers) = ts_client(Mode::JsonStateless).await;
+    let (v, _servers) = ts_client(Mode::StatelessJson).await;
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_sse_session() {
-    let (v, _servers) = py_client(Mode::SseSession, "legacy").await;
+    let (v, _servers) = py_client(Mode::StatefulSse, "legacy").await;
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_json_stateless() {
-    let (v, _servers) = py_client(Mode::JsonStateless, "legacy").await;
+    let (v, _servers) = py_client(Mode::StatelessJson, "legacy").await;
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_2026_07_28_sse_server() {
-    let (v, _servers) = py_client(Mode::SseSession, "auto").await;
+    let (v, _servers) = py_client(Mode::StatefulSse, "auto").await;
     check_client(&v, "2026-07-28");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_2026_07_28_json_server() {
-    let (v, _servers) = py_client(Mode::JsonStateless, "auto").await;
+    let (v, _servers) = py_client(Mode::StatelessJson, "auto").await;
     check_client(&v, "2026-07-28");
 }
