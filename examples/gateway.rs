@@ -99,6 +99,13 @@ fn parse_upstream(value: &str) -> Result<Upstream, String> {
         ));
     }
     let authority = uri.authority().cloned().ok_or_else(|| bad("has no host"))?;
+    if authority.host().is_empty() {
+        return Err(bad("has no host"));
+    }
+    // `host:` with nothing after the colon parses, with no port.
+    if authority.as_str().ends_with(':') {
+        return Err(bad("has an empty port"));
+    }
     if uri.query().is_some() {
         return Err(bad(
             "has a query string; give only scheme, host, port and path",

@@ -980,6 +980,15 @@ fn bad_arguments_are_named() {
             &[&up[..], &["--listen"]].concat(),
             &["--listen needs a value"],
         ),
+        (
+            &[
+                "--upstream",
+                "http://127.0.0.1:/mcp",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            &["--upstream", "empty port"],
+        ),
     ];
     for (args, words) in cases {
         let (code, _, stderr) = run(args);
