@@ -211,7 +211,7 @@ impl<E> SseState<E> {
 
     /// If `event` carries the result of a watched request: its call, its
     /// data and the range of the result in it.
-    fn watch_event(&mut self, event: &[u8]) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
+    fn watch_event(&mut self, event: &Bytes) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
         let data = event_data(event)?;
         if data.trim_ascii_start().first() != Some(&b'{') {
             return None;
@@ -222,7 +222,7 @@ impl<E> SseState<E> {
         let pos = self.watched.iter().position(|(w, _)| *w == id)?;
         let (_, call) = self.watched.swap_remove(pos);
         let range = range_in(text, msg.result?.get());
-        Some((call, Bytes::from(data), range))
+        Some((call, data, range))
     }
 }
 

@@ -76,12 +76,24 @@ impl<'a> RawResult<'a> {
         let content = top
             .get("content")
             .ok_or(ResultError::NotToolResult("no `content` array"))?;
-        let raw_blocks: Vec<&'a RawValue> = serde_json::from_str(content.get())
-            .map_err(|_| ResultError::NotToolResult("`content` is not an array"))?;
-        let mut blocks = Vec::with_capacity(raw_blocks.len());
-        for raw in raw_blocks {
-            let fields: RawObject<'a> = serde_json::from_str(raw.get())
-                .map_err(|_| ResultError::NotToolResult("a content block is not an object"))?;
+        // Blocks are read straight into their fields: one pass over content
+        // that may be megabytes. Only when that fails is it read again, to
+        // tell which error applies.
+        let objects: Vec<RawObject<'a>> = match serde_json::from_str(content.get()) {
+            Ok(objects) => objects,
+            Err(_) => {
+                let raw_blocks: Vec<&'a RawValue> = serde_json::from_str(content.get())
+                    .map_err(|_| ResultError::NotToolResult("`content` is not an array"))?;
+                for raw in raw_blocks {
+                    serde_json::from_str::<RawObject<'a>>(raw.get()).map_err(|_| {
+                        ResultError::NotToolResult("a content block is not an object")
+                    })?;
+                }
+                return Err(ResultError::NotToolResult("a content block is not an object"));
+            }
+        };
+        let mut blocks = Vec::with_capacity(objects.len());
+        for fields in objects {
             let kind: String = fields
                 .get("type")
                 .and_then(|t| serde_json::from_str(t.get()).ok())

@@ -105,24 +105,38 @@ fn field(line: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// The event's data: its `data` lines joined by `\n` (`None` without any).
-pub(crate) fn event_data(event: &[u8]) -> Option<Vec<u8>> {
-    let mut data: Option<Vec<u8>> = None;
+/// One data line (what servers send) is returned as a slice of `event`,
+/// without copying it.
+pub(crate) fn event_data(event: &Bytes) -> Option<Bytes> {
+    let mut first: Option<&[u8]> = None;
+    let mut joined: Option<Vec<u8>> = None;
     for (line, _) in lines(event) {
         if line.first() == Some(&b':') || line.is_empty() {
             continue;
         }
         let (name, value) = field(line);
         if name == b"data" {
-            match &mut data {
-                None => data = Some(value.to_vec()),
-                Some(d) => {
+            match (&mut joined, first) {
+                (Some(d), _) => {
                     d.push(b'\n');
                     d.extend_from_slice(value);
+                }
+                (None, None) => first = Some(value),
+                (None, Some(f)) => {
+                    let mut d = Vec::with_capacity(f.len() + value.len() + 1);
+                    d.extend_from_slice(f);
+                    d.push(b'\n');
+                    d.extend_from_slice(value);
+                    joined = Some(d);
                 }
             }
         }
     }
-    data
+    match (joined, first) {
+        (Some(d), _) => Some(Bytes::from(d)),
+        (None, Some(f)) => Some(event.slice_ref(f)),
+        (None, None) => None,
+    }
 }
 
 /// The event with its data lines replaced by one `data:` line holding
@@ -180,13 +194,13 @@ mod tests {
     #[test]
     fn data_is_joined_and_replaced() {
         let ev = b"event: message\nid: 9\ndata: {\"a\":\ndata:  1}\nretry: 5\n\n";
-        assert_eq!(event_data(ev).unwrap(), b"{\"a\":\n 1}");
+        assert_eq!(event_data(&Bytes::from_static(ev)).unwrap(), &b"{\"a\":\n 1}"[..]);
         let out = replace_data(ev, b"{\"b\":2}");
         assert_eq!(
             &out[..],
             b"event: message\nid: 9\ndata: {\"b\":2}\nretry: 5\n\n"
         );
-        assert_eq!(event_data(b"data:\n\n").unwrap(), b"");
-        assert!(event_data(b": ping\n\n").is_none());
+        assert_eq!(event_data(&Bytes::from_static(b"data:\n\n")).unwrap(), &b""[..]);
+        assert!(event_data(&Bytes::from_static(b": ping\n\n")).is_none());
     }
 }
