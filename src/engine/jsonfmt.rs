@@ -18,31 +18,158 @@ pub(crate) fn minify(src: &str) -> String {
 /// Appends the minified form of `src` to `out`.
 pub(crate) fn minify_into(src: &str, out: &mut String) {
     let bytes = src.as_bytes();
-    let mut in_string = false;
-    let mut escaped = false;
+    let len = bytes.len();
     let mut run_start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
+    let mut i = 0;
+    while i < len {
+        match bytes[i] {
+            b'"' => i = string_end(bytes, i + 1),
             b' ' | b'\t' | b'\n' | b'\r' => {
                 // ASCII positions are always char boundaries.
                 out.push_str(&src[run_start..i]);
-                run_start = i + 1;
+                i += 1;
+                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                run_start = i;
             }
-            _ => {}
+            _ => i += 1,
         }
     }
     out.push_str(&src[run_start..]);
+}
+
+/// Where the top-level values sit in a minified JSON text, found while
+/// minifying it (see [`minify_outline`]). Ranges are byte ranges of the
+/// minified text.
+#[derive(Debug, Default)]
+pub(crate) struct Outline {
+    /// `b'['`, `b'{'`, or 0 for a scalar.
+    pub top: u8,
+    /// The elements of a top-level array.
+    pub elements: Vec<std::ops::Range<usize>>,
+    /// The members of a top-level object, in order.
+    pub members: Vec<Member>,
+}
+
+/// One member of a top-level object.
+#[derive(Debug)]
+pub(crate) struct Member {
+    /// The key, quotes included, as written.
+    pub key: std::ops::Range<usize>,
+    /// The value.
+    pub value: std::ops::Range<usize>,
+    /// The elements of the value, when it is an array.
+    pub elements: Vec<std::ops::Range<usize>>,
+}
+
+/// [`minify`] that also outlines the top-level container: one pass instead
+/// of a minification and two parses. `src` must be valid JSON.
+pub(crate) fn minify_outline(src: &str) -> (String, Outline) {
+    let bytes = src.as_bytes();
+    let len = bytes.len();
+    let mut out = String::with_capacity(len);
+    let mut outline = Outline::default();
+    let mut run_start = 0;
+    let mut depth = 0usize;
+    // Positions in the minified output.
+    let mut elem_start = 0;
+    let mut member_start = 0;
+    let mut key_end = 0;
+    let mut member_array = false;
+    let mut member_elem_start = 0;
+    let mut member_elems: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i < len {
+        let b = bytes[i];
+        match b {
+            b'"' => {
+                i = string_end(bytes, i + 1);
+                continue;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                out.push_str(&src[run_start..i]);
+                i += 1;
+                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                run_start = i;
+                continue;
+            }
+            _ => {}
+        }
+        // Minified position of byte i (the run since run_start has no whitespace).
+        let pos = out.len() + (i - run_start);
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth == 1 {
+                    outline.top = b;
+                    elem_start = pos + 1;
+                    member_start = pos + 1;
+                } else if depth == 2 && outline.top == b'{' && b == b'[' {
+                    member_array = true;
+                    member_elem_start = pos + 1;
+                    member_elems.clear();
+                }
+            }
+            b']' | b'}' => {
+                if depth == 1 {
+                    if outline.top == b'[' && pos > elem_start {
+                        outline.elements.push(elem_start..pos);
+                    }
+                    if outline.top == b'{' && pos > member_start {
+                        outline.members.push(Member {
+                            key: member_start..key_end,
+                            value: key_end + 1..pos,
+                            elements: std::mem::take(&mut member_elems),
+                        });
+                    }
+                } else if depth == 2 && member_array && b == b']' {
+                    if pos > member_elem_start {
+                        member_elems.push(member_elem_start..pos);
+                    }
+                    member_array = false;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' => {
+                if depth == 1 && outline.top == b'[' {
+                    outline.elements.push(elem_start..pos);
+                    elem_start = pos + 1;
+                } else if depth == 1 {
+                    outline.members.push(Member {
+                        key: member_start..key_end,
+                        value: key_end + 1..pos,
+                        elements: std::mem::take(&mut member_elems),
+                    });
+                    member_start = pos + 1;
+                } else if depth == 2 && member_array {
+                    member_elems.push(member_elem_start..pos);
+                    member_elem_start = pos + 1;
+                }
+            }
+            b':' if depth == 1 => key_end = pos,
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push_str(&src[run_start..]);
+    (out, outline)
+}
+
+/// The position just after the string literal whose contents start at
+/// `from` (after its opening quote); the end of `bytes` if it is not closed.
+fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(p) = memchr::memchr2(b'"', b'\\', &bytes[from..]) {
+        let at = from + p;
+        if bytes[at] == b'"' {
+            return at + 1;
+        }
+        // A backslash escapes the next byte.
+        from = (at + 2).min(bytes.len());
+    }
+    bytes.len()
 }
 
 /// How a JSON text was laid out by the program that wrote it.
@@ -130,15 +257,7 @@ impl Style {
             match b {
                 b'"' => {
                     // Skip the string literal; it is copied with the literal run.
-                    i += 1;
-                    while i < bytes.len() {
-                        match bytes[i] {
-                            b'\\' => i += 2,
-                            b'"' => break,
-                            _ => i += 1,
-                        }
-                    }
-                    i += 1;
+                    i = string_end(bytes, i + 1);
                     continue;
                 }
                 b'{' | b'[' | b'}' | b']' | b',' | b':' => {
@@ -236,6 +355,29 @@ mod tests {
         assert!(spaced.starts_with("{\"a\": [1, {\"b\": [], \"c\": {}}, \"s, t: u\"]"));
         assert_eq!(Style::detect(&spaced, &min), Some(Style::Spaced));
         assert_eq!(Style::detect("{ \"a\":1}", "{\"a\":1}"), None);
+    }
+
+    #[test]
+    fn outline_finds_members_and_elements() {
+        let src = " { \"a\" : [ 1 , {\"x\":[2,3]} , \"s,]\" ] , \"b\":{\"c\":[4]}, \"e\":[] } ";
+        let (min, o) = minify_outline(src);
+        assert_eq!(min, minify(src));
+        assert_eq!(o.top, b'{');
+        let keys: Vec<&str> = o.members.iter().map(|m| &min[m.key.clone()]).collect();
+        assert_eq!(keys, ["\"a\"", "\"b\"", "\"e\""]);
+        let a = &o.members[0];
+        assert_eq!(&min[a.value.clone()], "[1,{\"x\":[2,3]},\"s,]\"]");
+        let els: Vec<&str> = a.elements.iter().map(|r| &min[r.clone()]).collect();
+        assert_eq!(els, ["1", "{\"x\":[2,3]}", "\"s,]\""]);
+        assert!(o.members[1].elements.is_empty());
+        assert_eq!(&min[o.members[2].value.clone()], "[]");
+        assert!(o.members[2].elements.is_empty());
+        let (min, o) = minify_outline("[ [1,2] , 3 ]");
+        let els: Vec<&str> = o.elements.iter().map(|r| &min[r.clone()]).collect();
+        assert_eq!(els, ["[1,2]", "3"]);
+        assert!(minify_outline(" [ ] ").1.elements.is_empty());
+        assert_eq!(minify_outline("\"x\"").1.top, 0);
+        assert!(minify_outline("{}").1.members.is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::jsonfmt::{Style, minify, range_in, trim_parts};
+use super::jsonfmt::{Outline, Style, minify, minify_outline, range_in, trim_parts};
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
 /// The part of a file header that lets the original result be rebuilt.
@@ -144,7 +144,7 @@ enum JsonShape<'a> {
     Array {
         before: &'a str,
         after: &'a str,
-        elements: Vec<&'a RawValue>,
+        elements: Vec<&'a str>,
     },
     /// One value, one record.
     Single,
@@ -177,13 +177,73 @@ fn json_shape(minified: &str) -> JsonShape<'_> {
     JsonShape::Array {
         before: &minified[..range.start],
         after: &minified[range.end..],
-        elements,
+        elements: elements.into_iter().map(RawValue::get).collect(),
+    }
+}
+
+/// [`json_shape`] from the outline found while minifying (no parse), the
+/// same answer. Objects with escaped or repeated keys take the parsing way.
+fn json_shape_outlined<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m> {
+    let shape = shape_from_outline(minified, outline);
+    // Debug builds (the tests, the property tests) check it against the parse.
+    #[cfg(debug_assertions)]
+    match (&shape, json_shape(minified)) {
+        (JsonShape::Single, JsonShape::Single) => {}
+        (
+            JsonShape::Array {
+                before,
+                after,
+                elements,
+            },
+            JsonShape::Array {
+                before: b,
+                after: a,
+                elements: e,
+            },
+        ) => assert!(*before == b && *after == a && *elements == e, "{minified}"),
+        _ => panic!("outline and parse disagree on {minified}"),
+    }
+    shape
+}
+
+fn shape_from_outline<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m> {
+    let slices = |ranges: &[std::ops::Range<usize>]| -> Vec<&'m str> {
+        ranges.iter().map(|r| &minified[r.clone()]).collect()
+    };
+    match outline.top {
+        b'[' => JsonShape::Array {
+            before: "",
+            after: "",
+            elements: slices(&outline.elements),
+        },
+        b'{' => {
+            let keys = || outline.members.iter().map(|m| &minified[m.key.clone()]);
+            let mut seen = std::collections::HashSet::with_capacity(outline.members.len());
+            if keys().any(|k| k.contains('\\') || !seen.insert(k)) {
+                return json_shape(minified);
+            }
+            let Some(member) = outline
+                .members
+                .iter()
+                .filter(|m| minified[m.value.clone()].starts_with('['))
+                .max_by_key(|m| m.value.len())
+                .filter(|m| m.value.len() * 2 > minified.len())
+            else {
+                return JsonShape::Single;
+            };
+            JsonShape::Array {
+                before: &minified[..member.value.start],
+                after: &minified[member.value.end..],
+                elements: slices(&member.elements),
+            }
+        }
+        _ => JsonShape::Single,
     }
 }
 
 /// What a text block holds.
 enum TextKind {
-    Json { minified: String },
+    Json { minified: String, outline: Outline },
     Jsonl { lines: Vec<String> },
     Plain,
 }
@@ -191,9 +251,8 @@ enum TextKind {
 fn classify_text(text: &str) -> TextKind {
     let (_, core, _) = trim_parts(text);
     if core.starts_with(['{', '[']) && serde_json::from_str::<&RawValue>(core).is_ok() {
-        return TextKind::Json {
-            minified: minify(core),
-        };
+        let (minified, outline) = minify_outline(core);
+        return TextKind::Json { minified, outline };
     }
     if core.starts_with(['{', '[']) && core.contains('\n') {
         let mut lines = Vec::new();
@@ -227,15 +286,15 @@ pub(crate) fn extract(
 
     // 1. structuredContent holding an array.
     if let Some(raw) = result.structured() {
-        let minified = minify(raw.get());
+        let (minified, outline) = minify_outline(raw.get());
         if let JsonShape::Array {
             before,
             after,
             elements,
-        } = json_shape(&minified)
+        } = json_shape_outlined(&minified, &outline)
         {
             let start = records.len();
-            records.extend(elements.iter().map(|e| e.get().to_owned()));
+            records.extend(elements.iter().map(|e| (*e).to_owned()));
             segments.push(Segment {
                 block: None,
                 start,
@@ -263,7 +322,9 @@ pub(crate) fn extract(
     let mut shapes: Vec<Option<JsonShape<'_>>> = kinds
         .iter()
         .map(|k| match k {
-            Some(TextKind::Json { minified }) if !is_copy(minified) => Some(json_shape(minified)),
+            Some(TextKind::Json { minified, outline }) if !is_copy(minified) => {
+                Some(json_shape_outlined(minified, outline))
+            }
             _ => None,
         })
         .collect();
@@ -283,7 +344,7 @@ pub(crate) fn extract(
         let Some(kind) = kind else { continue };
         let text = result.blocks[i].text.as_deref().unwrap_or_default();
         match kind {
-            TextKind::Json { minified } => {
+            TextKind::Json { minified, .. } => {
                 // A text copy of structuredContent (the spec's backwards-compatible text).
                 if is_copy(minified)
                     && let Some(first) = segments.first()
@@ -311,7 +372,7 @@ pub(crate) fn extract(
                         elements,
                     }) => {
                         let start = records.len();
-                        records.extend(elements.iter().map(|e| e.get().to_owned()));
+                        records.extend(elements.iter().map(|e| (*e).to_owned()));
                         segments.push(Segment {
                             block: Some(i),
                             start,

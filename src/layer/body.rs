@@ -240,10 +240,14 @@ async fn rewrite_event(
         .await;
     match super::service::replacement(&tool, outcome) {
         Some(result) => {
-            let text = String::from_utf8_lossy(&data);
-            let mut message = crate::engine::jsonfmt::minify(&text[..range.start]);
+            // Only the message around the result is re-read (it was valid
+            // UTF-8 when the event was watched; the result may be megabytes).
+            let before = String::from_utf8_lossy(&data[..range.start]);
+            let after = String::from_utf8_lossy(&data[range.end..]);
+            let mut message = String::with_capacity(before.len() + result.len() + after.len());
+            crate::engine::jsonfmt::minify_into(&before, &mut message);
             message.push_str(&result);
-            message.push_str(&crate::engine::jsonfmt::minify(&text[range.end..]));
+            crate::engine::jsonfmt::minify_into(&after, &mut message);
             replace_data(&event, message.as_bytes())
         }
         None => event,

@@ -34,11 +34,12 @@ impl EventSplitter {
         let bytes = &self.buf[..];
         let mut i = self.scan;
         while i < bytes.len() {
+            let Some(at) = memchr::memchr2(b'\n', b'\r', &bytes[i..]) else {
+                i = bytes.len();
+                break;
+            };
+            i += at;
             let b = bytes[i];
-            if b != b'\n' && b != b'\r' {
-                i += 1;
-                continue;
-            }
             // A line ends at i. A CR at the very end may be the first half of CRLF.
             let end = if b == b'\r' {
                 match bytes.get(i + 1) {
@@ -81,7 +82,7 @@ fn lines(event: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
         if rest.is_empty() {
             return None;
         }
-        let pos = rest.iter().position(|&b| b == b'\n' || b == b'\r');
+        let pos = memchr::memchr2(b'\n', b'\r', rest);
         let (content, term_len) = match pos {
             None => (rest, 0),
             Some(p) if rest[p] == b'\r' && rest.get(p + 1) == Some(&b'\n') => (&rest[..p], 2),
