@@ -77,7 +77,9 @@ pub fn tools_call(id: u64, tool: &str, args: Value) -> String {
 
 /// A JSON-RPC response carrying `result`, compact, as rmcp sends it.
 pub fn response(id: u64, result: &Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap()
+    let mut v = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap();
+    v.shrink_to_fit();
+    v
 }
 
 /// Full-detail memories (deterministic).

@@ -203,19 +203,19 @@ impl Style {
     ];
 
     /// Finds the style that turns `minified` back into exactly `original`.
+    /// Each candidate is compared as it is laid out, without building it.
     pub(crate) fn detect(original: &str, minified: &str) -> Option<Style> {
         if original.len() == minified.len() {
             return (original == minified).then_some(Style::Compact);
         }
-        let mut buf = String::with_capacity(original.len());
-        for style in Self::CANDIDATES.into_iter().skip(1) {
-            buf.clear();
-            style.write(minified, &mut buf);
-            if buf == original {
-                return Some(style);
-            }
-        }
-        None
+        Self::CANDIDATES.into_iter().skip(1).find(|style| {
+            let mut cmp = Compare {
+                rest: original.as_bytes(),
+                ok: true,
+            };
+            style.write(minified, &mut cmp);
+            cmp.ok && cmp.rest.is_empty()
+        })
     }
 
     /// Lays out minified JSON text in this style.
@@ -228,25 +228,25 @@ impl Style {
         out
     }
 
-    fn newline(self, out: &mut String, depth: usize) {
+    fn newline(self, out: &mut impl Sink, depth: usize) {
         match self {
             Style::Indent(n) => {
-                out.push('\n');
+                out.put_byte(b'\n');
                 for _ in 0..depth * n as usize {
-                    out.push(' ');
+                    out.put_byte(b' ');
                 }
             }
             Style::Tabs => {
-                out.push('\n');
+                out.put_byte(b'\n');
                 for _ in 0..depth {
-                    out.push('\t');
+                    out.put_byte(b'\t');
                 }
             }
             Style::Compact | Style::Spaced => {}
         }
     }
 
-    fn write(self, minified: &str, out: &mut String) {
+    fn write(self, minified: &str, out: &mut impl Sink) {
         let bytes = minified.as_bytes();
         let pretty = matches!(self, Style::Indent(_) | Style::Tabs);
         let mut depth = 0usize;
@@ -261,7 +261,10 @@ impl Style {
                     continue;
                 }
                 b'{' | b'[' | b'}' | b']' | b',' | b':' => {
-                    out.push_str(&minified[literal_start..i]);
+                    if out.failed() {
+                        return;
+                    }
+                    out.put(&minified[literal_start..i]);
                     literal_start = i + 1;
                 }
                 _ => {
@@ -273,40 +276,113 @@ impl Style {
                 b'{' | b'[' => {
                     let close = if b == b'{' { b'}' } else { b']' };
                     if bytes.get(i + 1) == Some(&close) {
-                        out.push(b as char);
-                        out.push(close as char);
+                        out.put_byte(b);
+                        out.put_byte(close);
                         i += 2;
                         literal_start = i;
                         continue;
                     }
-                    out.push(b as char);
+                    out.put_byte(b);
                     depth += 1;
                     self.newline(out, depth);
                 }
                 b'}' | b']' => {
                     depth = depth.saturating_sub(1);
                     self.newline(out, depth);
-                    out.push(b as char);
+                    out.put_byte(b);
                 }
                 b',' => {
-                    out.push(',');
+                    out.put_byte(b',');
                     if pretty {
                         self.newline(out, depth);
                     } else if self == Style::Spaced {
-                        out.push(' ');
+                        out.put_byte(b' ');
                     }
                 }
                 _ => {
-                    out.push(':');
+                    out.put_byte(b':');
                     if self != Style::Compact {
-                        out.push(' ');
+                        out.put_byte(b' ');
                     }
                 }
             }
             i += 1;
         }
-        out.push_str(&minified[literal_start.min(minified.len())..]);
+        out.put(&minified[literal_start.min(minified.len())..]);
     }
+}
+
+/// Where [`Style::write`] puts its output.
+trait Sink {
+    fn put(&mut self, s: &str);
+    /// An ASCII byte.
+    fn put_byte(&mut self, b: u8);
+    /// Whether writing on is pointless.
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn put_byte(&mut self, b: u8) {
+        self.push(char::from(b));
+    }
+}
+
+/// Compares what is written with an expected text, allocating nothing.
+struct Compare<'o> {
+    rest: &'o [u8],
+    ok: bool,
+}
+
+impl Sink for Compare<'_> {
+    fn put(&mut self, s: &str) {
+        match self.rest.strip_prefix(s.as_bytes()) {
+            Some(rest) if self.ok => self.rest = rest,
+            _ => self.ok = false,
+        }
+    }
+    fn put_byte(&mut self, b: u8) {
+        match self.rest.split_first() {
+            Some((&first, rest)) if self.ok && first == b => self.rest = rest,
+            _ => self.ok = false,
+        }
+    }
+    fn failed(&self) -> bool {
+        !self.ok
+    }
+}
+
+/// Whether minifying `src` (valid JSON) gives exactly `minified`, without
+/// building the minified text.
+pub(crate) fn minifies_to(src: &str, minified: &str) -> bool {
+    let bytes = src.as_bytes();
+    let len = bytes.len();
+    let mut cmp = Compare {
+        rest: minified.as_bytes(),
+        ok: true,
+    };
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < len && cmp.ok {
+        match bytes[i] {
+            b'"' => i = string_end(bytes, i + 1),
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                cmp.put(&src[run_start..i]);
+                i += 1;
+                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                run_start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    cmp.put(&src[run_start.min(len)..]);
+    cmp.ok && cmp.rest.is_empty()
 }
 
 /// Byte range of `inner` inside `outer`; `inner` must borrow from `outer`
@@ -378,6 +454,15 @@ mod tests {
         assert!(minify_outline(" [ ] ").1.elements.is_empty());
         assert_eq!(minify_outline("\"x\"").1.top, 0);
         assert!(minify_outline("{}").1.members.is_empty());
+    }
+
+    #[test]
+    fn minifies_to_compares_without_building() {
+        let src = " { \"a b\" : [ 1 , \"x \\\" y\" ] } ";
+        assert!(minifies_to(src, &minify(src)));
+        assert!(!minifies_to(src, "{\"a b\":[1]}"));
+        assert!(!minifies_to(src, &(minify(src) + " ")));
+        assert!(minifies_to("[]", "[]"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::jsonfmt::{Outline, Style, minify, minify_outline, range_in, trim_parts};
+use super::jsonfmt::{Outline, Style, minifies_to, minify, minify_outline, range_in, trim_parts};
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
 /// The part of a file header that lets the original result be rebuilt.
@@ -244,13 +244,20 @@ fn shape_from_outline<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m>
 /// What a text block holds.
 enum TextKind {
     Json { minified: String, outline: Outline },
+    /// JSON that minifies to exactly the minified `structuredContent`: its
+    /// backwards-compatible text copy.
+    Copy,
     Jsonl { lines: Vec<String> },
     Plain,
 }
 
-fn classify_text(text: &str) -> TextKind {
+fn classify_text(text: &str, structured_minified: Option<&str>) -> TextKind {
     let (_, core, _) = trim_parts(text);
     if core.starts_with(['{', '[']) && serde_json::from_str::<&RawValue>(core).is_ok() {
+        // Compared while minifying: a copy is never built.
+        if structured_minified.is_some_and(|m| minifies_to(core, m)) {
+            return TextKind::Copy;
+        }
         let (minified, outline) = minify_outline(core);
         return TextKind::Json { minified, outline };
     }
@@ -287,6 +294,7 @@ pub(crate) fn extract(
     // 1. structuredContent holding an array.
     if let Some(raw) = result.structured() {
         let (minified, outline) = minify_outline(raw.get());
+        let mut is_array = false;
         if let JsonShape::Array {
             before,
             after,
@@ -306,23 +314,30 @@ pub(crate) fn extract(
                 },
             });
             structured_slim = Some(format!("{before}[]{after}"));
-            structured_minified = Some(minified.clone());
+            is_array = true;
+        }
+        if is_array {
+            structured_minified = Some(minified);
         }
     }
 
     // 2. Text blocks: classify each.
     let mut kinds: Vec<Option<TextKind>> = Vec::with_capacity(result.blocks.len());
     for block in &result.blocks {
-        kinds.push(block.text.as_deref().map(classify_text));
+        kinds.push(
+            block
+                .text
+                .as_deref()
+                .map(|t| classify_text(t, structured_minified.as_deref())),
+        );
     }
     let mut is_source = vec![false; result.blocks.len()];
     // A text block equal to structuredContent is its backwards-compatible
     // copy; every other JSON text is shaped (parsed) once, here.
-    let is_copy = |minified: &String| structured_minified.as_ref() == Some(minified);
     let mut shapes: Vec<Option<JsonShape<'_>>> = kinds
         .iter()
         .map(|k| match k {
-            Some(TextKind::Json { minified, outline }) if !is_copy(minified) => {
+            Some(TextKind::Json { minified, outline }) => {
                 Some(json_shape_outlined(minified, outline))
             }
             _ => None,
@@ -336,7 +351,7 @@ pub(crate) fn extract(
             .any(|k| matches!(k, Some(TextKind::Jsonl { .. })));
     let has_json_text = kinds
         .iter()
-        .any(|k| matches!(k, Some(TextKind::Json { .. })));
+        .any(|k| matches!(k, Some(TextKind::Json { .. } | TextKind::Copy)));
     let has_array_records = !records.is_empty() || has_json_array_text;
     let json_records_exist = has_array_records || has_json_text;
 
@@ -344,11 +359,9 @@ pub(crate) fn extract(
         let Some(kind) = kind else { continue };
         let text = result.blocks[i].text.as_deref().unwrap_or_default();
         match kind {
-            TextKind::Json { minified, .. } => {
-                // A text copy of structuredContent (the spec's backwards-compatible text).
-                if is_copy(minified)
-                    && let Some(first) = segments.first()
-                {
+            // A text copy of structuredContent (the spec's backwards-compatible text).
+            TextKind::Copy => {
+                if let (Some(first), Some(minified)) = (segments.first(), &structured_minified) {
                     if let Shape::Json { before, after, .. } = &first.shape {
                         segments.push(Segment {
                             block: Some(i),
@@ -362,8 +375,9 @@ pub(crate) fn extract(
                         });
                         is_source[i] = true;
                     }
-                    continue;
                 }
+            }
+            TextKind::Json { minified, .. } => {
                 match shapes[i].take() {
                     None => {}
                     Some(JsonShape::Array {
