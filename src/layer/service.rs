@@ -302,6 +302,9 @@ where
 {
     let mut body = std::pin::pin!(body);
     let mut first: Option<Bytes> = None;
+    // Sized from the body's hint (Content-Length) so a large body is copied
+    // once, not regrown; capped in case the hint is wrong.
+    let hint = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
     let mut buf = BytesMut::new();
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
@@ -310,6 +313,7 @@ where
                 Ok(d) => match first.take() {
                     None if buf.is_empty() => first = Some(d),
                     Some(f) => {
+                        buf.reserve(hint.clamp(f.len() + d.len(), 1 << 30));
                         buf.extend_from_slice(&f);
                         buf.extend_from_slice(&d);
                     }
