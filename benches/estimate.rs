@@ -10,6 +10,15 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use tower_lro::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 
+/// The largest char boundary of `s` at or below `at`.
+fn char_floor(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
 fn samples(bytes: usize) -> Vec<(&'static str, String)> {
     let mut json = String::new();
     let mems = support::memories(200);
@@ -17,13 +26,13 @@ fn samples(bytes: usize) -> Vec<(&'static str, String)> {
     while json.len() < bytes {
         json.push_str(&one);
     }
-    json.truncate(json.floor_char_boundary(bytes));
+    json.truncate(char_floor(&json, bytes));
     let para = "大型结果卸载把过大的工具结果写入文件。The agent reads only what it needs with jq. カタカナとひらがな。한국어 텍스트.\n";
     let mut mixed = String::new();
     while mixed.len() < bytes {
         mixed.push_str(para);
     }
-    mixed.truncate(mixed.floor_char_boundary(bytes));
+    mixed.truncate(char_floor(&mixed, bytes));
     vec![("json", json), ("mixed_cjk", mixed)]
 }
 
@@ -78,8 +87,22 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let mut rows = Vec::new();
     let big = 10 * 1000 * 1000;
-    bench(&mut c, &mut rows, "script_aware (default)", &ScriptAwareEstimator, big, Some(1.0));
-    bench(&mut c, &mut rows, "chars_per_token", &CharsPerTokenEstimator, big, None);
+    bench(
+        &mut c,
+        &mut rows,
+        "script_aware (default)",
+        &ScriptAwareEstimator,
+        big,
+        Some(1.0),
+    );
+    bench(
+        &mut c,
+        &mut rows,
+        "chars_per_token",
+        &CharsPerTokenEstimator,
+        big,
+        None,
+    );
     #[cfg(feature = "o200k")]
     bench(
         &mut c,

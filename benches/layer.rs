@@ -95,8 +95,10 @@ where
                 data: this.body.clone(),
                 chunk: 64 * 1024,
             });
-            resp.headers_mut()
-                .insert(http::header::CONTENT_TYPE, this.content_type.parse().unwrap());
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                this.content_type.parse().unwrap(),
+            );
             Ok(resp)
         })
     }
@@ -174,32 +176,38 @@ fn with_without(c: &mut Criterion, group: &str, case: &Case, dir: &Path) {
         .layer(case.inner.clone());
     // Interleave: without, with, without, with, so drift hits both.
     for round in 0..2 {
-        g.bench_function(BenchmarkId::new(format!("{}/without", case.name), round), |b| {
-            b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let svc = case.inner.clone();
-                    let req = request(case.method.clone(), &case.request);
-                    rt.block_on(roundtrip(svc, req));
-                }
-                let t = start.elapsed();
-                record(&without, iters, t);
-                t
-            })
-        });
-        g.bench_function(BenchmarkId::new(format!("{}/with", case.name), round), |b| {
-            b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let svc = layered.clone();
-                    let req = request(case.method.clone(), &case.request);
-                    rt.block_on(roundtrip(svc, req));
-                }
-                let t = start.elapsed();
-                record(&with, iters, t);
-                t
-            })
-        });
+        g.bench_function(
+            BenchmarkId::new(format!("{}/without", case.name), round),
+            |b| {
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let svc = case.inner.clone();
+                        let req = request(case.method.clone(), &case.request);
+                        rt.block_on(roundtrip(svc, req));
+                    }
+                    let t = start.elapsed();
+                    record(&without, iters, t);
+                    t
+                })
+            },
+        );
+        g.bench_function(
+            BenchmarkId::new(format!("{}/with", case.name), round),
+            |b| {
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let svc = layered.clone();
+                        let req = request(case.method.clone(), &case.request);
+                        rt.block_on(roundtrip(svc, req));
+                    }
+                    let t = start.elapsed();
+                    record(&with, iters, t);
+                    t
+                })
+            },
+        );
     }
     g.finish();
 }
@@ -290,7 +298,10 @@ fn large_cases(quick: bool) -> Vec<Large> {
     let mut sizes: Vec<(String, usize)> = vec![("200_memories".into(), 200)];
     sizes.push(("10mb".into(), support::memories_for_bytes(10 * 1000 * 1000)));
     if !quick {
-        sizes.push(("100mb".into(), support::memories_for_bytes(100 * 1000 * 1000)));
+        sizes.push((
+            "100mb".into(),
+            support::memories_for_bytes(100 * 1000 * 1000),
+        ));
     }
     sizes
         .into_iter()
@@ -353,7 +364,11 @@ fn bench_large(c: &mut Criterion, dir: &Path, rows: &mut Vec<Vec<String>>) {
         g.sample_size(10);
         if quick {
             g.warm_up_time(Duration::from_millis(200))
-                .measurement_time(Duration::from_secs(if case.response.len() > 1_000_000 { 3 } else { 1 }));
+                .measurement_time(Duration::from_secs(if case.response.len() > 1_000_000 {
+                    3
+                } else {
+                    1
+                }));
         } else {
             g.warm_up_time(Duration::from_secs(if big { 1 } else { 2 }))
                 .measurement_time(Duration::from_secs(if big { 20 } else { 8 }));
@@ -407,7 +422,10 @@ fn bench_large(c: &mut Criterion, dir: &Path, rows: &mut Vec<Vec<String>>) {
                         let start = Instant::now();
                         let n = rt.block_on(roundtrip(svc, req));
                         t += start.elapsed();
-                        assert!(n < case.response.len() / 4 || case.response.len() < 200_000, "not offloaded");
+                        assert!(
+                            n < case.response.len() / 4 || case.response.len() < 200_000,
+                            "not offloaded"
+                        );
                         clear(&out_dir);
                     }
                     record(&k, iters, t);
@@ -448,7 +466,9 @@ fn bench_large(c: &mut Criterion, dir: &Path, rows: &mut Vec<Vec<String>>) {
 
         let base = median_ns(&key("from_slice_value")).unwrap_or(f64::NAN);
         for what in ["from_slice_value", "layer_json", "layer_sse", "naive", "jq"] {
-            let Some(ns) = median_ns(&key(what)) else { continue };
+            let Some(ns) = median_ns(&key(what)) else {
+                continue;
+            };
             let target = match (case.name.as_str(), what) {
                 ("10mb", "layer_json" | "layer_sse") => {
                     let ratio = ns / base;
@@ -496,13 +516,30 @@ fn main() {
     support::print_table(
         "layer-small",
         &format!("In-process, per request (quick={quick})"),
-        &["kind", "request", "without µs", "with µs", "added µs", "ratio"],
+        &[
+            "kind",
+            "request",
+            "without µs",
+            "with µs",
+            "added µs",
+            "ratio",
+        ],
         &small_rows,
     );
     support::print_table(
         "layer-large",
-        &format!("Large results, response bytes in → bytes out with the file written (quick={quick})"),
-        &["case", "size", "method", "median", "MB/s", "× from_slice::<Value>", "target"],
+        &format!(
+            "Large results, response bytes in → bytes out with the file written (quick={quick})"
+        ),
+        &[
+            "case",
+            "size",
+            "method",
+            "median",
+            "MB/s",
+            "× from_slice::<Value>",
+            "target",
+        ],
         &large_rows,
     );
 }

@@ -242,8 +242,20 @@ fn main() {
     });
     support::print_table(
         "loopback",
-        &format!("Loopback HTTP load, rmcp stateless JSON server ({conns} connections, {secs} s per side, {rounds} alternating rounds; quick={quick})"),
-        &["kind", "request", "response", "requests without / with", "p50 µs without / with", "p50 ratio", "p99 µs without / with", "p99 ratio", "target"],
+        &format!(
+            "Loopback HTTP load, rmcp stateless JSON server ({conns} connections, {secs} s per side, {rounds} alternating rounds; quick={quick})"
+        ),
+        &[
+            "kind",
+            "request",
+            "response",
+            "requests without / with",
+            "p50 µs without / with",
+            "p50 ratio",
+            "p99 µs without / with",
+            "p99 ratio",
+            "target",
+        ],
         &rows,
     );
     let files = std::fs::read_dir(dir.path()).map_or(0, |d| d.count());

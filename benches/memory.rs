@@ -104,25 +104,38 @@ impl Body for Chunked {
     }
 }
 
-fn through_layer(rt: &tokio::runtime::Runtime, dir: &std::path::Path, response: &Bytes, sse: bool) -> usize {
-    let body = if sse {
-        let mut v = b"event: message\ndata: ".to_vec();
-        v.extend_from_slice(response);
-        v.extend_from_slice(b"\n\n");
-        Bytes::from(v)
+/// The response as one SSE event.
+fn sse_event(response: &Bytes) -> Bytes {
+    let mut v = Vec::with_capacity(response.len() + 32);
+    v.extend_from_slice(b"event: message\ndata: ");
+    v.extend_from_slice(response);
+    v.extend_from_slice(b"\n\n");
+    Bytes::from(v)
+}
+
+/// One watched request through the layer; the inner service answers `body`.
+fn through_layer(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    body: Bytes,
+    sse: bool,
+) -> usize {
+    let content_type = if sse {
+        "text/event-stream"
     } else {
-        response.clone()
+        "application/json"
     };
-    let content_type = if sse { "text/event-stream" } else { "application/json" };
-    let inner = tower::service_fn(move |_req: Request<tower_lro::layer::RequestBody<Full<Bytes>>>| {
-        let body = body.clone();
-        async move {
-            let mut r = Response::new(Chunked(body));
-            r.headers_mut()
-                .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
-            Ok::<_, Infallible>(r)
-        }
-    });
+    let inner = tower::service_fn(
+        move |_req: Request<tower_lro::layer::RequestBody<Full<Bytes>>>| {
+            let body = body.clone();
+            async move {
+                let mut r = Response::new(Chunked(body));
+                r.headers_mut()
+                    .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
+                Ok::<_, Infallible>(r)
+            }
+        },
+    );
     let svc = OffloadLayer::builder().output_dir(dir).build().layer(inner);
     let req = Request::builder()
         .method(Method::POST)
@@ -147,8 +160,45 @@ fn clear(dir: &std::path::Path) {
     }
 }
 
+/// Peak-memory cases; each runs in its own process so nothing one leaves
+/// behind (allocator state, runtime caches) counts in another.
+const CASES: [&str; 5] = ["json", "sse", "engine", "value", "naive"];
+
 fn main() {
     let quick = support::quick();
+    let Ok(case) = std::env::var("LRO_MEM_CASE") else {
+        let mut rows = Vec::new();
+        for case in CASES {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .env("LRO_MEM_CASE", case)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "memory case {case} failed");
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some(r) = line.strip_prefix("ROW\t") {
+                    rows.push(r.split('\t').map(str::to_owned).collect());
+                }
+            }
+        }
+        support::print_table(
+            "memory",
+            "Peak heap while offloading a 100 MB result (counting allocator, one process per row; 'above start' excludes the response bytes the server already holds)",
+            &[
+                "path",
+                "response",
+                "peak above start",
+                "peak live heap",
+                "above start / size",
+                "live / size",
+                "target",
+            ],
+            &rows,
+        );
+        write_times(quick);
+        return;
+    };
+    let want = |c: &str| case == c;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -184,15 +234,27 @@ fn main() {
             },
         ]);
     };
-    eprintln!("100 MB case: {n} memories, response {} bytes, result {result_len} bytes", response.len());
-    for sse in [false, true] {
+    eprintln!(
+        "100 MB case: {n} memories, response {} bytes, result {result_len} bytes",
+        response.len()
+    );
+    for sse in [false, true]
+        .into_iter()
+        .filter(|&sse| want(if sse { "sse" } else { "json" }))
+    {
+        // The server's response bytes exist before the layer sees them.
+        let body = if sse {
+            sse_event(&response)
+        } else {
+            response.clone()
+        };
         let base = live();
-        let (out, peak) = peak_during(|| through_layer(&rt, dir.path(), &response, sse));
+        let (out, peak) = peak_during(|| through_layer(&rt, dir.path(), body, sse));
         assert!(out < response.len() / 10, "not offloaded");
         clear(dir.path());
         row(if sse { "layer, SSE" } else { "layer, JSON" }, base, peak);
     }
-    {
+    if want("engine") {
         let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
         let call = ToolCall::new("recall_memories", Some(json!({"detail": "full"})));
         let v: Value = serde_json::from_slice(&response).unwrap();
@@ -210,18 +272,21 @@ fn main() {
         let _ = result_size;
         row("engine (Offloader::process)", base, peak);
     }
-    {
+    if want("value") {
         let base = live();
         let (v, peak) = peak_during(|| serde_json::from_slice::<Value>(&response).unwrap());
         drop(v);
         row("one from_slice::<Value>", base, peak);
     }
-    {
+    if want("naive") {
         let base = live();
         let (_, peak) = peak_during(|| {
             let v: Value = serde_json::from_slice(&response).unwrap();
             let mut out = Vec::new();
-            for r in v["result"]["structuredContent"]["memories"].as_array().unwrap() {
+            for r in v["result"]["structuredContent"]["memories"]
+                .as_array()
+                .unwrap()
+            {
                 serde_json::to_writer(&mut out, r).unwrap();
                 out.push(b'\n');
             }
@@ -231,14 +296,14 @@ fn main() {
         row("naive (Value, each record, write)", base, peak);
     }
     drop(response);
-    support::print_table(
-        "memory",
-        "Peak heap while offloading a 100 MB result (counting allocator; 'above start' excludes the response bytes already held by the server)",
-        &["path", "response", "peak above start", "peak live heap", "above start / size", "live / size", "target"],
-        &rows,
-    );
+    for r in rows {
+        println!("ROW\t{}", r.join("\t"));
+    }
+}
 
-    // --- Time to write one offload file, 500 full memories ---
+/// Time to write one offload file, 500 full memories.
+fn write_times(quick: bool) {
+    let dir = tempfile::tempdir().unwrap();
     let reps = if quick { 30 } else { 200 };
     let result = Bytes::from(serde_json::to_vec(&support::memory_result(500)).unwrap());
     let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
@@ -257,7 +322,13 @@ fn main() {
         file_len = contents.len();
         std::fs::remove_file(&o.file.path).unwrap();
         let start = Instant::now();
-        let name = o.file.path.file_name().unwrap().to_string_lossy().into_owned();
+        let name = o
+            .file
+            .path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let path = offloader.store().write(&name, &contents).unwrap();
         write.push(start.elapsed().as_nanos() as f64);
         std::fs::remove_file(path).unwrap();
@@ -266,7 +337,11 @@ fn main() {
     write.sort_by(f64::total_cmp);
     support::print_table(
         "write",
-        &format!("One offload file for 500 full memories ({:.2} MB result, {:.2} MB file, {reps} runs)", result.len() as f64 / 1e6, file_len as f64 / 1e6),
+        &format!(
+            "One offload file for 500 full memories ({:.2} MB result, {:.2} MB file, {reps} runs)",
+            result.len() as f64 / 1e6,
+            file_len as f64 / 1e6
+        ),
         &["step", "median", "p99", "LRO paper"],
         &[
             vec![

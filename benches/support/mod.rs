@@ -105,7 +105,10 @@ pub fn text_result(bytes: usize) -> Value {
     let mut n = 0;
     while text.len() < bytes.saturating_sub(60) {
         n += 1;
-        text.push_str(&format!("{n:04} INFO worker started, queue depth {}\n", n * 7 % 13));
+        text.push_str(&format!(
+            "{n:04} INFO worker started, queue depth {}\n",
+            n * 7 % 13
+        ));
     }
     json!({"content": [{"type": "text", "text": text}], "isError": false})
 }

@@ -243,11 +243,16 @@ fn shape_from_outline<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m>
 
 /// What a text block holds.
 enum TextKind {
-    Json { minified: String, outline: Outline },
+    Json {
+        minified: String,
+        outline: Outline,
+    },
     /// JSON that minifies to exactly the minified `structuredContent`: its
     /// backwards-compatible text copy.
     Copy,
-    Jsonl { lines: Vec<String> },
+    Jsonl {
+        lines: Vec<String>,
+    },
     Plain,
 }
 
@@ -377,43 +382,41 @@ pub(crate) fn extract(
                     }
                 }
             }
-            TextKind::Json { minified, .. } => {
-                match shapes[i].take() {
-                    None => {}
-                    Some(JsonShape::Array {
-                        before,
-                        after,
-                        elements,
-                    }) => {
-                        let start = records.len();
-                        records.extend(elements.iter().map(|e| (*e).to_owned()));
-                        segments.push(Segment {
-                            block: Some(i),
-                            start,
-                            count: elements.len(),
-                            shape: Shape::Json {
-                                before: before.to_owned(),
-                                after: after.to_owned(),
-                                format: Some(TextFormat::detect(text, minified)),
-                            },
-                        });
-                        is_source[i] = true;
-                    }
-                    Some(JsonShape::Single) if !has_array_records || is_large(text) => {
-                        segments.push(Segment {
-                            block: Some(i),
-                            start: records.len(),
-                            count: 1,
-                            shape: Shape::Value {
-                                format: Some(TextFormat::detect(text, minified)),
-                            },
-                        });
-                        records.push(minified.clone());
-                        is_source[i] = true;
-                    }
-                    Some(JsonShape::Single) => {}
+            TextKind::Json { minified, .. } => match shapes[i].take() {
+                None => {}
+                Some(JsonShape::Array {
+                    before,
+                    after,
+                    elements,
+                }) => {
+                    let start = records.len();
+                    records.extend(elements.iter().map(|e| (*e).to_owned()));
+                    segments.push(Segment {
+                        block: Some(i),
+                        start,
+                        count: elements.len(),
+                        shape: Shape::Json {
+                            before: before.to_owned(),
+                            after: after.to_owned(),
+                            format: Some(TextFormat::detect(text, minified)),
+                        },
+                    });
+                    is_source[i] = true;
                 }
-            }
+                Some(JsonShape::Single) if !has_array_records || is_large(text) => {
+                    segments.push(Segment {
+                        block: Some(i),
+                        start: records.len(),
+                        count: 1,
+                        shape: Shape::Value {
+                            format: Some(TextFormat::detect(text, minified)),
+                        },
+                    });
+                    records.push(minified.clone());
+                    is_source[i] = true;
+                }
+                Some(JsonShape::Single) => {}
+            },
             TextKind::Jsonl { lines } => {
                 let (lead, core, trail) = trim_parts(text);
                 let joined = lines.join("\n");

@@ -89,7 +89,9 @@ impl<'a> RawResult<'a> {
                         ResultError::NotToolResult("a content block is not an object")
                     })?;
                 }
-                return Err(ResultError::NotToolResult("a content block is not an object"));
+                return Err(ResultError::NotToolResult(
+                    "a content block is not an object",
+                ));
             }
         };
         let mut blocks = Vec::with_capacity(objects.len());

@@ -195,13 +195,19 @@ mod tests {
     #[test]
     fn data_is_joined_and_replaced() {
         let ev = b"event: message\nid: 9\ndata: {\"a\":\ndata:  1}\nretry: 5\n\n";
-        assert_eq!(event_data(&Bytes::from_static(ev)).unwrap(), &b"{\"a\":\n 1}"[..]);
+        assert_eq!(
+            event_data(&Bytes::from_static(ev)).unwrap(),
+            &b"{\"a\":\n 1}"[..]
+        );
         let out = replace_data(ev, b"{\"b\":2}");
         assert_eq!(
             &out[..],
             b"event: message\nid: 9\ndata: {\"b\":2}\nretry: 5\n\n"
         );
-        assert_eq!(event_data(&Bytes::from_static(b"data:\n\n")).unwrap(), &b""[..]);
+        assert_eq!(
+            event_data(&Bytes::from_static(b"data:\n\n")).unwrap(),
+            &b""[..]
+        );
         assert!(event_data(&Bytes::from_static(b": ping\n\n")).is_none());
     }
 }
