@@ -68,6 +68,44 @@ impl<'a> RawResult<'a> {
     }
 
     fn parse_with(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
+        // The usual case in one pass: the top level with `content` read
+        // straight into block fields. Anything unusual takes the careful
+        // way below, which also names the error.
+        if let Ok(TopFast {
+            top,
+            blocks: Some(objects),
+        }) = serde_json::from_str::<TopFast<'a>>(json)
+        {
+            // Debug builds (the tests, the property tests) check it against the careful way.
+            #[cfg(debug_assertions)]
+            if let Ok(slow) = Self::parse_slow(json, null_text) {
+                let raw = |o: &RawObject<'a>| -> Vec<(String, String)> {
+                    o.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                if k == "content" {
+                                    String::new()
+                                } else {
+                                    v.get().to_owned()
+                                },
+                            )
+                        })
+                        .collect()
+                };
+                assert_eq!(raw(&slow.top), raw(&top), "top-level fields differ");
+                let blocks: Vec<Vec<(String, String)>> = objects.iter().map(raw).collect();
+                let slow_blocks: Vec<Vec<(String, String)>> =
+                    slow.blocks.iter().map(|b| raw(&b.fields)).collect();
+                assert_eq!(slow_blocks, blocks, "content blocks differ");
+            }
+            return Self::from_parts(top, objects, null_text);
+        }
+        Self::parse_slow(json, null_text)
+    }
+
+    /// The careful way: the top level, then `content`, each with its error.
+    fn parse_slow(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
         let top: RawObject<'a> = match serde_json::from_str(json) {
             Ok(top) => top,
             Err(e) if e.is_data() => return Err(ResultError::NotToolResult("not a JSON object")),
@@ -94,6 +132,14 @@ impl<'a> RawResult<'a> {
                 ));
             }
         };
+        Self::from_parts(top, objects, null_text)
+    }
+
+    fn from_parts(
+        top: RawObject<'a>,
+        objects: Vec<RawObject<'a>>,
+        null_text: bool,
+    ) -> Result<Self, ResultError> {
         let mut blocks = Vec::with_capacity(objects.len());
         for fields in objects {
             let kind: String = fields
@@ -192,6 +238,46 @@ impl<'a> RawResult<'a> {
             }
         }
         out.push('}');
+    }
+}
+
+/// The top level of a result read in one pass: every field raw, except
+/// `content`, read into block fields (its raw entry in `top` is a
+/// placeholder: [`RawResult::write`] writes the blocks instead).
+struct TopFast<'a> {
+    top: RawObject<'a>,
+    blocks: Option<Vec<RawObject<'a>>>,
+}
+
+impl<'de> serde::Deserialize<'de> for TopFast<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = TopFast<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a CallToolResult object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut top = RawObject::new();
+                let mut blocks = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "content" {
+                        blocks = Some(map.next_value::<Vec<RawObject<'de>>>()?);
+                        // Same position and overwrite rules as a plain map.
+                        let placeholder: &'static RawValue =
+                            serde_json::from_str("[]").map_err(serde::de::Error::custom)?;
+                        top.insert(key, placeholder);
+                    } else {
+                        top.insert(key, map.next_value::<&'de RawValue>()?);
+                    }
+                }
+                Ok(TopFast { top, blocks })
+            }
+        }
+        d.deserialize_map(Visit)
     }
 }
 
