@@ -18,31 +18,158 @@ pub(crate) fn minify(src: &str) -> String {
 /// Appends the minified form of `src` to `out`.
 pub(crate) fn minify_into(src: &str, out: &mut String) {
     let bytes = src.as_bytes();
-    let mut in_string = false;
-    let mut escaped = false;
+    let len = bytes.len();
     let mut run_start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
+    let mut i = 0;
+    while i < len {
+        match bytes[i] {
+            b'"' => i = string_end(bytes, i + 1),
             b' ' | b'\t' | b'\n' | b'\r' => {
                 // ASCII positions are always char boundaries.
                 out.push_str(&src[run_start..i]);
-                run_start = i + 1;
+                i += 1;
+                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                run_start = i;
             }
-            _ => {}
+            _ => i += 1,
         }
     }
     out.push_str(&src[run_start..]);
+}
+
+/// Where the top-level values sit in a minified JSON text, found while
+/// minifying it (see [`minify_outline`]). Ranges are byte ranges of the
+/// minified text.
+#[derive(Debug, Default)]
+pub(crate) struct Outline {
+    /// `b'['`, `b'{'`, or 0 for a scalar.
+    pub top: u8,
+    /// The elements of a top-level array.
+    pub elements: Vec<std::ops::Range<usize>>,
+    /// The members of a top-level object, in order.
+    pub members: Vec<Member>,
+}
+
+/// One member of a top-level object.
+#[derive(Debug)]
+pub(crate) struct Member {
+    /// The key, quotes included, as written.
+    pub key: std::ops::Range<usize>,
+    /// The value.
+    pub value: std::ops::Range<usize>,
+    /// The elements of the value, when it is an array.
+    pub elements: Vec<std::ops::Range<usize>>,
+}
+
+/// [`minify`] that also outlines the top-level container: one pass instead
+/// of a minification and two parses. `src` must be valid JSON.
+pub(crate) fn minify_outline(src: &str) -> (String, Outline) {
+    let bytes = src.as_bytes();
+    let len = bytes.len();
+    let mut out = String::with_capacity(len);
+    let mut outline = Outline::default();
+    let mut run_start = 0;
+    let mut depth = 0usize;
+    // Positions in the minified output.
+    let mut elem_start = 0;
+    let mut member_start = 0;
+    let mut key_end = 0;
+    let mut member_array = false;
+    let mut member_elem_start = 0;
+    let mut member_elems: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i < len {
+        let b = bytes[i];
+        match b {
+            b'"' => {
+                i = string_end(bytes, i + 1);
+                continue;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                out.push_str(&src[run_start..i]);
+                i += 1;
+                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                run_start = i;
+                continue;
+            }
+            _ => {}
+        }
+        // Minified position of byte i (the run since run_start has no whitespace).
+        let pos = out.len() + (i - run_start);
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth == 1 {
+                    outline.top = b;
+                    elem_start = pos + 1;
+                    member_start = pos + 1;
+                } else if depth == 2 && outline.top == b'{' && b == b'[' {
+                    member_array = true;
+                    member_elem_start = pos + 1;
+                    member_elems.clear();
+                }
+            }
+            b']' | b'}' => {
+                if depth == 1 {
+                    if outline.top == b'[' && pos > elem_start {
+                        outline.elements.push(elem_start..pos);
+                    }
+                    if outline.top == b'{' && pos > member_start {
+                        outline.members.push(Member {
+                            key: member_start..key_end,
+                            value: key_end + 1..pos,
+                            elements: std::mem::take(&mut member_elems),
+                        });
+                    }
+                } else if depth == 2 && member_array && b == b']' {
+                    if pos > member_elem_start {
+                        member_elems.push(member_elem_start..pos);
+                    }
+                    member_array = false;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' => {
+                if depth == 1 && outline.top == b'[' {
+                    outline.elements.push(elem_start..pos);
+                    elem_start = pos + 1;
+                } else if depth == 1 {
+                    outline.members.push(Member {
+                        key: member_start..key_end,
+                        value: key_end + 1..pos,
+                        elements: std::mem::take(&mut member_elems),
+                    });
+                    member_start = pos + 1;
+                } else if depth == 2 && member_array {
+                    member_elems.push(member_elem_start..pos);
+                    member_elem_start = pos + 1;
+                }
+            }
+            b':' if depth == 1 => key_end = pos,
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push_str(&src[run_start..]);
+    (out, outline)
+}
+
+/// The position just after the string literal whose contents start at
+/// `from` (after its opening quote); the end of `bytes` if it is not closed.
+fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(p) = memchr::memchr2(b'"', b'\\', &bytes[from..]) {
+        let at = from + p;
+        if bytes[at] == b'"' {
+            return at + 1;
+        }
+        // A backslash escapes the next byte.
+        from = (at + 2).min(bytes.len());
+    }
+    bytes.len()
 }
 
 /// How a JSON text was laid out by the program that wrote it.
@@ -76,19 +203,19 @@ impl Style {
     ];
 
     /// Finds the style that turns `minified` back into exactly `original`.
+    /// Each candidate is compared as it is laid out, without building it.
     pub(crate) fn detect(original: &str, minified: &str) -> Option<Style> {
         if original.len() == minified.len() {
             return (original == minified).then_some(Style::Compact);
         }
-        let mut buf = String::with_capacity(original.len());
-        for style in Self::CANDIDATES.into_iter().skip(1) {
-            buf.clear();
-            style.write(minified, &mut buf);
-            if buf == original {
-                return Some(style);
-            }
-        }
-        None
+        Self::CANDIDATES.into_iter().skip(1).find(|style| {
+            let mut cmp = Compare {
+                rest: original.as_bytes(),
+                ok: true,
+            };
+            style.write(minified, &mut cmp);
+            cmp.ok && cmp.rest.is_empty()
+        })
     }
 
     /// Lays out minified JSON text in this style.
@@ -101,25 +228,25 @@ impl Style {
         out
     }
 
-    fn newline(self, out: &mut String, depth: usize) {
+    fn newline(self, out: &mut impl Sink, depth: usize) {
         match self {
             Style::Indent(n) => {
-                out.push('\n');
+                out.put_byte(b'\n');
                 for _ in 0..depth * n as usize {
-                    out.push(' ');
+                    out.put_byte(b' ');
                 }
             }
             Style::Tabs => {
-                out.push('\n');
+                out.put_byte(b'\n');
                 for _ in 0..depth {
-                    out.push('\t');
+                    out.put_byte(b'\t');
                 }
             }
             Style::Compact | Style::Spaced => {}
         }
     }
 
-    fn write(self, minified: &str, out: &mut String) {
+    fn write(self, minified: &str, out: &mut impl Sink) {
         let bytes = minified.as_bytes();
         let pretty = matches!(self, Style::Indent(_) | Style::Tabs);
         let mut depth = 0usize;
@@ -130,19 +257,14 @@ impl Style {
             match b {
                 b'"' => {
                     // Skip the string literal; it is copied with the literal run.
-                    i += 1;
-                    while i < bytes.len() {
-                        match bytes[i] {
-                            b'\\' => i += 2,
-                            b'"' => break,
-                            _ => i += 1,
-                        }
-                    }
-                    i += 1;
+                    i = string_end(bytes, i + 1);
                     continue;
                 }
                 b'{' | b'[' | b'}' | b']' | b',' | b':' => {
-                    out.push_str(&minified[literal_start..i]);
+                    if out.failed() {
+                        return;
+                    }
+                    out.put(&minified[literal_start..i]);
                     literal_start = i + 1;
                 }
                 _ => {
@@ -154,40 +276,113 @@ impl Style {
                 b'{' | b'[' => {
                     let close = if b == b'{' { b'}' } else { b']' };
                     if bytes.get(i + 1) == Some(&close) {
-                        out.push(b as char);
-                        out.push(close as char);
+                        out.put_byte(b);
+                        out.put_byte(close);
                         i += 2;
                         literal_start = i;
                         continue;
                     }
-                    out.push(b as char);
+                    out.put_byte(b);
                     depth += 1;
                     self.newline(out, depth);
                 }
                 b'}' | b']' => {
                     depth = depth.saturating_sub(1);
                     self.newline(out, depth);
-                    out.push(b as char);
+                    out.put_byte(b);
                 }
                 b',' => {
-                    out.push(',');
+                    out.put_byte(b',');
                     if pretty {
                         self.newline(out, depth);
                     } else if self == Style::Spaced {
-                        out.push(' ');
+                        out.put_byte(b' ');
                     }
                 }
                 _ => {
-                    out.push(':');
+                    out.put_byte(b':');
                     if self != Style::Compact {
-                        out.push(' ');
+                        out.put_byte(b' ');
                     }
                 }
             }
             i += 1;
         }
-        out.push_str(&minified[literal_start.min(minified.len())..]);
+        out.put(&minified[literal_start.min(minified.len())..]);
     }
+}
+
+/// Where [`Style::write`] puts its output.
+trait Sink {
+    fn put(&mut self, s: &str);
+    /// An ASCII byte.
+    fn put_byte(&mut self, b: u8);
+    /// Whether writing on is pointless.
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn put_byte(&mut self, b: u8) {
+        self.push(char::from(b));
+    }
+}
+
+/// Compares what is written with an expected text, allocating nothing.
+struct Compare<'o> {
+    rest: &'o [u8],
+    ok: bool,
+}
+
+impl Sink for Compare<'_> {
+    fn put(&mut self, s: &str) {
+        match self.rest.strip_prefix(s.as_bytes()) {
+            Some(rest) if self.ok => self.rest = rest,
+            _ => self.ok = false,
+        }
+    }
+    fn put_byte(&mut self, b: u8) {
+        match self.rest.split_first() {
+            Some((&first, rest)) if self.ok && first == b => self.rest = rest,
+            _ => self.ok = false,
+        }
+    }
+    fn failed(&self) -> bool {
+        !self.ok
+    }
+}
+
+/// Whether minifying `src` (valid JSON) gives exactly `minified`, without
+/// building the minified text.
+pub(crate) fn minifies_to(src: &str, minified: &str) -> bool {
+    let bytes = src.as_bytes();
+    let len = bytes.len();
+    let mut cmp = Compare {
+        rest: minified.as_bytes(),
+        ok: true,
+    };
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < len && cmp.ok {
+        match bytes[i] {
+            b'"' => i = string_end(bytes, i + 1),
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                cmp.put(&src[run_start..i]);
+                i += 1;
+                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                run_start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    cmp.put(&src[run_start.min(len)..]);
+    cmp.ok && cmp.rest.is_empty()
 }
 
 /// Byte range of `inner` inside `outer`; `inner` must borrow from `outer`
@@ -236,6 +431,38 @@ mod tests {
         assert!(spaced.starts_with("{\"a\": [1, {\"b\": [], \"c\": {}}, \"s, t: u\"]"));
         assert_eq!(Style::detect(&spaced, &min), Some(Style::Spaced));
         assert_eq!(Style::detect("{ \"a\":1}", "{\"a\":1}"), None);
+    }
+
+    #[test]
+    fn outline_finds_members_and_elements() {
+        let src = " { \"a\" : [ 1 , {\"x\":[2,3]} , \"s,]\" ] , \"b\":{\"c\":[4]}, \"e\":[] } ";
+        let (min, o) = minify_outline(src);
+        assert_eq!(min, minify(src));
+        assert_eq!(o.top, b'{');
+        let keys: Vec<&str> = o.members.iter().map(|m| &min[m.key.clone()]).collect();
+        assert_eq!(keys, ["\"a\"", "\"b\"", "\"e\""]);
+        let a = &o.members[0];
+        assert_eq!(&min[a.value.clone()], "[1,{\"x\":[2,3]},\"s,]\"]");
+        let els: Vec<&str> = a.elements.iter().map(|r| &min[r.clone()]).collect();
+        assert_eq!(els, ["1", "{\"x\":[2,3]}", "\"s,]\""]);
+        assert!(o.members[1].elements.is_empty());
+        assert_eq!(&min[o.members[2].value.clone()], "[]");
+        assert!(o.members[2].elements.is_empty());
+        let (min, o) = minify_outline("[ [1,2] , 3 ]");
+        let els: Vec<&str> = o.elements.iter().map(|r| &min[r.clone()]).collect();
+        assert_eq!(els, ["[1,2]", "3"]);
+        assert!(minify_outline(" [ ] ").1.elements.is_empty());
+        assert_eq!(minify_outline("\"x\"").1.top, 0);
+        assert!(minify_outline("{}").1.members.is_empty());
+    }
+
+    #[test]
+    fn minifies_to_compares_without_building() {
+        let src = " { \"a b\" : [ 1 , \"x \\\" y\" ] } ";
+        assert!(minifies_to(src, &minify(src)));
+        assert!(!minifies_to(src, "{\"a b\":[1]}"));
+        assert!(!minifies_to(src, &(minify(src) + " ")));
+        assert!(minifies_to("[]", "[]"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::jsonfmt::{Style, minify, range_in, trim_parts};
+use super::jsonfmt::{Outline, Style, minifies_to, minify, minify_outline, range_in, trim_parts};
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
 /// The part of a file header that lets the original result be rebuilt.
@@ -179,7 +179,7 @@ enum JsonShape<'a> {
     Array {
         before: &'a str,
         after: &'a str,
-        elements: Vec<&'a RawValue>,
+        elements: Vec<&'a str>,
     },
     /// One value, one record.
     Single,
@@ -212,23 +212,94 @@ fn json_shape(minified: &str) -> JsonShape<'_> {
     JsonShape::Array {
         before: &minified[..range.start],
         after: &minified[range.end..],
-        elements,
+        elements: elements.into_iter().map(RawValue::get).collect(),
+    }
+}
+
+/// [`json_shape`] from the outline found while minifying (no parse), the
+/// same answer. Objects with escaped or repeated keys take the parsing way.
+fn json_shape_outlined<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m> {
+    let shape = shape_from_outline(minified, outline);
+    // Debug builds (the tests, the property tests) check it against the parse.
+    #[cfg(debug_assertions)]
+    match (&shape, json_shape(minified)) {
+        (JsonShape::Single, JsonShape::Single) => {}
+        (
+            JsonShape::Array {
+                before,
+                after,
+                elements,
+            },
+            JsonShape::Array {
+                before: b,
+                after: a,
+                elements: e,
+            },
+        ) => assert!(*before == b && *after == a && *elements == e, "{minified}"),
+        _ => panic!("outline and parse disagree on {minified}"),
+    }
+    shape
+}
+
+fn shape_from_outline<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m> {
+    let slices = |ranges: &[std::ops::Range<usize>]| -> Vec<&'m str> {
+        ranges.iter().map(|r| &minified[r.clone()]).collect()
+    };
+    match outline.top {
+        b'[' => JsonShape::Array {
+            before: "",
+            after: "",
+            elements: slices(&outline.elements),
+        },
+        b'{' => {
+            let keys = || outline.members.iter().map(|m| &minified[m.key.clone()]);
+            let mut seen = std::collections::HashSet::with_capacity(outline.members.len());
+            if keys().any(|k| k.contains('\\') || !seen.insert(k)) {
+                return json_shape(minified);
+            }
+            let Some(member) = outline
+                .members
+                .iter()
+                .filter(|m| minified[m.value.clone()].starts_with('['))
+                .max_by_key(|m| m.value.len())
+                .filter(|m| m.value.len() * 2 > minified.len())
+            else {
+                return JsonShape::Single;
+            };
+            JsonShape::Array {
+                before: &minified[..member.value.start],
+                after: &minified[member.value.end..],
+                elements: slices(&member.elements),
+            }
+        }
+        _ => JsonShape::Single,
     }
 }
 
 /// What a text block holds.
 enum TextKind {
-    Json { minified: String },
-    Jsonl { lines: Vec<String> },
+    Json {
+        minified: String,
+        outline: Outline,
+    },
+    /// JSON that minifies to exactly the minified `structuredContent`: its
+    /// backwards-compatible text copy.
+    Copy,
+    Jsonl {
+        lines: Vec<String>,
+    },
     Plain,
 }
 
-fn classify_text(text: &str) -> TextKind {
+fn classify_text(text: &str, structured_minified: Option<&str>) -> TextKind {
     let (_, core, _) = trim_parts(text);
     if core.starts_with(['{', '[']) && serde_json::from_str::<&RawValue>(core).is_ok() {
-        return TextKind::Json {
-            minified: minify(core),
-        };
+        // Compared while minifying: a copy is never built.
+        if structured_minified.is_some_and(|m| minifies_to(core, m)) {
+            return TextKind::Copy;
+        }
+        let (minified, outline) = minify_outline(core);
+        return TextKind::Json { minified, outline };
     }
     if core.starts_with(['{', '[']) && core.contains('\n') {
         let mut lines = Vec::new();
@@ -262,15 +333,16 @@ pub(crate) fn extract(
 
     // 1. structuredContent holding an array.
     if let Some(raw) = result.structured() {
-        let minified = minify(raw.get());
+        let (minified, outline) = minify_outline(raw.get());
+        let mut is_array = false;
         if let JsonShape::Array {
             before,
             after,
             elements,
-        } = json_shape(&minified)
+        } = json_shape_outlined(&minified, &outline)
         {
             let start = records.len();
-            records.extend(elements.iter().map(|e| e.get().to_owned()));
+            records.extend(elements.iter().map(|e| (*e).to_owned()));
             segments.push(Segment {
                 block: None,
                 start,
@@ -282,14 +354,22 @@ pub(crate) fn extract(
                 },
             });
             structured_slim = Some(format!("{before}[]{after}"));
-            structured_minified = Some(minified.clone());
+            is_array = true;
+        }
+        if is_array {
+            structured_minified = Some(minified);
         }
     }
 
     // 2. Text blocks: classify each.
     let mut kinds: Vec<Option<TextKind>> = Vec::with_capacity(result.blocks.len());
     for block in &result.blocks {
-        kinds.push(block.text.as_deref().map(classify_text));
+        kinds.push(
+            block
+                .text
+                .as_deref()
+                .map(|t| classify_text(t, structured_minified.as_deref())),
+        );
     }
     // A text block holding one element of the structured array is its copy
     // (the Python SDK sends a list as one text block per element).
@@ -300,7 +380,7 @@ pub(crate) fn extract(
     };
     let single_json_texts = kinds
         .iter()
-        .any(|k| matches!(k, Some(TextKind::Json { minified }) if !minified.starts_with('[')));
+        .any(|k| matches!(k, Some(TextKind::Json { minified, .. }) if !minified.starts_with('[')));
     let element_of: std::collections::HashMap<u64, usize> = match segments.first() {
         Some(seg) if seg.block.is_none() && single_json_texts => records
             .iter()
@@ -310,21 +390,26 @@ pub(crate) fn extract(
             .collect(),
         _ => std::collections::HashMap::new(),
     };
-    let copy_of_element = |records: &[String], minified: &str| {
-        element_of
-            .get(&hash(minified))
-            .copied()
-            .filter(|&n| records[n] == minified)
-    };
+    let element_copies: Vec<Option<usize>> = kinds
+        .iter()
+        .map(|k| match k {
+            Some(TextKind::Json { minified, .. }) if !element_of.is_empty() => element_of
+                .get(&hash(minified))
+                .copied()
+                .filter(|&n| records[n] == *minified),
+            _ => None,
+        })
+        .collect();
 
     let mut is_source = vec![false; result.blocks.len()];
     // A text block equal to structuredContent is its backwards-compatible
     // copy; every other JSON text is shaped (parsed) once, here.
-    let is_copy = |minified: &String| structured_minified.as_ref() == Some(minified);
     let mut shapes: Vec<Option<JsonShape<'_>>> = kinds
         .iter()
         .map(|k| match k {
-            Some(TextKind::Json { minified }) if !is_copy(minified) => Some(json_shape(minified)),
+            Some(TextKind::Json { minified, outline }) => {
+                Some(json_shape_outlined(minified, outline))
+            }
             _ => None,
         })
         .collect();
@@ -336,7 +421,7 @@ pub(crate) fn extract(
             .any(|k| matches!(k, Some(TextKind::Jsonl { .. })));
     let has_json_text = kinds
         .iter()
-        .any(|k| matches!(k, Some(TextKind::Json { .. })));
+        .any(|k| matches!(k, Some(TextKind::Json { .. } | TextKind::Copy)));
     let has_array_records = !records.is_empty() || has_json_array_text;
     let json_records_exist = has_array_records || has_json_text;
 
@@ -344,11 +429,9 @@ pub(crate) fn extract(
         let Some(kind) = kind else { continue };
         let text = result.blocks[i].text.as_deref().unwrap_or_default();
         match kind {
-            TextKind::Json { minified } => {
-                // A text copy of structuredContent (the spec's backwards-compatible text).
-                if is_copy(minified)
-                    && let Some(first) = segments.first()
-                {
+            // A text copy of structuredContent (the spec's backwards-compatible text).
+            TextKind::Copy => {
+                if let (Some(first), Some(minified)) = (segments.first(), &structured_minified) {
                     if let Shape::Json { before, after, .. } = &first.shape {
                         segments.push(Segment {
                             block: Some(i),
@@ -362,56 +445,54 @@ pub(crate) fn extract(
                         });
                         is_source[i] = true;
                     }
-                    continue;
                 }
-                if let Some(n) = copy_of_element(&records, minified) {
+            }
+            TextKind::Json { minified, .. } if element_copies[i].is_some() => {
+                segments.push(Segment {
+                    block: Some(i),
+                    start: element_copies[i].unwrap_or_default(),
+                    count: 1,
+                    shape: Shape::Value {
+                        format: Some(TextFormat::detect(text, minified)),
+                    },
+                });
+                is_source[i] = true;
+            }
+            TextKind::Json { minified, .. } => match shapes[i].take() {
+                None => {}
+                Some(JsonShape::Array {
+                    before,
+                    after,
+                    elements,
+                }) => {
+                    let start = records.len();
+                    records.extend(elements.iter().map(|e| (*e).to_owned()));
                     segments.push(Segment {
                         block: Some(i),
-                        start: n,
+                        start,
+                        count: elements.len(),
+                        shape: Shape::Json {
+                            before: before.to_owned(),
+                            after: after.to_owned(),
+                            format: Some(TextFormat::detect(text, minified)),
+                        },
+                    });
+                    is_source[i] = true;
+                }
+                Some(JsonShape::Single) if !has_array_records || is_large(text) => {
+                    segments.push(Segment {
+                        block: Some(i),
+                        start: records.len(),
                         count: 1,
                         shape: Shape::Value {
                             format: Some(TextFormat::detect(text, minified)),
                         },
                     });
+                    records.push(minified.clone());
                     is_source[i] = true;
-                    continue;
                 }
-                match shapes[i].take() {
-                    None => {}
-                    Some(JsonShape::Array {
-                        before,
-                        after,
-                        elements,
-                    }) => {
-                        let start = records.len();
-                        records.extend(elements.iter().map(|e| e.get().to_owned()));
-                        segments.push(Segment {
-                            block: Some(i),
-                            start,
-                            count: elements.len(),
-                            shape: Shape::Json {
-                                before: before.to_owned(),
-                                after: after.to_owned(),
-                                format: Some(TextFormat::detect(text, minified)),
-                            },
-                        });
-                        is_source[i] = true;
-                    }
-                    Some(JsonShape::Single) if !has_array_records || is_large(text) => {
-                        segments.push(Segment {
-                            block: Some(i),
-                            start: records.len(),
-                            count: 1,
-                            shape: Shape::Value {
-                                format: Some(TextFormat::detect(text, minified)),
-                            },
-                        });
-                        records.push(minified.clone());
-                        is_source[i] = true;
-                    }
-                    Some(JsonShape::Single) => {}
-                }
-            }
+                Some(JsonShape::Single) => {}
+            },
             TextKind::Jsonl { lines } => {
                 let (lead, core, trail) = trim_parts(text);
                 let joined = lines.join("\n");

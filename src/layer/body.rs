@@ -270,7 +270,7 @@ impl<E> SseState<E> {
 
     /// If `event` carries the result of a watched request: its call, its
     /// data and the range of the result in it.
-    fn watch_event(&mut self, event: &[u8]) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
+    fn watch_event(&mut self, event: &Bytes) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
         let data = event_data(event)?;
         if data.trim_ascii_start().first() != Some(&b'{') {
             return None;
@@ -281,7 +281,7 @@ impl<E> SseState<E> {
         let pos = self.watched.iter().position(|(w, _)| *w == id)?;
         let (_, call) = self.watched.swap_remove(pos);
         let range = range_in(text, msg.result?.get());
-        Some((call, Bytes::from(data), range))
+        Some((call, data, range))
     }
 }
 
@@ -298,10 +298,14 @@ async fn rewrite_event(
         .await;
     match super::service::replacement(outcome) {
         Some(result) => {
-            let text = String::from_utf8_lossy(&data);
-            let mut message = crate::engine::jsonfmt::minify(&text[..range.start]);
+            // Only the message around the result is re-read (it was valid
+            // UTF-8 when the event was watched; the result may be megabytes).
+            let before = String::from_utf8_lossy(&data[..range.start]);
+            let after = String::from_utf8_lossy(&data[range.end..]);
+            let mut message = String::with_capacity(before.len() + result.len() + after.len());
+            crate::engine::jsonfmt::minify_into(&before, &mut message);
             message.push_str(&result);
-            message.push_str(&crate::engine::jsonfmt::minify(&text[range.end..]));
+            crate::engine::jsonfmt::minify_into(&after, &mut message);
             replace_data(&event, message.as_bytes())
         }
         None => event,

@@ -142,13 +142,18 @@ pub(crate) struct ResponseMessage<'a> {
 /// for each, its id and the byte range of its `result`.
 pub(crate) fn find_results(body: &str) -> Vec<(Value, std::ops::Range<usize>)> {
     let trimmed = body.trim_start();
-    let messages: Vec<&RawValue> = if trimmed.starts_with('[') {
-        serde_json::from_str(body).unwrap_or_default()
-    } else {
-        serde_json::from_str::<&RawValue>(body)
-            .map(|m| vec![m])
-            .unwrap_or_default()
-    };
+    if !trimmed.starts_with('[') {
+        // One message: parsed once, straight into its id and raw result
+        // (the body may be megabytes; a second pass would cost as much).
+        return match serde_json::from_str::<ResponseMessage<'_>>(body) {
+            Ok(ResponseMessage {
+                id: Some(id),
+                result: Some(result),
+            }) => vec![(id, range_in(body, result.get()))],
+            _ => Vec::new(),
+        };
+    }
+    let messages: Vec<&RawValue> = serde_json::from_str(body).unwrap_or_default();
     let mut out = Vec::new();
     for m in messages {
         let Ok(msg) = serde_json::from_str::<ResponseMessage<'_>>(m.get()) else {

@@ -68,6 +68,44 @@ impl<'a> RawResult<'a> {
     }
 
     fn parse_with(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
+        // The usual case in one pass: the top level with `content` read
+        // straight into block fields. Anything unusual takes the careful
+        // way below, which also names the error.
+        if let Ok(TopFast {
+            top,
+            blocks: Some(objects),
+        }) = serde_json::from_str::<TopFast<'a>>(json)
+        {
+            // Debug builds (the tests, the property tests) check it against the careful way.
+            #[cfg(debug_assertions)]
+            if let Ok(slow) = Self::parse_slow(json, null_text) {
+                let raw = |o: &RawObject<'a>| -> Vec<(String, String)> {
+                    o.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                if k == "content" {
+                                    String::new()
+                                } else {
+                                    v.get().to_owned()
+                                },
+                            )
+                        })
+                        .collect()
+                };
+                assert_eq!(raw(&slow.top), raw(&top), "top-level fields differ");
+                let blocks: Vec<Vec<(String, String)>> = objects.iter().map(raw).collect();
+                let slow_blocks: Vec<Vec<(String, String)>> =
+                    slow.blocks.iter().map(|b| raw(&b.fields)).collect();
+                assert_eq!(slow_blocks, blocks, "content blocks differ");
+            }
+            return Self::from_parts(top, objects, null_text);
+        }
+        Self::parse_slow(json, null_text)
+    }
+
+    /// The careful way: the top level, then `content`, each with its error.
+    fn parse_slow(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
         let top: RawObject<'a> = match serde_json::from_str(json) {
             Ok(top) => top,
             Err(e) if e.is_data() => return Err(ResultError::NotToolResult("not a JSON object")),
@@ -76,12 +114,34 @@ impl<'a> RawResult<'a> {
         let content = top
             .get("content")
             .ok_or(ResultError::NotToolResult("no `content` array"))?;
-        let raw_blocks: Vec<&'a RawValue> = serde_json::from_str(content.get())
-            .map_err(|_| ResultError::NotToolResult("`content` is not an array"))?;
-        let mut blocks = Vec::with_capacity(raw_blocks.len());
-        for raw in raw_blocks {
-            let fields: RawObject<'a> = serde_json::from_str(raw.get())
-                .map_err(|_| ResultError::NotToolResult("a content block is not an object"))?;
+        // Blocks are read straight into their fields: one pass over content
+        // that may be megabytes. Only when that fails is it read again, to
+        // tell which error applies.
+        let objects: Vec<RawObject<'a>> = match serde_json::from_str(content.get()) {
+            Ok(objects) => objects,
+            Err(_) => {
+                let raw_blocks: Vec<&'a RawValue> = serde_json::from_str(content.get())
+                    .map_err(|_| ResultError::NotToolResult("`content` is not an array"))?;
+                for raw in raw_blocks {
+                    serde_json::from_str::<RawObject<'a>>(raw.get()).map_err(|_| {
+                        ResultError::NotToolResult("a content block is not an object")
+                    })?;
+                }
+                return Err(ResultError::NotToolResult(
+                    "a content block is not an object",
+                ));
+            }
+        };
+        Self::from_parts(top, objects, null_text)
+    }
+
+    fn from_parts(
+        top: RawObject<'a>,
+        objects: Vec<RawObject<'a>>,
+        null_text: bool,
+    ) -> Result<Self, ResultError> {
+        let mut blocks = Vec::with_capacity(objects.len());
+        for fields in objects {
             let kind: String = fields
                 .get("type")
                 .and_then(|t| serde_json::from_str(t.get()).ok())
@@ -178,6 +238,46 @@ impl<'a> RawResult<'a> {
             }
         }
         out.push('}');
+    }
+}
+
+/// The top level of a result read in one pass: every field raw, except
+/// `content`, read into block fields (its raw entry in `top` is a
+/// placeholder: [`RawResult::write`] writes the blocks instead).
+struct TopFast<'a> {
+    top: RawObject<'a>,
+    blocks: Option<Vec<RawObject<'a>>>,
+}
+
+impl<'de> serde::Deserialize<'de> for TopFast<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = TopFast<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a CallToolResult object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut top = RawObject::new();
+                let mut blocks = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "content" {
+                        blocks = Some(map.next_value::<Vec<RawObject<'de>>>()?);
+                        // Same position and overwrite rules as a plain map.
+                        let placeholder: &'static RawValue =
+                            serde_json::from_str("[]").map_err(serde::de::Error::custom)?;
+                        top.insert(key, placeholder);
+                    } else {
+                        top.insert(key, map.next_value::<&'de RawValue>()?);
+                    }
+                }
+                Ok(TopFast { top, blocks })
+            }
+        }
+        d.deserialize_map(Visit)
     }
 }
 

@@ -34,11 +34,12 @@ impl EventSplitter {
         let bytes = &self.buf[..];
         let mut i = self.scan;
         while i < bytes.len() {
+            let Some(at) = memchr::memchr2(b'\n', b'\r', &bytes[i..]) else {
+                i = bytes.len();
+                break;
+            };
+            i += at;
             let b = bytes[i];
-            if b != b'\n' && b != b'\r' {
-                i += 1;
-                continue;
-            }
             // A line ends at i. A CR at the very end may be the first half of CRLF.
             let end = if b == b'\r' {
                 match bytes.get(i + 1) {
@@ -81,7 +82,7 @@ fn lines(event: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
         if rest.is_empty() {
             return None;
         }
-        let pos = rest.iter().position(|&b| b == b'\n' || b == b'\r');
+        let pos = memchr::memchr2(b'\n', b'\r', rest);
         let (content, term_len) = match pos {
             None => (rest, 0),
             Some(p) if rest[p] == b'\r' && rest.get(p + 1) == Some(&b'\n') => (&rest[..p], 2),
@@ -105,24 +106,38 @@ fn field(line: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// The event's data: its `data` lines joined by `\n` (`None` without any).
-pub(crate) fn event_data(event: &[u8]) -> Option<Vec<u8>> {
-    let mut data: Option<Vec<u8>> = None;
+/// One data line (what servers send) is returned as a slice of `event`,
+/// without copying it.
+pub(crate) fn event_data(event: &Bytes) -> Option<Bytes> {
+    let mut first: Option<&[u8]> = None;
+    let mut joined: Option<Vec<u8>> = None;
     for (line, _) in lines(event) {
         if line.first() == Some(&b':') || line.is_empty() {
             continue;
         }
         let (name, value) = field(line);
         if name == b"data" {
-            match &mut data {
-                None => data = Some(value.to_vec()),
-                Some(d) => {
+            match (&mut joined, first) {
+                (Some(d), _) => {
                     d.push(b'\n');
                     d.extend_from_slice(value);
+                }
+                (None, None) => first = Some(value),
+                (None, Some(f)) => {
+                    let mut d = Vec::with_capacity(f.len() + value.len() + 1);
+                    d.extend_from_slice(f);
+                    d.push(b'\n');
+                    d.extend_from_slice(value);
+                    joined = Some(d);
                 }
             }
         }
     }
-    data
+    match (joined, first) {
+        (Some(d), _) => Some(Bytes::from(d)),
+        (None, Some(f)) => Some(event.slice_ref(f)),
+        (None, None) => None,
+    }
 }
 
 /// The event with its data lines replaced by one `data:` line holding
@@ -180,13 +195,19 @@ mod tests {
     #[test]
     fn data_is_joined_and_replaced() {
         let ev = b"event: message\nid: 9\ndata: {\"a\":\ndata:  1}\nretry: 5\n\n";
-        assert_eq!(event_data(ev).unwrap(), b"{\"a\":\n 1}");
+        assert_eq!(
+            event_data(&Bytes::from_static(ev)).unwrap(),
+            &b"{\"a\":\n 1}"[..]
+        );
         let out = replace_data(ev, b"{\"b\":2}");
         assert_eq!(
             &out[..],
             b"event: message\nid: 9\ndata: {\"b\":2}\nretry: 5\n\n"
         );
-        assert_eq!(event_data(b"data:\n\n").unwrap(), b"");
-        assert!(event_data(b": ping\n\n").is_none());
+        assert_eq!(
+            event_data(&Bytes::from_static(b"data:\n\n")).unwrap(),
+            &b""[..]
+        );
+        assert!(event_data(&Bytes::from_static(b": ping\n\n")).is_none());
     }
 }

@@ -1,0 +1,361 @@
+//! Peak heap while offloading a 100 MB result (a counting global allocator
+//! wrapping the system one), and the time to write one offload file for a
+//! 500-memory result (the LRO paper measured about 24 ms median).
+//!
+//! `LRO_BENCH_QUICK=1`: fewer repetitions (the 100 MB run is kept).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+use tower::{Layer, ServiceExt};
+use tower_lro::{OffloadConfig, OffloadLayer, Offloader, Outcome, ToolCall};
+
+/// Counts live heap bytes and their peak.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; only counters are added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f`; returns its value and the peak live heap during it, in bytes
+/// (everything alive at the start included).
+fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+    let out = f();
+    (out, PEAK.load(Ordering::Relaxed))
+}
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// The inner service's body: the response in 64 KiB frames (zero-copy).
+struct Chunked(Bytes);
+
+impl Body for Chunked {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.0.is_empty() {
+            return Poll::Ready(None);
+        }
+        let n = self.0.len().min(64 * 1024);
+        Poll::Ready(Some(Ok(Frame::data(self.0.split_to(n)))))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        // What hyper reports for a body with a Content-Length.
+        http_body::SizeHint::with_exact(self.0.len() as u64)
+    }
+}
+
+/// The response as one SSE event.
+fn sse_event(response: &Bytes) -> Bytes {
+    let mut v = Vec::with_capacity(response.len() + 32);
+    v.extend_from_slice(b"event: message\ndata: ");
+    v.extend_from_slice(response);
+    v.extend_from_slice(b"\n\n");
+    Bytes::from(v)
+}
+
+/// One watched request through the layer; the inner service answers `body`.
+fn through_layer(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    body: Bytes,
+    sse: bool,
+) -> usize {
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let inner = tower::service_fn(
+        move |_req: Request<tower_lro::layer::RequestBody<Full<Bytes>>>| {
+            let body = body.clone();
+            async move {
+                let mut r = Response::new(Chunked(body));
+                r.headers_mut()
+                    .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
+                Ok::<_, Infallible>(r)
+            }
+        },
+    );
+    let svc = OffloadLayer::builder().output_dir(dir).build().layer(inner);
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(Full::new(Bytes::from(support::tools_call(
+            1,
+            "recall_memories",
+            json!({"detail": "full"}),
+        ))))
+        .unwrap();
+    rt.block_on(async {
+        let resp = svc.oneshot(req).await.unwrap();
+        resp.into_body().collect().await.unwrap().to_bytes().len()
+    })
+}
+
+fn clear(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let _ = std::fs::remove_file(e.path());
+    }
+}
+
+/// Peak-memory cases; each runs in its own process so nothing one leaves
+/// behind (allocator state, runtime caches) counts in another.
+const CASES: [&str; 5] = ["json", "sse", "engine", "value", "naive"];
+
+fn main() {
+    let quick = support::quick();
+    let Ok(case) = std::env::var("LRO_MEM_CASE") else {
+        let mut rows = Vec::new();
+        for case in CASES {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .env("LRO_MEM_CASE", case)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "memory case {case} failed");
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some(r) = line.strip_prefix("ROW\t") {
+                    rows.push(r.split('\t').map(str::to_owned).collect());
+                }
+            }
+        }
+        support::print_table(
+            "memory",
+            "Peak heap while offloading a 100 MB result (counting allocator, one process per row; 'above start' excludes the response bytes the server already holds)",
+            &[
+                "path",
+                "response",
+                "peak above start",
+                "peak live heap",
+                "above start / size",
+                "live / size",
+                "target",
+            ],
+            &rows,
+        );
+        write_times(quick);
+        return;
+    };
+    let want = |c: &str| case == c;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    // --- Peak memory, 100 MB ---
+    let n = support::memories_for_bytes(100 * 1000 * 1000);
+    let (response, result_len, records) = {
+        let mems = support::memories(n);
+        let result = tower_lro::fixtures::memory_tool_result(&mems);
+        let response = Bytes::from(support::response(1, &result));
+        let result_len = serde_json::to_vec(&result).unwrap().len();
+        (response, result_len, serde_json::to_vec(&mems).unwrap())
+    };
+    drop(records);
+    let size = response.len() as f64;
+    let mut rows = Vec::new();
+    let mut row = |what: &str, base: usize, peak: usize| {
+        rows.push(vec![
+            what.to_owned(),
+            format!("{:.1} MB", size / 1e6),
+            format!("{:.1} MB", (peak - base) as f64 / 1e6),
+            format!("{:.1} MB", peak as f64 / 1e6),
+            format!("{:.2}", (peak - base) as f64 / size),
+            format!("{:.2}", peak as f64 / size),
+            if what.starts_with("layer") || what.starts_with("engine") {
+                let r = (peak - base) as f64 / size;
+                format!("≤ 3.0 ({})", if r <= 3.0 { "met" } else { "MISSED" })
+            } else {
+                "—".into()
+            },
+        ]);
+    };
+    eprintln!(
+        "100 MB case: {n} memories, response {} bytes, result {result_len} bytes",
+        response.len()
+    );
+    for sse in [false, true]
+        .into_iter()
+        .filter(|&sse| want(if sse { "sse" } else { "json" }))
+    {
+        // The server's response bytes exist before the layer sees them.
+        let body = if sse {
+            sse_event(&response)
+        } else {
+            response.clone()
+        };
+        let base = live();
+        let (out, peak) = peak_during(|| through_layer(&rt, dir.path(), body, sse));
+        assert!(out < response.len() / 10, "not offloaded");
+        clear(dir.path());
+        row(if sse { "layer, SSE" } else { "layer, JSON" }, base, peak);
+    }
+    if want("engine") {
+        let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+        let call = ToolCall::new("recall_memories", Some(json!({"detail": "full"})));
+        let v: Value = serde_json::from_slice(&response).unwrap();
+        let mut result = serde_json::to_vec(&v["result"]).unwrap();
+        result.shrink_to_fit();
+        let result = Bytes::from(result);
+        drop(v);
+        let base = live();
+        let (outcome, peak) = peak_during(|| offloader.process(&call, &result).unwrap());
+        assert!(matches!(outcome, Outcome::Offloaded(_)));
+        drop(outcome);
+        clear(dir.path());
+        let result_size = result.len();
+        drop(result);
+        let _ = result_size;
+        row("engine (Offloader::process)", base, peak);
+    }
+    if want("value") {
+        let base = live();
+        let (v, peak) = peak_during(|| serde_json::from_slice::<Value>(&response).unwrap());
+        drop(v);
+        row("one from_slice::<Value>", base, peak);
+    }
+    if want("naive") {
+        let base = live();
+        let (_, peak) = peak_during(|| {
+            let v: Value = serde_json::from_slice(&response).unwrap();
+            let mut out = Vec::new();
+            for r in v["result"]["structuredContent"]["memories"]
+                .as_array()
+                .unwrap()
+            {
+                serde_json::to_writer(&mut out, r).unwrap();
+                out.push(b'\n');
+            }
+            std::fs::write(dir.path().join("naive.jsonl"), out).unwrap();
+        });
+        clear(dir.path());
+        row("naive (Value, each record, write)", base, peak);
+    }
+    drop(response);
+    for r in rows {
+        println!("ROW\t{}", r.join("\t"));
+    }
+}
+
+/// Time to write one offload file, 500 full memories.
+fn write_times(quick: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let reps = if quick { 30 } else { 200 };
+    let result = Bytes::from(serde_json::to_vec(&support::memory_result(500)).unwrap());
+    let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+    let call = ToolCall::new("recall_memories", Some(json!({"detail": "full"})));
+    let mut process = Vec::with_capacity(reps);
+    let mut write = Vec::with_capacity(reps);
+    let mut file_len = 0;
+    for _ in 0..reps {
+        let start = Instant::now();
+        let outcome = offloader.process(&call, &result).unwrap();
+        process.push(start.elapsed().as_nanos() as f64);
+        let Outcome::Offloaded(o) = outcome else {
+            panic!("500 memories must be offloaded")
+        };
+        let contents = std::fs::read(&o.file.path).unwrap();
+        file_len = contents.len();
+        std::fs::remove_file(&o.file.path).unwrap();
+        let start = Instant::now();
+        let name = o
+            .file
+            .path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let path = offloader.store().write(&name, &contents).unwrap();
+        write.push(start.elapsed().as_nanos() as f64);
+        std::fs::remove_file(path).unwrap();
+    }
+    process.sort_by(f64::total_cmp);
+    write.sort_by(f64::total_cmp);
+    support::print_table(
+        "write",
+        &format!(
+            "One offload file for 500 full memories ({:.2} MB result, {:.2} MB file, {reps} runs)",
+            result.len() as f64 / 1e6,
+            file_len as f64 / 1e6
+        ),
+        &["step", "median", "p99", "LRO paper"],
+        &[
+            vec![
+                "Offloader::process (parse, records, stats, recipes, write)".into(),
+                support::fmt_ns(support::percentile(&process, 50.0)),
+                support::fmt_ns(support::percentile(&process, 99.0)),
+                "≈ 24 ms median".into(),
+            ],
+            vec![
+                "FsStore::write of the file alone".into(),
+                support::fmt_ns(support::percentile(&write, 50.0)),
+                support::fmt_ns(support::percentile(&write, 99.0)),
+                "—".into(),
+            ],
+        ],
+    );
+}
