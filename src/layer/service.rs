@@ -326,7 +326,13 @@ where
     B: Body<Data = Bytes>,
 {
     let mut body = Box::pin(body);
-    let mut chunks: Vec<Bytes> = Vec::new();
+    // One chunk is kept as is; more are copied, as they come, into one
+    // buffer sized from the body's hint (Content-Length), so a large body is
+    // copied once and its chunks are freed on the way (capped in case the
+    // hint is wrong, and by the buffer budget).
+    let hint = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
     let mut trailers = None;
     let mut error = None;
     while let Some(frame) = body.frame().await {
@@ -334,11 +340,25 @@ where
             Ok(frame) => match frame.into_data() {
                 Ok(d) => {
                     if !lease.grow(d.len()) {
-                        let mut frames: VecDeque<_> = chunks.into_iter().map(Frame::data).collect();
+                        let mut frames = VecDeque::with_capacity(2);
+                        if let Some(f) = first.take() {
+                            frames.push_back(Frame::data(f));
+                        } else if !buf.is_empty() {
+                            frames.push_back(Frame::data(std::mem::take(&mut buf).freeze()));
+                        }
                         frames.push_back(Frame::data(d));
                         return Collected::OverCap { frames, rest: body };
                     }
-                    chunks.push(d);
+                    match first.take() {
+                        None if buf.is_empty() => first = Some(d),
+                        Some(f) => {
+                            let want = hint.min(lease.limit()).min(1 << 30);
+                            buf.reserve(want.max(f.len() + d.len()));
+                            buf.extend_from_slice(&f);
+                            buf.extend_from_slice(&d);
+                        }
+                        None => buf.extend_from_slice(&d),
+                    }
                 }
                 Err(frame) => trailers = frame.into_trailers().ok(),
             },
@@ -348,17 +368,8 @@ where
             }
         }
     }
-    let data = if chunks.len() == 1 {
-        chunks.pop().unwrap_or_default()
-    } else {
-        let mut buf = BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
-        for c in &chunks {
-            buf.extend_from_slice(c);
-        }
-        buf.freeze()
-    };
     Collected::Done {
-        data,
+        data: first.unwrap_or_else(|| buf.freeze()),
         trailers,
         error,
     }
