@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use common::mcp::sse_messages;
 use common::{json_stream, require_jq, run_recipe};
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -355,21 +356,6 @@ async fn initialize(url: &str) -> String {
     session
 }
 
-fn sse_messages(body: &str) -> Vec<Value> {
-    body.replace("\r\n", "\n")
-        .split("\n\n")
-        .filter_map(|ev| {
-            let data: Vec<&str> = ev
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            (!data.is_empty()).then(|| data.join("\n"))
-        })
-        .filter_map(|d| serde_json::from_str(&d).ok())
-        .collect()
-}
-
 /// The JSON-RPC response with `id` in an SSE body.
 fn response_with_id(body: &str, id: u64) -> Value {
     sse_messages(body)
@@ -560,30 +546,7 @@ async fn progress_arrives_before_the_offloaded_result() {
     let start = Instant::now();
     let mut resp = post(&s.gateway, &body, &[("mcp-session-id", &session)]).await;
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let mut text = String::new();
-    let mut progress_at = None;
-    let mut result_at = None;
-    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), resp.chunk())
-        .await
-        .expect("next chunk in time")
-        .expect("body readable")
-    {
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-        if progress_at.is_none() && text.contains("notifications/progress") {
-            progress_at = Some(start.elapsed());
-        }
-        if result_at.is_none() && text.contains(r#"\"offloaded\":true"#) {
-            result_at = Some(start.elapsed());
-        }
-    }
-    let (p, r) = (
-        progress_at.expect("progress seen"),
-        result_at.expect("offloaded result seen"),
-    );
-    assert!(
-        r >= p + Duration::from_millis(1000),
-        "progress at {p:?}, result at {r:?}: progress was held back"
-    );
+    let text = common::mcp::progress_then_result(&mut resp, start).await;
     let msgs = sse_messages(&text);
     let progress: Vec<&Value> = msgs
         .iter()

@@ -299,30 +299,7 @@ async fn progress_reaches_the_client_before_the_large_result() {
     let mut resp = post(with, &body, &[]).await;
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
     let start = Instant::now();
-    let mut text = String::new();
-    let mut progress_at = None;
-    let mut result_at = None;
-    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), resp.chunk())
-        .await
-        .unwrap()
-        .unwrap()
-    {
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-        if progress_at.is_none() && text.contains("notifications/progress") {
-            progress_at = Some(start.elapsed());
-        }
-        if result_at.is_none() && text.contains(r#"\"offloaded\":true"#) {
-            result_at = Some(start.elapsed());
-        }
-    }
-    let (p, r) = (
-        progress_at.expect("progress seen"),
-        result_at.expect("result seen"),
-    );
-    assert!(
-        r >= p + Duration::from_millis(1000),
-        "progress at {p:?}, result at {r:?}: progress was held back"
-    );
+    let text = common::mcp::progress_then_result(&mut resp, start).await;
     let msgs = sse_messages(&text);
     assert_eq!(
         msgs.iter()

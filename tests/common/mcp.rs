@@ -84,7 +84,8 @@ pub async fn post_with(
 
 /// The JSON messages of an SSE body.
 pub fn sse_messages(body: &str) -> Vec<Value> {
-    body.split("\n\n")
+    body.replace("\r\n", "\n")
+        .split("\n\n")
         .filter_map(|ev| {
             let data: Vec<&str> = ev
                 .lines()
@@ -103,4 +104,40 @@ pub fn response_message(body: &str, id: u64) -> Option<Value> {
         return (v["id"] == id).then_some(v);
     }
     sse_messages(body).into_iter().find(|m| m["id"] == id)
+}
+
+/// Reads an SSE response to its end (20 s at most per chunk); returns the
+/// text and when, after `start`, the first progress notification and the
+/// offloaded result arrived. Asserts the progress came at least 1 s before
+/// the result (the tools wait 1.5 s between them).
+pub async fn progress_then_result(
+    resp: &mut reqwest::Response,
+    start: std::time::Instant,
+) -> String {
+    use std::time::Duration;
+    let mut text = String::new();
+    let mut progress_at = None;
+    let mut result_at = None;
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), resp.chunk())
+        .await
+        .expect("next chunk in time")
+        .expect("body readable")
+    {
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        if progress_at.is_none() && text.contains("notifications/progress") {
+            progress_at = Some(start.elapsed());
+        }
+        if result_at.is_none() && text.contains(r#"\"offloaded\":true"#) {
+            result_at = Some(start.elapsed());
+        }
+    }
+    let (p, r) = (
+        progress_at.expect("progress seen"),
+        result_at.expect("offloaded result seen"),
+    );
+    assert!(
+        r >= p + Duration::from_millis(1000),
+        "progress at {p:?}, result at {r:?}: progress was held back"
+    );
+    text
 }
