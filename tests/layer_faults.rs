@@ -265,6 +265,7 @@ struct GatedStore {
     inner: FsStore,
     entered: Mutex<mpsc::Sender<()>>,
     gate: Mutex<mpsc::Receiver<()>>,
+    written: Mutex<mpsc::Sender<()>>,
 }
 
 impl Store for GatedStore {
@@ -275,7 +276,9 @@ impl Store for GatedStore {
             .lock()
             .unwrap()
             .recv_timeout(Duration::from_secs(20));
-        self.inner.write(file_name, contents)
+        let written = self.inner.write(file_name, contents);
+        let _ = self.written.lock().unwrap().send(());
+        written
     }
     fn dir(&self) -> &Path {
         self.inner.dir()
@@ -297,11 +300,13 @@ async fn a_client_leaving_mid_response_leaves_no_file_behind() {
         let dir = tempfile::tempdir().unwrap();
         let (entered_tx, entered) = mpsc::channel();
         let (open, gate) = mpsc::channel();
+        let (written_tx, written) = mpsc::channel();
         let layer = OffloadLayer::builder()
             .store(GatedStore {
                 inner: FsStore::new(dir.path()),
                 entered: Mutex::new(entered_tx),
                 gate: Mutex::new(gate),
+                written: Mutex::new(written_tx),
             })
             .build();
         let addr = layered(mode, layer).await;
@@ -323,6 +328,11 @@ async fn a_client_leaving_mid_response_leaves_no_file_behind() {
         let _ = request.await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         open.send(()).unwrap();
+        // The file exists once written; only then can its removal be seen.
+        tokio::task::spawn_blocking(move || written.recv_timeout(Duration::from_secs(20)))
+            .await
+            .unwrap()
+            .expect("the write finished");
         until_empty(dir.path(), &format!("{mode:?}")).await;
     }
 }
