@@ -212,7 +212,7 @@ fn expired_files_are_refused_before_the_cleanup_runs() {
     let offloader = Offloader::new(
         OffloadConfig::default()
             .output_dir(dir.path())
-            .ttl(Duration::from_millis(300)),
+            .ttl(Duration::from_millis(2000)),
     );
     let Outcome::Offloaded(off) = offloader
         .process(
@@ -229,7 +229,7 @@ fn expired_files_are_refused_before_the_cleanup_runs() {
     assert!(offloader.rebuild_file(&path).is_ok());
     let header = common::file_header(&path);
     assert!(header["expires_at"].is_string(), "{header}");
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(2100));
     assert!(path.exists(), "still on disk: the cleanup has not run");
     assert!(matches!(
         rebuild_file(&path),
