@@ -185,11 +185,14 @@ impl Custodian {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
+                    // A stop request wins over a due run.
+                    biased;
                     _ = &mut stopped => break,
                     _ = ticks.tick() => {
                         let custodian = self.clone();
                         let run = tokio::task::spawn_blocking(move || custodian.run_once());
                         tokio::select! {
+                            biased;
                             _ = &mut stopped => break,
                             done = run => if let Ok(report) = done {
                                 tracing::debug!(
