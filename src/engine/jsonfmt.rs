@@ -17,16 +17,22 @@ pub(crate) fn minify(src: &str) -> String {
 
 /// Appends the minified form of `src` to `out`.
 pub(crate) fn minify_into(src: &str, out: &mut String) {
+    minify_to(src, out);
+}
+
+/// Writes the minified form of `src` to `sink`, run by run, stopping early
+/// once the sink has failed.
+fn minify_to(src: &str, sink: &mut impl Sink) {
     let bytes = src.as_bytes();
     let len = bytes.len();
     let mut run_start = 0;
     let mut i = 0;
-    while i < len {
+    while i < len && !sink.failed() {
         match bytes[i] {
             b'"' => i = string_end(bytes, i + 1),
             b' ' | b'\t' | b'\n' | b'\r' => {
                 // ASCII positions are always char boundaries.
-                out.push_str(&src[run_start..i]);
+                sink.put(&src[run_start..i]);
                 i += 1;
                 while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
                     i += 1;
@@ -36,7 +42,7 @@ pub(crate) fn minify_into(src: &str, out: &mut String) {
             _ => i += 1,
         }
     }
-    out.push_str(&src[run_start..]);
+    sink.put(&src[run_start.min(len)..]);
 }
 
 /// Where the top-level values sit in a minified JSON text, found while
@@ -359,29 +365,11 @@ impl Sink for Compare<'_> {
 /// Whether minifying `src` (valid JSON) gives exactly `minified`, without
 /// building the minified text.
 pub(crate) fn minifies_to(src: &str, minified: &str) -> bool {
-    let bytes = src.as_bytes();
-    let len = bytes.len();
     let mut cmp = Compare {
         rest: minified.as_bytes(),
         ok: true,
     };
-    let mut run_start = 0;
-    let mut i = 0;
-    while i < len && cmp.ok {
-        match bytes[i] {
-            b'"' => i = string_end(bytes, i + 1),
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                cmp.put(&src[run_start..i]);
-                i += 1;
-                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
-                    i += 1;
-                }
-                run_start = i;
-            }
-            _ => i += 1,
-        }
-    }
-    cmp.put(&src[run_start.min(len)..]);
+    minify_to(src, &mut cmp);
     cmp.ok && cmp.rest.is_empty()
 }
 
