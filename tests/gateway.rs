@@ -318,16 +318,7 @@ fn http() -> reqwest::Client {
 }
 
 async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut req = http()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(body.to_string());
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    req.send().await.expect("request sent")
+    common::mcp::post_to(&http(), url, body, headers).await
 }
 
 /// Initializes a session by hand; returns the session id.

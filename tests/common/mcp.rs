@@ -70,8 +70,18 @@ pub async fn post_with(
     body: &Value,
     headers: &[(&str, &str)],
 ) -> reqwest::Response {
+    post_to(client, &format!("http://{addr}/mcp"), body, headers).await
+}
+
+/// POSTs `body` to `url` as an MCP client would.
+pub async fn post_to(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
     let mut req = client
-        .post(format!("http://{addr}/mcp"))
+        .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2025-06-18")
