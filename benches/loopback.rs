@@ -1,14 +1,18 @@
 //! Bounded load over loopback HTTP: a real rmcp server
-//! (`StreamableHttpService`, stateless JSON mode, so each request stands
-//! alone) mounted with axum on 127.0.0.1 with and without `OffloadLayer`;
+//! (`StreamableHttpService`, stateless, so each request stands alone;
+//! answering in JSON, and for small results also as an event stream)
+//! mounted with axum on 127.0.0.1 with and without `OffloadLayer`;
 //! N keep-alive connections send requests back to back for D seconds.
 //! The two servers are measured in alternating rounds (without, with,
 //! without, with, ...) so machine noise hits both; p50 and p99 latency
 //! (request sent → whole body received) are compared.
 //!
-//! Environment: `LRO_BENCH_QUICK=1` (2 s per side, 8 connections),
-//! `LRO_LOOPBACK_SECS` (seconds per side per request kind, default 20),
-//! `LRO_LOOPBACK_CONNS` (default 32), `LRO_LOOPBACK_ROUNDS` (default 4).
+//! Environment: `LRO_BENCH_QUICK=1` (2 s per side in 8 rounds, 8
+//! connections), `LRO_LOOPBACK_SECS` (seconds per side per request kind,
+//! default 20), `LRO_LOOPBACK_CONNS` (default 32), `LRO_LOOPBACK_ROUNDS`
+//! (default 20: short alternating rounds, so slow drifts of the machine
+//! hit both sides alike). `LRO_LOOPBACK_ONLY=with` or `=without` loads
+//! only that server (on both "sides"), for profiling one of them.
 
 #[path = "../examples/support/memory_server.rs"]
 mod memory_server;
@@ -20,6 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::serve::ListenerExt;
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
@@ -43,11 +48,11 @@ fn env_num(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn mcp_service() -> StreamableHttpService<MemoryServer, LocalSessionManager> {
+fn mcp_service(json: bool) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(None)
         .with_legacy_session_mode(false)
-        .with_json_response(true);
+        .with_json_response(json);
     StreamableHttpService::new(
         || Ok(MemoryServer),
         Arc::new(LocalSessionManager::default()),
@@ -58,6 +63,11 @@ fn mcp_service() -> StreamableHttpService<MemoryServer, LocalSessionManager> {
 async fn serve(app: Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    // No Nagle delay on the server side either (an event stream's last
+    // chunk is a separate small write).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -70,6 +80,8 @@ struct Kind {
     group: &'static str,
     method: Method,
     body: String,
+    /// The server answers with an event stream (else JSON).
+    sse: bool,
     target: f64,
 }
 
@@ -144,7 +156,7 @@ fn main() {
     let quick = support::quick();
     let secs = env_num("LRO_LOOPBACK_SECS", if quick { 2 } else { 20 }) as f64;
     let conns = env_num("LRO_LOOPBACK_CONNS", if quick { 8 } else { 32 }) as usize;
-    let rounds = env_num("LRO_LOOPBACK_ROUNDS", if quick { 2 } else { 4 }).max(1) as usize;
+    let rounds = env_num("LRO_LOOPBACK_ROUNDS", if quick { 8 } else { 20 }).max(1) as usize;
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
@@ -158,6 +170,7 @@ fn main() {
             group: "pass-through",
             method: Method::POST,
             body: json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}).to_string(),
+            sse: false,
             target: 1.03,
         },
         Kind {
@@ -165,6 +178,7 @@ fn main() {
             group: "pass-through",
             method: Method::POST,
             body: json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string(),
+            sse: false,
             target: 1.03,
         },
         Kind {
@@ -172,6 +186,7 @@ fn main() {
             group: "pass-through",
             method: Method::GET,
             body: String::new(),
+            sse: false,
             target: 1.03,
         },
         Kind {
@@ -179,6 +194,7 @@ fn main() {
             group: "small",
             method: Method::POST,
             body: support::tools_call(1, "recall_memories", json!({"count": 2, "detail": "light"})),
+            sse: false,
             target: 1.05,
         },
         Kind {
@@ -186,21 +202,50 @@ fn main() {
             group: "small",
             method: Method::POST,
             body: support::tools_call(1, "recall_memories", json!({"count": 8, "detail": "light"})),
+            sse: false,
+            target: 1.05,
+        },
+        Kind {
+            name: "result ~1 KB, SSE",
+            group: "small",
+            method: Method::POST,
+            body: support::tools_call(1, "recall_memories", json!({"count": 2, "detail": "light"})),
+            sse: true,
+            target: 1.05,
+        },
+        Kind {
+            name: "result ~4 KB, SSE",
+            group: "small",
+            method: Method::POST,
+            body: support::tools_call(1, "recall_memories", json!({"count": 8, "detail": "light"})),
+            sse: true,
             target: 1.05,
         },
     ];
     let mut rows = Vec::new();
     rt.block_on(async {
         let layer = OffloadLayer::builder().output_dir(dir.path()).build();
-        let with = serve(Router::new().route_service(
-            "/mcp",
-            ServiceBuilder::new().layer(layer).service(mcp_service()),
-        ))
-        .await;
-        let without = serve(Router::new().route_service("/mcp", mcp_service())).await;
+        // (without, with) for JSON and for event-stream answers.
+        let mut servers = Vec::new();
+        for json in [true, false] {
+            let with = serve(Router::new().route_service(
+                "/mcp",
+                ServiceBuilder::new().layer(layer.clone()).service(mcp_service(json)),
+            ))
+            .await;
+            let without = serve(Router::new().route_service("/mcp", mcp_service(json))).await;
+            servers.push((without, with));
+        }
         for kind in &kinds {
             if filter.as_ref().is_some_and(|f| !kind.name.contains(f.as_str())) {
                 continue;
+            }
+            let (mut without, mut with) = servers[usize::from(kind.sse)];
+            // For profiling one side: both "sides" are then the same server.
+            match std::env::var("LRO_LOOPBACK_ONLY").as_deref() {
+                Ok("with") => without = with,
+                Ok("without") => with = without,
+                _ => {}
             }
             let (status, len) = probe(without, kind).await;
             let (status_with, len_with) = probe(with, kind).await;
@@ -243,7 +288,7 @@ fn main() {
     support::print_table(
         "loopback",
         &format!(
-            "Loopback HTTP load, rmcp stateless JSON server ({conns} connections, {secs} s per side, {rounds} alternating rounds; quick={quick})"
+            "Loopback HTTP load, rmcp stateless server ({conns} connections, {secs} s per side, {rounds} alternating rounds; quick={quick})"
         ),
         &[
             "kind",

@@ -417,16 +417,17 @@ impl Offloader {
     /// that no one was told about.
     pub async fn process_async(
         &self,
-        call: ToolCall,
+        call: &ToolCall,
         result: bytes::Bytes,
     ) -> Result<Outcome, ResultError> {
         if self.surely_inline(&call.name, result.len()) {
-            return self.process(&call, &result);
+            return self.process(call, &result);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
         let len = result.len();
         let name = call.name.clone();
+        let call = call.clone();
         let task = tokio::task::spawn_blocking(move || {
             let outcome = this.decide(&call, &result);
             if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {

@@ -294,7 +294,7 @@ async fn rewrite_event(
     range: std::ops::Range<usize>,
 ) -> Bytes {
     let outcome = offloader
-        .process_async(call, data.slice(range.clone()))
+        .process_async(&call, data.slice(range.clone()))
         .await;
     match super::service::replacement(outcome) {
         Some(result) => {

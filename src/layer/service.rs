@@ -189,15 +189,60 @@ fn content_type(headers: &HeaderMap) -> Option<&str> {
         .map(|v| v.split(';').next().unwrap_or_default().trim())
 }
 
-/// The call a watched request answers (a task's original call when known).
-fn resolve(shared: &Shared, watched: &Watched) -> ToolCall {
-    match watched {
-        Watched::Call(call) => call.clone(),
-        Watched::TaskResult(task) => shared
-            .tasks
-            .get(task)
-            .unwrap_or_else(|| ToolCall::new("tasks_result", None)),
-    }
+/// A response the layer waits for.
+struct Expected {
+    /// The JSON-RPC id of the request.
+    id: Value,
+    /// The call whose result it carries (a task's original call when known).
+    call: ToolCall,
+    /// The request is a `tools/call` (whose answer may be a `CreateTaskResult`).
+    tool_call: bool,
+    /// The request is a task-augmented `tools/call` (`params.task`): the
+    /// only kind a server may answer with a `CreateTaskResult`.
+    task_augmented: bool,
+}
+
+/// The watched requests of a body, ready for the response.
+fn resolve(shared: &Shared, watched: Vec<(Value, Watched)>) -> Vec<Expected> {
+    watched
+        .into_iter()
+        .map(|(id, w)| match w {
+            Watched::Call { call, task } => Expected {
+                id,
+                call,
+                tool_call: true,
+                task_augmented: task,
+            },
+            Watched::TaskResult(task) => Expected {
+                id,
+                call: shared
+                    .tasks
+                    .get(&task)
+                    .unwrap_or_else(|| ToolCall::new("tasks_result", None)),
+                tool_call: false,
+                task_augmented: false,
+            },
+        })
+        .collect()
+}
+
+/// Whether a response body of `len` bytes can be passed on without looking
+/// at it: no watched result in it can be over its threshold, none can be a
+/// `CreateTaskResult` to remember, and no one listens for the
+/// `PassedThrough` events that looking would emit.
+fn surely_untouched(shared: &Shared, watched: &[Expected], len: usize) -> bool {
+    watched
+        .iter()
+        .all(|w| !w.task_augmented && shared.offloader.surely_inline(&w.call.name, len))
+        && !shared.offloader.events().wants_pass_events()
+}
+
+/// The length of a body known before reading it: its exact size hint (set
+/// from `Content-Length` for a body received by hyper, and by full bodies).
+fn known_length<B: Body>(body: &B) -> Option<usize> {
+    body.size_hint()
+        .exact()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 async fn watched<S, ReqBody, ResBody>(
@@ -218,9 +263,9 @@ where
     if classified.proxy {
         let events = shared.offloader.events();
         if events.wants_pass_events() {
-            for (_, w) in &classified.watched {
+            for w in resolve(&shared, classified.watched) {
                 events.emit(OffloadEvent::PassedThrough {
-                    tool: Some(resolve(&shared, w).name),
+                    tool: Some(w.call.name),
                     reason: PassReason::Proxy,
                 });
             }
@@ -238,28 +283,19 @@ where
     if classified.watched.is_empty() || !parts.status.is_success() {
         return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
-    let watched: Vec<(Value, ToolCall, bool)> = classified
-        .watched
-        .iter()
-        .map(|(id, w)| {
-            (
-                id.clone(),
-                resolve(&shared, w),
-                matches!(w, Watched::Call(_)),
-            )
-        })
-        .collect();
+    let watched = resolve(&shared, classified.watched);
     match content_type(&parts.headers) {
         Some("text/event-stream") => {
             parts.headers.remove(CONTENT_LENGTH);
-            let calls = watched
-                .into_iter()
-                .map(|(id, call, _)| (id, call))
-                .collect();
+            let calls = watched.into_iter().map(|w| (w.id, w.call)).collect();
             let state = SseState::new(calls, shared.offloader.clone(), shared.buffers.lease());
             Ok(Response::from_parts(parts, OffloadBody::sse(body, state)))
         }
         Some("application/json") => {
+            if known_length(&body).is_some_and(|len| surely_untouched(&shared, &watched, len)) {
+                // Small enough to be sure: streamed on, never buffered.
+                return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
+            }
             let mut lease = shared.buffers.lease();
             let (data, trailers, error) = match collect(body, &mut lease).await {
                 Collected::Done {
@@ -269,9 +305,9 @@ where
                 } => (data, trailers, error),
                 Collected::OverCap { frames, rest } => {
                     let events = shared.offloader.events();
-                    for (_, call, _) in &watched {
+                    for w in watched {
                         events.emit(OffloadEvent::PassedThrough {
-                            tool: Some(call.name.clone()),
+                            tool: Some(w.call.name),
                             reason: PassReason::BufferCap {
                                 limit: lease.limit(),
                             },
@@ -283,7 +319,7 @@ where
                     ));
                 }
             };
-            if error.is_some() {
+            if error.is_some() || surely_untouched(&shared, &watched, data.len()) {
                 return Ok(Response::from_parts(
                     parts,
                     OffloadBody::full(data, trailers, error, lease),
@@ -376,22 +412,26 @@ where
 }
 
 /// Rewrites the watched results in a JSON body (one message or a batch).
-async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[(Value, ToolCall, bool)]) -> Bytes {
+async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Expected]) -> Bytes {
     let Ok(text) = std::str::from_utf8(&data) else {
         return data;
     };
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for (id, range) in find_results(text) {
-        let Some((_, call, is_call)) = watched.iter().find(|(w, _, _)| *w == id) else {
+        let Some(w) = watched.iter().find(|w| w.id == id) else {
             continue;
         };
-        if *is_call && let Some(task) = created_task_id(&text[range.clone()]) {
-            shared.tasks.insert(task, call.clone());
+        // Any `tools/call` answer is checked, not only task-augmented ones
+        // (the body is parsed anyway); `tasks/result` answers are results.
+        if w.tool_call
+            && let Some(task) = created_task_id(&text[range.clone()])
+        {
+            shared.tasks.insert(task, w.call.clone());
             continue;
         }
         let outcome = shared
             .offloader
-            .process_async(call.clone(), data.slice(range.clone()))
+            .process_async(&w.call, data.slice(range.clone()))
             .await;
         if let Some(new) = replacement(outcome) {
             edits.push((range, new));

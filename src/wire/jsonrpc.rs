@@ -5,6 +5,8 @@
 //! client declared itself an LRO proxy, and whether it is an `initialize`.
 //! Responses are searched for the watched ids without parsing results.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -15,34 +17,68 @@ use crate::engine::jsonfmt::range_in;
 /// The `_meta` key under which 2026-07-28 requests carry client information.
 pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
 
+/// A request as the layer reads it: borrowed from the body, with the
+/// parts it does not need left unparsed (no allocation for `initialize`,
+/// `tools/list` and the like).
 #[derive(Deserialize)]
-struct Request {
+struct Request<'a> {
     #[serde(default)]
     id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<Params>,
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
 }
 
+/// The members of `params` the layer reads; each kept raw, so a member of
+/// an unexpected type costs only that member, not the whole request.
+#[derive(Deserialize, Default)]
+struct Params<'a> {
+    #[serde(default, borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "_meta")]
+    meta: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "clientInfo")]
+    client_info: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "taskId")]
+    task_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    task: Option<&'a RawValue>,
+}
+
+/// The `_meta` member that carries client information (2026-07-28).
 #[derive(Deserialize)]
-struct Params {
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    arguments: Option<Value>,
-    #[serde(default, rename = "_meta")]
-    meta: Option<Value>,
-    #[serde(default, rename = "clientInfo")]
-    client_info: Option<Value>,
-    #[serde(default, rename = "taskId")]
-    task_id: Option<Value>,
+struct Meta<'a> {
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientInfo")]
+    client_info: Option<&'a RawValue>,
 }
 
-fn is_proxy_flag(client_info: Option<&Value>) -> bool {
+/// The `proxy` member of a client information object.
+#[derive(Deserialize)]
+struct ClientInfo<'a> {
+    #[serde(default, borrow)]
+    proxy: Option<&'a RawValue>,
+}
+
+/// A JSON string, borrowed when it has no escapes.
+fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
+    }
+}
+
+/// `clientInfo.proxy` is exactly `true` (anything else, or a member of
+/// another type, is not the flag).
+fn is_proxy_flag(client_info: Option<&RawValue>) -> bool {
     client_info
-        .and_then(|c| c.get("proxy"))
-        .is_some_and(|p| p == &Value::Bool(true))
+        .and_then(|c| serde_json::from_str::<ClientInfo<'_>>(c.get()).ok())
+        .and_then(|c| c.proxy)
+        .is_some_and(|p| p.get() == "true")
 }
 
 /// What a request body asks for, from the layer's point of view.
@@ -60,8 +96,14 @@ pub(crate) struct Classified {
 /// A watched request.
 #[derive(Debug, Clone)]
 pub(crate) enum Watched {
-    /// `tools/call`.
-    Call(ToolCall),
+    /// `tools/call`; `task` when it is task-augmented (`params.task`), the
+    /// only case in which a server may answer with a `CreateTaskResult`.
+    Call {
+        /// The call.
+        call: ToolCall,
+        /// The request carries `params.task`.
+        task: bool,
+    },
     /// `tasks/result` for this task id.
     TaskResult(String),
 }
@@ -70,63 +112,78 @@ pub(crate) enum Watched {
 /// array, from clients older than 2025-06-18). Anything else: nothing to do.
 pub(crate) fn classify(body: &[u8]) -> Classified {
     let mut out = Classified::default();
-    let trimmed = body.trim_ascii_start();
-    let requests: Vec<Request> = match trimmed.first() {
-        Some(b'{') => match serde_json::from_slice::<Request>(body) {
-            Ok(r) => vec![r],
-            Err(_) => return out,
-        },
-        Some(b'[') => match serde_json::from_slice::<Vec<Box<RawValue>>>(body) {
-            Ok(items) => items
-                .iter()
-                .filter_map(|i| serde_json::from_str::<Request>(i.get()).ok())
-                .collect(),
-            Err(_) => return out,
-        },
-        _ => return out,
+    let Ok(text) = std::str::from_utf8(body) else {
+        return out;
     };
-    for r in requests {
-        let Some(method) = r.method.as_deref() else {
-            continue;
-        };
-        let params = r.params.as_ref();
-        let meta_info = params
-            .and_then(|p| p.meta.as_ref())
-            .and_then(|m| m.get(CLIENT_INFO_META_KEY));
-        if is_proxy_flag(meta_info) {
-            out.proxy = true;
-        }
-        if method == "initialize" {
-            out.initialize = true;
-            if is_proxy_flag(params.and_then(|p| p.client_info.as_ref())) {
-                out.proxy = true;
+    match text.trim_ascii_start().as_bytes().first() {
+        Some(b'{') => {
+            if let Ok(r) = serde_json::from_str::<Request<'_>>(text) {
+                classify_one(r, &mut out);
             }
-            continue;
         }
-        let Some(id) = r.id.clone().filter(|id| id.is_string() || id.is_number()) else {
-            continue; // a notification or a response
-        };
-        match method {
-            "tools/call" => {
-                let Some(p) = params else { continue };
-                let Some(name) = p.name.as_ref().and_then(Value::as_str) else {
-                    continue;
-                };
-                out.watched
-                    .push((id, Watched::Call(ToolCall::new(name, p.arguments.clone()))));
+        Some(b'[') => {
+            if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
+                for item in items {
+                    if let Ok(r) = serde_json::from_str::<Request<'_>>(item.get()) {
+                        classify_one(r, &mut out);
+                    }
+                }
             }
-            "tasks/result" => {
-                let task = params
-                    .and_then(|p| p.task_id.as_ref())
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                out.watched.push((id, Watched::TaskResult(task)));
-            }
-            _ => {}
         }
+        _ => {}
     }
     out
+}
+
+fn classify_one(r: Request<'_>, out: &mut Classified) {
+    let Some(method) = r.method.and_then(json_str) else {
+        return;
+    };
+    // Positional (array) params are not MCP: read as no params.
+    let params = r
+        .params
+        .filter(|p| p.get().starts_with('{'))
+        .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
+        .unwrap_or_default();
+    let meta_info = params
+        .meta
+        .and_then(|m| serde_json::from_str::<Meta<'_>>(m.get()).ok())
+        .and_then(|m| m.client_info);
+    if is_proxy_flag(meta_info) {
+        out.proxy = true;
+    }
+    if method == "initialize" {
+        out.initialize = true;
+        if is_proxy_flag(params.client_info) {
+            out.proxy = true;
+        }
+        return;
+    }
+    let Some(id) = r.id.filter(|id| id.is_string() || id.is_number()) else {
+        return; // a notification or a response
+    };
+    match &*method {
+        "tools/call" => {
+            let Some(name) = params.name.and_then(json_str) else {
+                return;
+            };
+            let arguments = params
+                .arguments
+                .and_then(|a| serde_json::from_str::<Value>(a.get()).ok());
+            let task = params.task.is_some_and(|t| t.get() != "null");
+            let call = ToolCall::new(name, arguments);
+            out.watched.push((id, Watched::Call { call, task }));
+        }
+        "tasks/result" => {
+            let task = params
+                .task_id
+                .and_then(json_str)
+                .map(Cow::into_owned)
+                .unwrap_or_default();
+            out.watched.push((id, Watched::TaskResult(task)));
+        }
+        _ => {}
+    }
 }
 
 /// A response message seen in a body: its id and its raw `result`.
@@ -189,7 +246,14 @@ mod tests {
     #[test]
     fn classifies_calls_batches_and_proxies() {
         let c = classify(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"recall_memories","arguments":{"query":"x"}}}"#);
-        assert_eq!(c.watched.len(), 1);
+        assert_eq!(
+            call(&c),
+            (
+                "recall_memories",
+                Some(&serde_json::json!({"query": "x"})),
+                false
+            )
+        );
         assert_eq!(c.watched[0].0, Value::from(7));
         assert!(!c.proxy);
         let c = classify(br#"[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t"}},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#);
@@ -204,6 +268,54 @@ mod tests {
                 .watched
                 .is_empty()
         );
+    }
+
+    fn call(c: &Classified) -> (&str, Option<&Value>, bool) {
+        match &c.watched[..] {
+            [(_, Watched::Call { call, task })] => (&call.name, call.arguments.as_ref(), *task),
+            other => panic!("one call expected, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_names_arguments_and_task_augmentation() {
+        let c = classify(br#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"r\u00e9sum\u00e9","arguments":{"q":"a\"b","n":[1,2]},"task":{"ttl":60000}}}"#);
+        let (name, args, task) = call(&c);
+        assert_eq!(name, "résumé");
+        assert_eq!(args, Some(&serde_json::json!({"q": "a\"b", "n": [1, 2]})));
+        assert!(task);
+        let c = classify(br#" {"id":"x","method":"tools/call","params":{"name":"t","task":null}}"#);
+        assert_eq!(call(&c), ("t", None, false));
+        // A member of an unexpected type costs that member only.
+        let c = classify(
+            br#"{"id":2,"method":"tools/call","params":{"name":"t","_meta":7,"clientInfo":"x"}}"#,
+        );
+        assert_eq!(call(&c).0, "t");
+        assert!(!c.proxy);
+        // Not a string name, positional params, ids that cannot be answered.
+        for body in [
+            r#"{"id":2,"method":"tools/call","params":{"name":5}}"#,
+            r#"{"id":2,"method":"tools/call","params":["t"]}"#,
+            r#"{"id":null,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"id":{"a":1},"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"id":2,"method":7,"params":{"name":"t"}}"#,
+        ] {
+            assert!(classify(body.as_bytes()).watched.is_empty(), "{body}");
+        }
+        // Only `true` is the proxy flag.
+        for (flag, proxy) in [
+            ("true", true),
+            ("\"true\"", false),
+            ("1", false),
+            ("false", false),
+        ] {
+            let body = format!(
+                r#"{{"id":1,"method":"initialize","params":{{"clientInfo":{{"name":"p","proxy":{flag}}}}}}}"#
+            );
+            assert_eq!(classify(body.as_bytes()).proxy, proxy, "{flag}");
+        }
+        let c = classify(br#"{"id":3,"method":"tasks/result","params":{"taskId":"t-1"}}"#);
+        assert!(matches!(&c.watched[..], [(_, Watched::TaskResult(t))] if t == "t-1"));
     }
 
     #[test]
