@@ -135,9 +135,41 @@ async fn broken_handler() -> Response {
         .unwrap()
 }
 
+/// POST /unread: answers a big result without reading the request.
+async fn unread_handler() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        answer(&call(1, "big")).to_string(),
+    )
+        .into_response()
+}
+
+/// POST /tasks: a task-augmented `tools/call` (`params.task`) gets a
+/// `CreateTaskResult` (task id `task-{id}`); `tasks/result` for it gets the
+/// call's result; an unaugmented call is answered at once.
+async fn tasks_handler(body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap();
+    let id = req["id"].clone();
+    let out = match req["method"].as_str() {
+        Some("tools/call") if req["params"].get("task").is_some() => json!({
+            "jsonrpc": "2.0", "id": id,
+            "result": {"task": {"taskId": format!("task-{id}"), "status": "working", "createdAt": "2026-11-21T00:00:00Z", "lastUpdatedAt": "2026-11-21T00:00:00Z", "ttl": 60000}}
+        }),
+        Some("tasks/result") => json!({"jsonrpc": "2.0", "id": id, "result": big_result()}),
+        _ => answer(&req),
+    };
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        out.to_string(),
+    )
+        .into_response()
+}
+
 async fn serve(layer: Option<OffloadLayer>) -> SocketAddr {
     let router = Router::new()
         .route("/json", on_post(json_handler))
+        .route("/unread", on_post(unread_handler))
+        .route("/tasks", on_post(tasks_handler))
         .route("/sse", on_post(sse_handler))
         .route("/echo", on_post(echo_handler))
         .route("/broken", on_post(broken_handler));
@@ -341,4 +373,100 @@ async fn a_body_that_breaks_midway_is_passed_on() {
         0,
         "no file for a broken body"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_read_as_the_handler_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    let without = serve(None).await;
+    // A call in many small chunks (under the cap) is still seen whole.
+    let body = call(4, "big").to_string();
+    let chunks: Vec<Result<Vec<u8>, Infallible>> =
+        body.as_bytes().chunks(7).map(|c| Ok(c.to_vec())).collect();
+    let streamed = reqwest::Body::wrap_stream(futures_core_stream::iter(chunks));
+    let v: Value = post(with, "/json", streamed).await.json().await.unwrap();
+    assert_eq!(v["id"], 4);
+    check_descriptor(&v["result"]);
+    // A call over the request cap is not read: its big answer comes back whole.
+    let mut padded = call(5, "big");
+    padded["params"]["arguments"]["pad"] = json!("x".repeat(100_000));
+    let padded = padded.to_string();
+    assert_eq!(
+        post(with, "/json", padded.clone())
+            .await
+            .bytes()
+            .await
+            .unwrap(),
+        post(without, "/json", padded).await.bytes().await.unwrap()
+    );
+    // A handler that answers without reading the request: the answer
+    // cannot be matched to a call, so it passes untouched.
+    let unread = call(1, "big").to_string();
+    assert_eq!(
+        post(with, "/unread", unread.clone())
+            .await
+            .bytes()
+            .await
+            .unwrap(),
+        post(without, "/unread", unread)
+            .await
+            .bytes()
+            .await
+            .unwrap()
+    );
+    let files = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(files, 1, "only the chunked call was offloaded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_result_is_offloaded_as_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = serve(Some(layer(dir.path()))).await;
+    let without = serve(None).await;
+    let mut augmented = call(9, "big");
+    augmented["params"]["task"] = json!({"ttl": 60000});
+    let augmented = augmented.to_string();
+    // The CreateTaskResult passes untouched.
+    let created = post(with, "/tasks", augmented.clone())
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(
+        created,
+        post(without, "/tasks", augmented)
+            .await
+            .bytes()
+            .await
+            .unwrap()
+    );
+    let created: Value = serde_json::from_slice(&created).unwrap();
+    assert_eq!(created["result"]["task"]["taskId"], "task-9");
+    // The result, fetched later, is offloaded under the original call's name.
+    let fetch = json!({"jsonrpc": "2.0", "id": 10, "method": "tasks/result", "params": {"taskId": "task-9"}});
+    let v: Value = post(with, "/tasks", fetch.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["id"], 10);
+    check_descriptor(&v["result"]);
+    let d: OffloadResponse =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let name = std::path::Path::new(&d.file_path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(name.starts_with("atlatl-big-"), "{name}");
+    // A task the layer never saw created is still a result to evaluate.
+    let fetch = json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result", "params": {"taskId": "unknown"}});
+    let v: Value = post(with, "/tasks", fetch.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    check_descriptor(&v["result"]);
 }

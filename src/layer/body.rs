@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -95,40 +96,72 @@ impl<B: Body<Data = Bytes>> Replay<B> {
     }
 }
 
+/// The bytes of a request body, published by [`RequestBody`] once the body
+/// has ended within the cap; empty when it did not (too large, broken, or
+/// not read to its end by the inner service).
+pub(crate) type Capture = Arc<OnceLock<Bytes>>;
+
 pin_project! {
-    /// The request body handed to the inner service: the original body, or
-    /// the frames the layer read to classify the request followed by the
-    /// rest of the original body (byte for byte what the client sent).
-    pub struct RequestBody<B: Body> {
+    /// The request body handed to the inner service: the client's body,
+    /// byte for byte and as it comes. For a `POST`, the layer keeps a
+    /// reference to each chunk as the inner service reads it (no copy for
+    /// a body in one chunk) and classifies the request from them when the
+    /// response arrives: the request is never held back.
+    pub struct RequestBody<B> {
         #[pin]
-        kind: RequestKind<B>,
+        body: B,
+        tee: Option<Tee>,
     }
 }
 
-pin_project! {
-    #[project = RequestBodyProj]
-    pub(crate) enum RequestKind<B: Body> {
-        Original { #[pin] body: B },
-        Replay { replay: Replay<B> },
+/// What a [`RequestBody`] keeps of the chunks it hands on.
+struct Tee {
+    chunks: Vec<Bytes>,
+    size: usize,
+    cap: usize,
+    capture: Capture,
+}
+
+impl Tee {
+    /// Publishes the whole body.
+    fn publish(self) {
+        let data = match <[Bytes; 1]>::try_from(self.chunks) {
+            Ok([one]) => one,
+            Err(chunks) => {
+                let mut buf = bytes::BytesMut::with_capacity(self.size);
+                for c in &chunks {
+                    buf.extend_from_slice(c);
+                }
+                buf.freeze()
+            }
+        };
+        let _ = self.capture.set(data);
     }
 }
 
 impl<B: Body> RequestBody<B> {
+    /// The client's body, not looked at.
     pub(crate) fn original(body: B) -> Self {
-        RequestBody {
-            kind: RequestKind::Original { body },
-        }
+        RequestBody { body, tee: None }
     }
 
-    pub(crate) fn replay(
-        frames: VecDeque<Frame<Bytes>>,
-        rest: Option<Pin<Box<B>>>,
-        error: Option<B::Error>,
-    ) -> Self {
+    /// The client's body, published into `capture` once it has ended, if
+    /// it is at most `cap` bytes long.
+    pub(crate) fn teed(body: B, cap: usize, capture: Capture) -> Self {
+        let tee = Tee {
+            chunks: Vec::new(),
+            size: 0,
+            cap,
+            capture,
+        };
+        if body.is_end_stream() {
+            // An empty body may never be polled.
+            tee.publish();
+            return RequestBody::original(body);
+        }
         RequestBody {
-            kind: RequestKind::Replay {
-                replay: Replay::new(frames, rest, error),
-            },
+            body,
+            tee: Some(tee),
         }
     }
 }
@@ -144,24 +177,45 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        match self.project().kind.project() {
-            RequestBodyProj::Original { body } => body.poll_frame(cx),
-            RequestBodyProj::Replay { replay } => replay.poll_frame(cx),
+        let mut this = self.project();
+        let frame = ready!(this.body.as_mut().poll_frame(cx));
+        let Some(tee) = this.tee else {
+            return Poll::Ready(frame);
+        };
+        let ended = match &frame {
+            Some(Ok(f)) => {
+                if let Some(d) = f.data_ref() {
+                    tee.size = tee.size.saturating_add(d.len());
+                    if tee.size > tee.cap {
+                        *this.tee = None;
+                        return Poll::Ready(frame);
+                    }
+                    if !d.is_empty() {
+                        tee.chunks.push(d.clone());
+                    }
+                }
+                // Published as the last chunk is handed on, so before the
+                // inner service can answer.
+                f.is_trailers() || this.body.is_end_stream()
+            }
+            Some(Err(_)) => {
+                *this.tee = None;
+                return Poll::Ready(frame);
+            }
+            None => true,
+        };
+        if ended && let Some(tee) = this.tee.take() {
+            tee.publish();
         }
+        Poll::Ready(frame)
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.kind {
-            RequestKind::Original { body } => body.is_end_stream(),
-            RequestKind::Replay { replay } => replay.is_end_stream(),
-        }
+        self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.kind {
-            RequestKind::Original { body } => body.size_hint(),
-            RequestKind::Replay { replay } => replay.size_hint(),
-        }
+        self.body.size_hint()
     }
 }
 

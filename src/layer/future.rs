@@ -2,64 +2,93 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use http::Response;
 use http_body::Body;
 use pin_project_lite::pin_project;
 
-use super::body::OffloadBody;
+use super::body::{Capture, OffloadBody};
+use super::layer::Shared;
+use super::service::{Next, respond};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 pin_project! {
     /// Response future of [`OffloadService`](super::OffloadService).
     ///
-    /// Requests that cannot carry a tool call poll the inner future
-    /// directly (no allocation); watched requests run the read-classify-
-    /// call-rewrite sequence as one boxed future.
-    pub struct ResponseFuture<F, B: Body, E> {
+    /// It polls the inner future in place (no allocation). When the
+    /// response arrives, the request (its body read by the inner service) is
+    /// classified; only a response that may carry a result to rewrite
+    /// continues in a boxed future that reads it.
+    pub struct ResponseFuture<F, B: Body> {
         #[pin]
-        kind: Kind<F, B, E>,
+        kind: Kind<F, B>,
     }
 }
 
 pin_project! {
-    #[project = ResponseFutureProj]
-    enum Kind<F, B: Body, E> {
+    #[project = KindProj]
+    enum Kind<F, B: Body> {
         Passthrough { #[pin] inner: F },
-        Watched { inner: BoxFuture<Result<Response<OffloadBody<B>>, E>> },
+        Watching {
+            #[pin]
+            inner: F,
+            capture: Capture,
+            shared: Arc<Shared>,
+        },
+        Reading { inner: BoxFuture<Response<OffloadBody<B>>> },
     }
 }
 
-impl<F, B: Body, E> ResponseFuture<F, B, E> {
+impl<F, B: Body> ResponseFuture<F, B> {
     pub(crate) fn passthrough(inner: F) -> Self {
         ResponseFuture {
             kind: Kind::Passthrough { inner },
         }
     }
 
-    pub(crate) fn watched(inner: BoxFuture<Result<Response<OffloadBody<B>>, E>>) -> Self {
+    pub(crate) fn watching(inner: F, capture: Capture, shared: Arc<Shared>) -> Self {
         ResponseFuture {
-            kind: Kind::Watched { inner },
+            kind: Kind::Watching {
+                inner,
+                capture,
+                shared,
+            },
         }
     }
 }
 
-impl<F, B, E> Future for ResponseFuture<F, B, E>
+impl<F, B, E> Future for ResponseFuture<F, B>
 where
     F: Future<Output = Result<Response<B>, E>>,
-    B: Body,
+    B: Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Send + 'static,
 {
     type Output = Result<Response<OffloadBody<B>>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().kind.project() {
-            ResponseFutureProj::Passthrough { inner } => {
-                let response = ready!(inner.poll(cx))?;
-                Poll::Ready(Ok(response.map(OffloadBody::passthrough)))
+        let mut kind = self.project().kind;
+        loop {
+            match kind.as_mut().project() {
+                KindProj::Passthrough { inner } => {
+                    let response = ready!(inner.poll(cx))?;
+                    return Poll::Ready(Ok(response.map(OffloadBody::passthrough)));
+                }
+                KindProj::Watching {
+                    inner,
+                    capture,
+                    shared,
+                } => {
+                    let response = ready!(inner.poll(cx))?;
+                    match respond(shared, capture, response) {
+                        Next::Ready(response) => return Poll::Ready(Ok(response)),
+                        Next::Read(inner) => kind.set(Kind::Reading { inner }),
+                    }
+                }
+                KindProj::Reading { inner } => return inner.as_mut().poll(cx).map(Ok),
             }
-            ResponseFutureProj::Watched { inner } => inner.as_mut().poll(cx),
         }
     }
 }

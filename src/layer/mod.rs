@@ -3,14 +3,19 @@
 //! Put the layer in front of any MCP streamable-http endpoint (an axum
 //! `Router`, rmcp's `StreamableHttpService`, a hyper service, a gateway):
 //!
-//! * only `POST` requests are read, up to a cap
-//!   ([`DEFAULT_MAX_REQUEST_BYTES`]); a body over the cap, not JSON, or of
-//!   another method reaches the inner service byte for byte, and its
-//!   response passes through. `GET` (never-ending SSE streams), `DELETE`
-//!   and everything else stream through untouched, never buffered;
+//! * a request is never held back: it reaches the inner service at once,
+//!   byte for byte, and only the chunks of a `POST` body are kept (by
+//!   reference, as the inner service reads them) up to a cap
+//!   ([`DEFAULT_MAX_REQUEST_BYTES`]). When the response arrives, the
+//!   request is classified from them; a body over the cap, not JSON, not
+//!   read to its end, or of another method gets its response passed
+//!   through. `GET` (never-ending SSE streams), `DELETE` and everything
+//!   else stream through untouched, never buffered;
 //! * `tools/call` and `tasks/result` requests (also inside legacy JSON-RPC
 //!   batches) are watched: their id, tool name and arguments are kept;
-//! * an `application/json` response is collected; each watched result in it
+//! * an `application/json` response whose length (`Content-Length`) proves
+//!   every watched result in it under its threshold streams on unread;
+//!   any other is collected; each watched result in it
 //!   is handed to the [`Offloader`](crate::Offloader) and, when offloaded,
 //!   replaced by the descriptor result; every other byte is unchanged and
 //!   `Content-Length` is fixed;

@@ -12,11 +12,12 @@ use serde_json::Value;
 use tower_service::Service;
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
 
 use http_body::Frame;
 
-use super::body::{OffloadBody, RequestBody, SseState};
+use super::body::{Capture, OffloadBody, RequestBody, SseState};
 use super::budget::Lease;
 use super::future::ResponseFuture;
 use super::layer::Shared;
@@ -74,20 +75,14 @@ fn is_truthy(v: &HeaderValue) -> bool {
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for OffloadService<S>
 where
-    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    ReqBody: Body<Data = Bytes> + Send + 'static,
-    ReqBody::Error: Send + 'static,
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
+    ReqBody: Body<Data = Bytes>,
     ResBody: Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Send + 'static,
 {
     type Response = Response<OffloadBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+    type Future = ResponseFuture<S::Future, ResBody>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -114,61 +109,13 @@ where
         if pass {
             return ResponseFuture::passthrough(self.inner.call(req.map(RequestBody::original)));
         }
-        // The ready service goes into the future; a clone stays for the next call.
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::watched(Box::pin(watched(inner, req, shared.clone())))
+        // The request goes on at once; its chunks are kept as the inner
+        // service reads them, and classified when the response arrives.
+        let capture = Capture::default();
+        let cap = shared.max_request_bytes;
+        let req = req.map(|b| RequestBody::teed(b, cap, capture.clone()));
+        ResponseFuture::watching(self.inner.call(req), capture, shared.clone())
     }
-}
-
-/// Reads a request body up to `cap` bytes. Returns the whole body when it
-/// ended within the cap, and the body to hand on (replaying what was read).
-async fn buffer_request<B>(body: B, cap: usize) -> (Option<Bytes>, RequestBody<B>)
-where
-    B: Body<Data = Bytes>,
-{
-    let mut body = Box::pin(body);
-    let mut frames = std::collections::VecDeque::new();
-    let mut size = 0usize;
-    loop {
-        if body.is_end_stream() {
-            break;
-        }
-        match body.frame().await {
-            None => break,
-            Some(Ok(frame)) => {
-                if let Some(d) = frame.data_ref() {
-                    size += d.len();
-                }
-                let is_trailers = frame.is_trailers();
-                frames.push_back(frame);
-                if is_trailers {
-                    break;
-                }
-                if size > cap {
-                    return (None, RequestBody::replay(frames, Some(body), None));
-                }
-            }
-            Some(Err(e)) => {
-                return (None, RequestBody::replay(frames, None, Some(e)));
-            }
-        }
-    }
-    let data = match frames.iter().filter(|f| f.is_data()).count() {
-        0 => Bytes::new(),
-        1 => frames
-            .iter()
-            .find_map(|f| f.data_ref().cloned())
-            .unwrap_or_default(),
-        _ => {
-            let mut buf = BytesMut::with_capacity(size);
-            for d in frames.iter().filter_map(|f| f.data_ref()) {
-                buf.extend_from_slice(d);
-            }
-            buf.freeze()
-        }
-    };
-    (Some(data), RequestBody::replay(frames, None, None))
 }
 
 /// What to send in place of a result, given the engine's outcome (which has
@@ -245,25 +192,27 @@ fn known_length<B: Body>(body: &B) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
-async fn watched<S, ReqBody, ResBody>(
-    mut inner: S,
-    req: Request<ReqBody>,
-    shared: Arc<Shared>,
-) -> Result<Response<OffloadBody<ResBody>>, S::Error>
+/// What [`respond`] leaves to do.
+pub(crate) enum Next<B: Body> {
+    /// The response to send.
+    Ready(Response<OffloadBody<B>>),
+    /// The body must be read first.
+    Read(Pin<Box<dyn Future<Output = Response<OffloadBody<B>>> + Send>>),
+}
+
+/// Decides what to do with a response, given the request body the inner
+/// service read (published in `capture` if it ended within the cap).
+pub(crate) fn respond<B>(shared: &Arc<Shared>, capture: &Capture, response: Response<B>) -> Next<B>
 where
-    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
-    ReqBody: Body<Data = Bytes>,
-    ResBody: Body<Data = Bytes>,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Send + 'static,
 {
-    let (parts, body) = req.into_parts();
-    let (bytes, body) = buffer_request(body, shared.max_request_bytes).await;
-    let classified = bytes.as_deref().map(classify).unwrap_or_default();
-    let response = inner.call(Request::from_parts(parts, body)).await?;
+    let classified = capture.get().map(|b| classify(b)).unwrap_or_default();
     let (mut parts, body) = response.into_parts();
     if classified.proxy {
         let events = shared.offloader.events();
         if events.wants_pass_events() {
-            for w in resolve(&shared, classified.watched) {
+            for w in resolve(shared, classified.watched) {
                 events.emit(OffloadEvent::PassedThrough {
                     tool: Some(w.call.name),
                     reason: PassReason::Proxy,
@@ -278,67 +227,71 @@ where
         {
             shared.sessions.remember(id);
         }
-        return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
+        return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
     if classified.watched.is_empty() || !parts.status.is_success() {
-        return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
+        return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
-    let watched = resolve(&shared, classified.watched);
+    let watched = resolve(shared, classified.watched);
     match content_type(&parts.headers) {
         Some("text/event-stream") => {
             parts.headers.remove(CONTENT_LENGTH);
             let calls = watched.into_iter().map(|w| (w.id, w.call)).collect();
             let state = SseState::new(calls, shared.offloader.clone(), shared.buffers.lease());
-            Ok(Response::from_parts(parts, OffloadBody::sse(body, state)))
+            Next::Ready(Response::from_parts(parts, OffloadBody::sse(body, state)))
         }
         Some("application/json") => {
-            if known_length(&body).is_some_and(|len| surely_untouched(&shared, &watched, len)) {
+            if known_length(&body).is_some_and(|len| surely_untouched(shared, &watched, len)) {
                 // Small enough to be sure: streamed on, never buffered.
-                return Ok(Response::from_parts(parts, OffloadBody::passthrough(body)));
+                return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
             }
-            let mut lease = shared.buffers.lease();
-            let (data, trailers, error) = match collect(body, &mut lease).await {
-                Collected::Done {
-                    data,
-                    trailers,
-                    error,
-                } => (data, trailers, error),
-                Collected::OverCap { frames, rest } => {
-                    let events = shared.offloader.events();
-                    for w in watched {
-                        events.emit(OffloadEvent::PassedThrough {
-                            tool: Some(w.call.name),
-                            reason: PassReason::BufferCap {
-                                limit: lease.limit(),
-                            },
-                        });
-                    }
-                    return Ok(Response::from_parts(
-                        parts,
-                        OffloadBody::resume(frames, rest, lease),
-                    ));
-                }
-            };
-            if error.is_some() || surely_untouched(&shared, &watched, data.len()) {
-                return Ok(Response::from_parts(
-                    parts,
-                    OffloadBody::full(data, trailers, error, lease),
-                ));
-            }
-            let data = rewrite_json(&shared, data, &watched).await;
-            lease.resize(data.len());
-            if parts.headers.contains_key(CONTENT_LENGTH) {
-                parts
-                    .headers
-                    .insert(CONTENT_LENGTH, HeaderValue::from(data.len()));
-            }
-            Ok(Response::from_parts(
-                parts,
-                OffloadBody::full(data, trailers, None, lease),
-            ))
+            Next::Read(Box::pin(read_json(shared.clone(), parts, body, watched)))
         }
-        _ => Ok(Response::from_parts(parts, OffloadBody::passthrough(body))),
+        _ => Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body))),
     }
+}
+
+/// Collects a JSON response and rewrites the watched results in it.
+async fn read_json<B>(
+    shared: Arc<Shared>,
+    mut parts: http::response::Parts,
+    body: B,
+    watched: Vec<Expected>,
+) -> Response<OffloadBody<B>>
+where
+    B: Body<Data = Bytes>,
+{
+    let mut lease = shared.buffers.lease();
+    let (data, trailers, error) = match collect(body, &mut lease).await {
+        Collected::Done {
+            data,
+            trailers,
+            error,
+        } => (data, trailers, error),
+        Collected::OverCap { frames, rest } => {
+            let events = shared.offloader.events();
+            for w in watched {
+                events.emit(OffloadEvent::PassedThrough {
+                    tool: Some(w.call.name),
+                    reason: PassReason::BufferCap {
+                        limit: lease.limit(),
+                    },
+                });
+            }
+            return Response::from_parts(parts, OffloadBody::resume(frames, rest, lease));
+        }
+    };
+    if error.is_some() || surely_untouched(&shared, &watched, data.len()) {
+        return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
+    }
+    let data = rewrite_json(&shared, data, &watched).await;
+    lease.resize(data.len());
+    if parts.headers.contains_key(CONTENT_LENGTH) {
+        parts
+            .headers
+            .insert(CONTENT_LENGTH, HeaderValue::from(data.len()));
+    }
+    Response::from_parts(parts, OffloadBody::full(data, trailers, None, lease))
 }
 
 /// A response body read by [`collect`].
