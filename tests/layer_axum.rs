@@ -147,22 +147,34 @@ async fn unread_handler() -> Response {
 /// POST /tasks: a task-augmented `tools/call` (`params.task`) gets a
 /// `CreateTaskResult` (task id `task-{id}`); `tasks/result` for it gets the
 /// call's result; an unaugmented call is answered at once.
+/// POST /tasks-sse: the same, each answer as one SSE event.
 async fn tasks_handler(body: Bytes) -> Response {
-    let req: Value = serde_json::from_slice(&body).unwrap();
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        task_answer(&body).to_string(),
+    )
+        .into_response()
+}
+
+async fn tasks_sse_handler(body: Bytes) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        format!("event: message\ndata: {}\n\n", task_answer(&body)),
+    )
+        .into_response()
+}
+
+fn task_answer(body: &[u8]) -> Value {
+    let req: Value = serde_json::from_slice(body).unwrap();
     let id = req["id"].clone();
-    let out = match req["method"].as_str() {
+    match req["method"].as_str() {
         Some("tools/call") if req["params"].get("task").is_some() => json!({
             "jsonrpc": "2.0", "id": id,
             "result": {"task": {"taskId": format!("task-{id}"), "status": "working", "createdAt": "2026-11-21T00:00:00Z", "lastUpdatedAt": "2026-11-21T00:00:00Z", "ttl": 60000}}
         }),
         Some("tasks/result") => json!({"jsonrpc": "2.0", "id": id, "result": big_result()}),
         _ => answer(&req),
-    };
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        out.to_string(),
-    )
-        .into_response()
+    }
 }
 
 async fn serve(layer: Option<OffloadLayer>) -> SocketAddr {
@@ -170,6 +182,7 @@ async fn serve(layer: Option<OffloadLayer>) -> SocketAddr {
         .route("/json", on_post(json_handler))
         .route("/unread", on_post(unread_handler))
         .route("/tasks", on_post(tasks_handler))
+        .route("/tasks-sse", on_post(tasks_sse_handler))
         .route("/sse", on_post(sse_handler))
         .route("/echo", on_post(echo_handler))
         .route("/broken", on_post(broken_handler));
@@ -419,54 +432,66 @@ async fn requests_are_read_as_the_handler_reads_them() {
     assert_eq!(files, 1, "only the chunked call was offloaded");
 }
 
+/// The JSON-RPC message of a JSON body or of a one-event SSE body.
+fn message(body: &[u8]) -> Value {
+    let text = std::str::from_utf8(body).unwrap();
+    let json = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(text);
+    serde_json::from_str(json).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_result_is_offloaded_as_its_call() {
     let dir = tempfile::tempdir().unwrap();
     let with = serve(Some(layer(dir.path()))).await;
     let without = serve(None).await;
-    let mut augmented = call(9, "big");
-    augmented["params"]["task"] = json!({"ttl": 60000});
-    let augmented = augmented.to_string();
-    // The CreateTaskResult passes untouched.
-    let created = post(with, "/tasks", augmented.clone())
-        .await
-        .bytes()
-        .await
-        .unwrap();
-    assert_eq!(
-        created,
-        post(without, "/tasks", augmented)
+    for (n, path) in [(0u64, "/tasks"), (100, "/tasks-sse")] {
+        let mut augmented = call(n + 9, "big");
+        augmented["params"]["task"] = json!({"ttl": 60000});
+        let augmented = augmented.to_string();
+        // The CreateTaskResult passes untouched.
+        let created = post(with, path, augmented.clone())
             .await
             .bytes()
             .await
+            .unwrap();
+        assert_eq!(
+            created,
+            post(without, path, augmented).await.bytes().await.unwrap()
+        );
+        let task = format!("task-{}", n + 9);
+        assert_eq!(message(&created)["result"]["task"]["taskId"], task.as_str());
+        // The result, fetched later, is offloaded under the original call's name.
+        let fetch = json!({"jsonrpc": "2.0", "id": n + 10, "method": "tasks/result", "params": {"taskId": task}});
+        let v = message(
+            &post(with, path, fetch.to_string())
+                .await
+                .bytes()
+                .await
+                .unwrap(),
+        );
+        assert_eq!(v["id"], n + 10);
+        check_descriptor(&v["result"]);
+        let d: OffloadResponse =
+            serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        let name = std::path::Path::new(&d.file_path)
+            .file_name()
             .unwrap()
-    );
-    let created: Value = serde_json::from_slice(&created).unwrap();
-    assert_eq!(created["result"]["task"]["taskId"], "task-9");
-    // The result, fetched later, is offloaded under the original call's name.
-    let fetch = json!({"jsonrpc": "2.0", "id": 10, "method": "tasks/result", "params": {"taskId": "task-9"}});
-    let v: Value = post(with, "/tasks", fetch.to_string())
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(v["id"], 10);
-    check_descriptor(&v["result"]);
-    let d: OffloadResponse =
-        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-    let name = std::path::Path::new(&d.file_path)
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(name.starts_with("atlatl-big-"), "{name}");
-    // A task the layer never saw created is still a result to evaluate.
-    let fetch = json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result", "params": {"taskId": "unknown"}});
-    let v: Value = post(with, "/tasks", fetch.to_string())
-        .await
-        .json()
-        .await
-        .unwrap();
-    check_descriptor(&v["result"]);
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(name.starts_with("atlatl-big-"), "{path}: {name}");
+        // A task the layer never saw created is still a result to evaluate.
+        let fetch = json!({"jsonrpc": "2.0", "id": n + 11, "method": "tasks/result", "params": {"taskId": "unknown"}});
+        let v = message(
+            &post(with, path, fetch.to_string())
+                .await
+                .bytes()
+                .await
+                .unwrap(),
+        );
+        check_descriptor(&v["result"]);
+    }
 }

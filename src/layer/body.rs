@@ -13,10 +13,11 @@ use pin_project_lite::pin_project;
 use serde_json::Value;
 
 use super::budget::Lease;
+use super::layer::Shared;
 use crate::engine::jsonfmt::range_in;
 use crate::engine::{Offloader, ToolCall};
 use crate::lifecycle::events::{OffloadEvent, PassReason};
-use crate::wire::jsonrpc::ResponseMessage;
+use crate::wire::jsonrpc::{ResponseMessage, created_task_id};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
 /// Frames held in memory, then the rest of a body or the error that cut it
@@ -224,9 +225,10 @@ type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
 /// State of an event stream in which some responses are watched.
 pub(crate) struct SseState<E> {
     splitter: EventSplitter,
-    /// Watched ids and the calls they answer.
-    watched: Vec<(Value, ToolCall)>,
-    offloader: Offloader,
+    /// Watched ids, the calls they answer, and whether each is a
+    /// `tools/call` (whose answer may be a `CreateTaskResult`).
+    watched: Vec<(Value, ToolCall, bool)>,
+    shared: Arc<Shared>,
     /// Frames ready to send, in order.
     ready: VecDeque<Frame<Bytes>>,
     /// The watched event being evaluated.
@@ -245,11 +247,15 @@ pub(crate) struct SseState<E> {
 }
 
 impl<E> SseState<E> {
-    pub(crate) fn new(watched: Vec<(Value, ToolCall)>, offloader: Offloader, lease: Lease) -> Self {
+    pub(crate) fn new(
+        watched: Vec<(Value, ToolCall, bool)>,
+        shared: Arc<Shared>,
+        lease: Lease,
+    ) -> Self {
         SseState {
             splitter: EventSplitter::default(),
             watched,
-            offloader,
+            shared,
             ready: VecDeque::new(),
             pending: None,
             ended: false,
@@ -274,11 +280,14 @@ impl<E> SseState<E> {
             return;
         }
         let limit = self.lease.limit();
-        for (_, call) in self.watched.drain(..) {
-            self.offloader.events().emit(OffloadEvent::PassedThrough {
-                tool: Some(call.name),
-                reason: PassReason::BufferCap { limit },
-            });
+        for (_, call, _) in self.watched.drain(..) {
+            self.shared
+                .offloader
+                .events()
+                .emit(OffloadEvent::PassedThrough {
+                    tool: Some(call.name),
+                    reason: PassReason::BufferCap { limit },
+                });
         }
         self.lease.resize(self.pending_len);
         // With nothing watched, this forwards what is held (after the event
@@ -305,15 +314,18 @@ impl<E> SseState<E> {
                     if !self.lease.resize(held) {
                         // Over the cap: this result goes out untouched.
                         let limit = self.lease.limit();
-                        self.offloader.events().emit(OffloadEvent::PassedThrough {
-                            tool: Some(call.name),
-                            reason: PassReason::BufferCap { limit },
-                        });
+                        self.shared
+                            .offloader
+                            .events()
+                            .emit(OffloadEvent::PassedThrough {
+                                tool: Some(call.name),
+                                reason: PassReason::BufferCap { limit },
+                            });
                         self.ready.push_back(Frame::data(event));
                         continue;
                     }
                     self.pending_len = event.len() + data.len();
-                    let offloader = self.offloader.clone();
+                    let offloader = self.shared.offloader.clone();
                     self.pending =
                         Some(Box::pin(rewrite_event(offloader, call, event, data, range)));
                 }
@@ -323,7 +335,9 @@ impl<E> SseState<E> {
     }
 
     /// If `event` carries the result of a watched request: its call, its
-    /// data and the range of the result in it.
+    /// data and the range of the result in it. A `CreateTaskResult`
+    /// answering a `tools/call` is remembered (its result comes later, from
+    /// `tasks/result`) and sent on as it is.
     fn watch_event(&mut self, event: &Bytes) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
         let data = event_data(event)?;
         if data.trim_ascii_start().first() != Some(&b'{') {
@@ -332,9 +346,14 @@ impl<E> SseState<E> {
         let text = std::str::from_utf8(&data).ok()?;
         let msg: ResponseMessage<'_> = serde_json::from_str(text).ok()?;
         let id = msg.id?;
-        let pos = self.watched.iter().position(|(w, _)| *w == id)?;
-        let (_, call) = self.watched.swap_remove(pos);
-        let range = range_in(text, msg.result?.get());
+        let pos = self.watched.iter().position(|(w, _, _)| *w == id)?;
+        let (_, call, tool_call) = self.watched.swap_remove(pos);
+        let result = msg.result?;
+        if tool_call && let Some(task) = created_task_id(result.get()) {
+            self.shared.tasks.insert(task, call);
+            return None;
+        }
+        let range = range_in(text, result.get());
         Some((call, data, range))
     }
 }

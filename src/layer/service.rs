@@ -236,8 +236,11 @@ where
     match content_type(&parts.headers) {
         Some("text/event-stream") => {
             parts.headers.remove(CONTENT_LENGTH);
-            let calls = watched.into_iter().map(|w| (w.id, w.call)).collect();
-            let state = SseState::new(calls, shared.offloader.clone(), shared.buffers.lease());
+            let calls = watched
+                .into_iter()
+                .map(|w| (w.id, w.call, w.tool_call))
+                .collect();
+            let state = SseState::new(calls, shared.clone(), shared.buffers.lease());
             Next::Ready(Response::from_parts(parts, OffloadBody::sse(body, state)))
         }
         Some("application/json") => {
