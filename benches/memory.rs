@@ -126,9 +126,12 @@ fn through_layer(
         "application/json"
     };
     let inner = tower::service_fn(
-        move |_req: Request<tower_lro::layer::RequestBody<Full<Bytes>>>| {
+        move |req: Request<tower_lro::layer::RequestBody<Full<Bytes>>>| {
             let body = body.clone();
             async move {
+                // Read the request, as a server does (the layer classifies
+                // the request from what the inner service read).
+                let _ = req.into_body().collect().await;
                 let mut r = Response::new(Chunked(body));
                 r.headers_mut()
                     .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());

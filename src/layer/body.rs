@@ -226,7 +226,7 @@ type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
 pub(crate) struct SseState<E> {
     splitter: EventSplitter,
     /// Watched ids, the calls they answer, and whether each is a
-    /// `tools/call` (whose answer may be a `CreateTaskResult`).
+    /// task-augmented `tools/call` (whose answer may be a `CreateTaskResult`).
     watched: Vec<(Value, ToolCall, bool)>,
     shared: Arc<Shared>,
     /// Frames ready to send, in order.
@@ -309,6 +309,13 @@ impl<E> SseState<E> {
                 return;
             };
             match self.watch_event(&event) {
+                Some((call, _, range))
+                    if self.shared.offloader.surely_inline(&call.name, range.len())
+                        && !self.shared.offloader.events().wants_pass_events() =>
+                {
+                    // Surely under its threshold: sent on as it is.
+                    self.ready.push_back(Frame::data(event));
+                }
                 Some((call, data, range)) => {
                     let held = self.splitter.buffered() + event.len() + data.len();
                     if !self.lease.resize(held) {
@@ -347,9 +354,9 @@ impl<E> SseState<E> {
         let msg: ResponseMessage<'_> = serde_json::from_str(text).ok()?;
         let id = msg.id?;
         let pos = self.watched.iter().position(|(w, _, _)| *w == id)?;
-        let (_, call, tool_call) = self.watched.swap_remove(pos);
+        let (_, call, task_augmented) = self.watched.swap_remove(pos);
         let result = msg.result?;
-        if tool_call && let Some(task) = created_task_id(result.get()) {
+        if task_augmented && let Some(task) = created_task_id(result.get()) {
             self.shared.tasks.insert(task, call);
             return None;
         }

@@ -1,6 +1,6 @@
 //! [`OffloadLayer`] and its builder.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,26 +26,43 @@ pub const DEFAULT_MAX_PROXY_SESSIONS: usize = 10_000;
 /// A proxy session is forgotten after this long without a request.
 pub const DEFAULT_PROXY_SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// Calls that answered with `CreateTaskResult`, by task id (bounded).
+/// Calls that answered with `CreateTaskResult`, by task id: at most
+/// [`TaskCalls::CAPACITY`], the oldest forgotten first (its result is then
+/// still evaluated, under the name `tasks_result`).
 #[derive(Debug, Default)]
 pub(crate) struct TaskCalls {
-    map: Mutex<HashMap<String, ToolCall>>,
+    inner: Mutex<TaskMap>,
+}
+
+#[derive(Debug, Default)]
+struct TaskMap {
+    calls: HashMap<String, ToolCall>,
+    /// Task ids, oldest first (each once).
+    order: VecDeque<String>,
 }
 
 impl TaskCalls {
-    const CAPACITY: usize = 10_000;
+    pub(crate) const CAPACITY: usize = 10_000;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TaskMap> {
+        // A panic while holding the lock leaves a valid map; keep using it.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     pub(crate) fn insert(&self, task: String, call: ToolCall) {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= Self::CAPACITY {
-            map.clear();
+        let mut map = self.lock();
+        if map.calls.insert(task.clone(), call).is_none() {
+            map.order.push_back(task);
         }
-        map.insert(task, call);
+        while map.order.len() > Self::CAPACITY {
+            if let Some(oldest) = map.order.pop_front() {
+                map.calls.remove(&oldest);
+            }
+        }
     }
 
     pub(crate) fn get(&self, task: &str) -> Option<ToolCall> {
-        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(task).cloned()
+        self.lock().calls.get(task).cloned()
     }
 }
 
@@ -267,5 +284,28 @@ impl OffloadLayerBuilder {
                 buffers,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_calls_forget_the_oldest_first() {
+        let tasks = TaskCalls::default();
+        for i in 0..TaskCalls::CAPACITY + 5 {
+            tasks.insert(format!("t{i}"), ToolCall::new(format!("tool{i}"), None));
+        }
+        // Inserting a known task again does not count twice.
+        tasks.insert("t7".into(), ToolCall::new("again", None));
+        for i in 0..5 {
+            assert!(tasks.get(&format!("t{i}")).is_none(), "t{i} is the oldest");
+        }
+        assert_eq!(tasks.get("t5").unwrap().name, "tool5");
+        assert_eq!(tasks.get("t7").unwrap().name, "again");
+        let last = TaskCalls::CAPACITY + 4;
+        assert_eq!(tasks.get(&format!("t{last}")).unwrap().name, format!("tool{last}"));
+        assert_eq!(tasks.lock().calls.len(), TaskCalls::CAPACITY);
     }
 }

@@ -142,8 +142,6 @@ struct Expected {
     id: Value,
     /// The call whose result it carries (a task's original call when known).
     call: ToolCall,
-    /// The request is a `tools/call` (whose answer may be a `CreateTaskResult`).
-    tool_call: bool,
     /// The request is a task-augmented `tools/call` (`params.task`): the
     /// only kind a server may answer with a `CreateTaskResult`.
     task_augmented: bool,
@@ -157,7 +155,6 @@ fn resolve(shared: &Shared, watched: Vec<(Value, Watched)>) -> Vec<Expected> {
             Watched::Call { call, task } => Expected {
                 id,
                 call,
-                tool_call: true,
                 task_augmented: task,
             },
             Watched::TaskResult(task) => Expected {
@@ -166,7 +163,6 @@ fn resolve(shared: &Shared, watched: Vec<(Value, Watched)>) -> Vec<Expected> {
                     .tasks
                     .get(&task)
                     .unwrap_or_else(|| ToolCall::new("tasks_result", None)),
-                tool_call: false,
                 task_augmented: false,
             },
         })
@@ -238,7 +234,7 @@ where
             parts.headers.remove(CONTENT_LENGTH);
             let calls = watched
                 .into_iter()
-                .map(|w| (w.id, w.call, w.tool_call))
+                .map(|w| (w.id, w.call, w.task_augmented))
                 .collect();
             let state = SseState::new(calls, shared.clone(), shared.buffers.lease());
             Next::Ready(Response::from_parts(parts, OffloadBody::sse(body, state)))
@@ -377,9 +373,9 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Expected]) -> Byt
         let Some(w) = watched.iter().find(|w| w.id == id) else {
             continue;
         };
-        // Any `tools/call` answer is checked, not only task-augmented ones
-        // (the body is parsed anyway); `tasks/result` answers are results.
-        if w.tool_call
+        // Only a task-augmented call may be answered with a CreateTaskResult
+        // (a server that does not run it as a task answers it directly).
+        if w.task_augmented
             && let Some(task) = created_task_id(&text[range.clone()])
         {
             shared.tasks.insert(task, w.call.clone());

@@ -112,6 +112,9 @@ pub(crate) enum Watched {
 /// array, from clients older than 2025-06-18). Anything else: nothing to do.
 pub(crate) fn classify(body: &[u8]) -> Classified {
     let mut out = Classified::default();
+    if !may_matter(body) {
+        return out;
+    }
     let Ok(text) = std::str::from_utf8(body) else {
         return out;
     };
@@ -133,6 +136,18 @@ pub(crate) fn classify(body: &[u8]) -> Classified {
         _ => {}
     }
     out
+}
+
+/// Whether a body may hold a watched request or the proxy flag: it names
+/// `tools/call`, `tasks/result` or `proxy`, or has an escape (behind which
+/// any of them could hide). Most requests (`initialize`, `tools/list`,
+/// notifications) are then classified without being parsed.
+fn may_matter(body: &[u8]) -> bool {
+    use memchr::memmem;
+    memchr::memchr(b'\\', body).is_some()
+        || memmem::find(body, b"tools/call").is_some()
+        || memmem::find(body, b"tasks/result").is_some()
+        || memmem::find(body, b"proxy").is_some()
 }
 
 fn classify_one(r: Request<'_>, out: &mut Classified) {
@@ -314,6 +329,13 @@ mod tests {
             );
             assert_eq!(classify(body.as_bytes()).proxy, proxy, "{flag}");
         }
+        // Skipped without a parse, and still found behind escapes.
+        assert!(!may_matter(br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c"}}}"#));
+        assert!(!may_matter(br#"{"id":1,"method":"tools/list"}"#));
+        let c = classify(br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"p","pro\u0078y":true}}}"#);
+        assert!(c.initialize && c.proxy);
+        let c = classify(br#"{"id":1,"method":"tasks\/result","params":{"taskId":"t-2"}}"#);
+        assert!(matches!(&c.watched[..], [(_, Watched::TaskResult(t))] if t == "t-2"));
         let c = classify(br#"{"id":3,"method":"tasks/result","params":{"taskId":"t-1"}}"#);
         assert!(matches!(&c.watched[..], [(_, Watched::TaskResult(t))] if t == "t-1"));
     }
