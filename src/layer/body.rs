@@ -17,7 +17,7 @@ use super::layer::Shared;
 use crate::engine::jsonfmt::range_in;
 use crate::engine::{Offloader, ToolCall};
 use crate::lifecycle::events::{OffloadEvent, PassReason};
-use crate::wire::jsonrpc::{ResponseMessage, created_task_id};
+use crate::wire::jsonrpc::{RawCall, ResponseMessage, created_task_id};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
 /// Frames held in memory, then the rest of a body or the error that cut it
@@ -117,24 +117,36 @@ pin_project! {
 
 /// What a [`RequestBody`] keeps of the chunks it hands on.
 struct Tee {
-    chunks: Vec<Bytes>,
+    /// The first chunk (most bodies come in one), then the others.
+    first: Option<Bytes>,
+    more: Vec<Bytes>,
     size: usize,
     cap: usize,
     capture: Capture,
 }
 
 impl Tee {
+    /// Keeps a reference to a chunk handed on.
+    fn keep(&mut self, chunk: &Bytes) {
+        if chunk.is_empty() {
+            return;
+        }
+        match &self.first {
+            None => self.first = Some(chunk.clone()),
+            Some(_) => self.more.push(chunk.clone()),
+        }
+    }
+
     /// Publishes the whole body.
     fn publish(self) {
-        let data = match <[Bytes; 1]>::try_from(self.chunks) {
-            Ok([one]) => one,
-            Err(chunks) => {
-                let mut buf = bytes::BytesMut::with_capacity(self.size);
-                for c in &chunks {
-                    buf.extend_from_slice(c);
-                }
-                buf.freeze()
+        let data = if self.more.is_empty() {
+            self.first.unwrap_or_default()
+        } else {
+            let mut buf = bytes::BytesMut::with_capacity(self.size);
+            for c in self.first.iter().chain(&self.more) {
+                buf.extend_from_slice(c);
             }
+            buf.freeze()
         };
         let _ = self.capture.set(data);
     }
@@ -150,7 +162,8 @@ impl<B: Body> RequestBody<B> {
     /// it is at most `cap` bytes long.
     pub(crate) fn teed(body: B, cap: usize, capture: Capture) -> Self {
         let tee = Tee {
-            chunks: Vec::new(),
+            first: None,
+            more: Vec::new(),
             size: 0,
             cap,
             capture,
@@ -191,9 +204,7 @@ where
                         *this.tee = None;
                         return Poll::Ready(frame);
                     }
-                    if !d.is_empty() {
-                        tee.chunks.push(d.clone());
-                    }
+                    tee.keep(d);
                 }
                 // Published as the last chunk is handed on, so before the
                 // inner service can answer.
@@ -227,7 +238,7 @@ pub(crate) struct SseState<E> {
     splitter: EventSplitter,
     /// Watched ids, the calls they answer, and whether each is a
     /// task-augmented `tools/call` (whose answer may be a `CreateTaskResult`).
-    watched: Vec<(Value, ToolCall, bool)>,
+    watched: Vec<(Value, RawCall, bool)>,
     shared: Arc<Shared>,
     /// Frames ready to send, in order.
     ready: VecDeque<Frame<Bytes>>,
@@ -248,7 +259,7 @@ pub(crate) struct SseState<E> {
 
 impl<E> SseState<E> {
     pub(crate) fn new(
-        watched: Vec<(Value, ToolCall, bool)>,
+        watched: Vec<(Value, RawCall, bool)>,
         shared: Arc<Shared>,
         lease: Lease,
     ) -> Self {
@@ -308,36 +319,46 @@ impl<E> SseState<E> {
             let Some(event) = self.splitter.next_event() else {
                 return;
             };
-            match self.watch_event(&event) {
-                Some((call, _, range))
-                    if self.shared.offloader.surely_inline(&call.name, range.len())
-                        && !self.shared.offloader.events().wants_pass_events() =>
-                {
-                    // Surely under its threshold: sent on as it is.
-                    self.ready.push_back(Frame::data(event));
-                }
-                Some((call, data, range)) => {
-                    let held = self.splitter.buffered() + event.len() + data.len();
-                    if !self.lease.resize(held) {
-                        // Over the cap: this result goes out untouched.
-                        let limit = self.lease.limit();
-                        self.shared
-                            .offloader
-                            .events()
-                            .emit(OffloadEvent::PassedThrough {
-                                tool: Some(call.name),
-                                reason: PassReason::BufferCap { limit },
-                            });
-                        self.ready.push_back(Frame::data(event));
-                        continue;
-                    }
-                    self.pending_len = event.len() + data.len();
-                    let offloader = self.shared.offloader.clone();
-                    self.pending =
-                        Some(Box::pin(rewrite_event(offloader, call, event, data, range)));
-                }
-                None => self.ready.push_back(Frame::data(event)),
+            self.take_event(event);
+        }
+    }
+
+    /// Sends an event on, or starts evaluating the result it carries.
+    fn take_event(&mut self, event: Bytes) {
+        match self.watch_event(&event) {
+            Some((call, _, range))
+                if self.shared.offloader.surely_inline(&call.name, range.len())
+                    && !self.shared.offloader.events().wants_pass_events() =>
+            {
+                // Surely under its threshold: sent on as it is.
+                self.ready.push_back(Frame::data(event));
             }
+            Some((call, data, range)) => {
+                let held = self.splitter.buffered() + event.len() + data.len();
+                if !self.lease.resize(held) {
+                    // Over the cap: this result goes out untouched.
+                    let limit = self.lease.limit();
+                    self.shared
+                        .offloader
+                        .events()
+                        .emit(OffloadEvent::PassedThrough {
+                            tool: Some(call.name),
+                            reason: PassReason::BufferCap { limit },
+                        });
+                    self.ready.push_back(Frame::data(event));
+                    return;
+                }
+                self.pending_len = event.len() + data.len();
+                let offloader = self.shared.offloader.clone();
+                self.pending = Some(Box::pin(rewrite_event(
+                    offloader,
+                    call.to_call(),
+                    event,
+                    data,
+                    range,
+                )));
+            }
+            None => self.ready.push_back(Frame::data(event)),
         }
     }
 
@@ -345,7 +366,7 @@ impl<E> SseState<E> {
     /// data and the range of the result in it. A `CreateTaskResult`
     /// answering a `tools/call` is remembered (its result comes later, from
     /// `tasks/result`) and sent on as it is.
-    fn watch_event(&mut self, event: &Bytes) -> Option<(ToolCall, Bytes, std::ops::Range<usize>)> {
+    fn watch_event(&mut self, event: &Bytes) -> Option<(RawCall, Bytes, std::ops::Range<usize>)> {
         let data = event_data(event)?;
         if data.trim_ascii_start().first() != Some(&b'{') {
             return None;
@@ -357,7 +378,7 @@ impl<E> SseState<E> {
         let (_, call, task_augmented) = self.watched.swap_remove(pos);
         let result = msg.result?;
         if task_augmented && let Some(task) = created_task_id(result.get()) {
-            self.shared.tasks.insert(task, call);
+            self.shared.tasks.insert(task, &call);
             return None;
         }
         let range = range_in(text, result.get());
@@ -513,7 +534,15 @@ where
                 match ready!(body.as_mut().poll_frame(cx)) {
                     Some(Ok(frame)) => match frame.into_data() {
                         Ok(data) => {
-                            state.splitter.push(&data);
+                            if state.pending.is_none()
+                                && state.splitter.buffered() == 0
+                                && EventSplitter::is_one_event(&data)
+                            {
+                                // A whole event in one chunk: no copy.
+                                state.take_event(data);
+                            } else {
+                                state.splitter.push(&data);
+                            }
                             state.drain_events();
                             state.account();
                         }

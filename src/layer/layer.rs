@@ -10,11 +10,12 @@ use tower_layer::Layer;
 
 use super::budget::BufferBudget;
 use super::service::OffloadService;
-use crate::engine::{OffloadConfig, Offloader, TokenEstimator, ToolCall, ToolPolicy};
+use crate::engine::{OffloadConfig, Offloader, TokenEstimator, ToolPolicy};
 use crate::lifecycle::cleanup::{CleanupHandle, Custodian};
 use crate::lifecycle::events::EventHook;
 use crate::lifecycle::sessions::ProxySessions;
 use crate::lifecycle::store::Store;
+use crate::wire::jsonrpc::RawCall;
 
 /// Default name of the request header that asks for untouched responses.
 /// Values `1` and `true` (any case) count.
@@ -36,7 +37,7 @@ pub(crate) struct TaskCalls {
 
 #[derive(Debug, Default)]
 struct TaskMap {
-    calls: HashMap<String, ToolCall>,
+    calls: HashMap<String, RawCall>,
     /// Task ids, oldest first (each once).
     order: VecDeque<String>,
 }
@@ -49,7 +50,9 @@ impl TaskCalls {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn insert(&self, task: String, call: ToolCall) {
+    /// Remembers the call a task runs (with its own copy of the arguments).
+    pub(crate) fn insert(&self, task: String, call: &RawCall) {
+        let call = call.detached();
         let mut map = self.lock();
         if map.calls.insert(task.clone(), call).is_none() {
             map.order.push_back(task);
@@ -61,7 +64,7 @@ impl TaskCalls {
         }
     }
 
-    pub(crate) fn get(&self, task: &str) -> Option<ToolCall> {
+    pub(crate) fn get(&self, task: &str) -> Option<RawCall> {
         self.lock().calls.get(task).cloned()
     }
 }
@@ -295,17 +298,20 @@ mod tests {
     fn task_calls_forget_the_oldest_first() {
         let tasks = TaskCalls::default();
         for i in 0..TaskCalls::CAPACITY + 5 {
-            tasks.insert(format!("t{i}"), ToolCall::new(format!("tool{i}"), None));
+            tasks.insert(format!("t{i}"), &RawCall::named(format!("tool{i}")));
         }
         // Inserting a known task again does not count twice.
-        tasks.insert("t7".into(), ToolCall::new("again", None));
+        tasks.insert("t7".into(), &RawCall::named("again"));
         for i in 0..5 {
             assert!(tasks.get(&format!("t{i}")).is_none(), "t{i} is the oldest");
         }
         assert_eq!(tasks.get("t5").unwrap().name, "tool5");
         assert_eq!(tasks.get("t7").unwrap().name, "again");
         let last = TaskCalls::CAPACITY + 4;
-        assert_eq!(tasks.get(&format!("t{last}")).unwrap().name, format!("tool{last}"));
+        assert_eq!(
+            tasks.get(&format!("t{last}")).unwrap().name,
+            format!("tool{last}")
+        );
         assert_eq!(tasks.lock().calls.len(), TaskCalls::CAPACITY);
     }
 }

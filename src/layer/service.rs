@@ -21,9 +21,9 @@ use super::body::{Capture, OffloadBody, RequestBody, SseState};
 use super::budget::Lease;
 use super::future::ResponseFuture;
 use super::layer::Shared;
-use crate::engine::{Outcome, ToolCall};
+use crate::engine::Outcome;
 use crate::lifecycle::events::{OffloadEvent, PassReason};
-use crate::wire::jsonrpc::{Watched, classify, created_task_id, find_results};
+use crate::wire::jsonrpc::{RawCall, Watched, classify, created_task_id, find_results};
 use crate::wire::mcp::ResultError;
 
 /// The `Mcp-Session-Id` header.
@@ -141,7 +141,7 @@ struct Expected {
     /// The JSON-RPC id of the request.
     id: Value,
     /// The call whose result it carries (a task's original call when known).
-    call: ToolCall,
+    call: RawCall,
     /// The request is a task-augmented `tools/call` (`params.task`): the
     /// only kind a server may answer with a `CreateTaskResult`.
     task_augmented: bool,
@@ -162,7 +162,7 @@ fn resolve(shared: &Shared, watched: Vec<(Value, Watched)>) -> Vec<Expected> {
                 call: shared
                     .tasks
                     .get(&task)
-                    .unwrap_or_else(|| ToolCall::new("tasks_result", None)),
+                    .unwrap_or_else(|| RawCall::named("tasks_result")),
                 task_augmented: false,
             },
         })
@@ -203,7 +203,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Send + 'static,
 {
-    let classified = capture.get().map(|b| classify(b)).unwrap_or_default();
+    let classified = capture.get().map(classify).unwrap_or_default();
     let (mut parts, body) = response.into_parts();
     if classified.proxy {
         let events = shared.offloader.events();
@@ -378,12 +378,12 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Expected]) -> Byt
         if w.task_augmented
             && let Some(task) = created_task_id(&text[range.clone()])
         {
-            shared.tasks.insert(task, w.call.clone());
+            shared.tasks.insert(task, &w.call);
             continue;
         }
         let outcome = shared
             .offloader
-            .process_async(&w.call, data.slice(range.clone()))
+            .process_async(&w.call.to_call(), data.slice(range.clone()))
             .await;
         if let Some(new) = replacement(outcome) {
             edits.push((range, new));

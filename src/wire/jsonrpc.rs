@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -93,6 +94,45 @@ pub(crate) struct Classified {
     pub initialize: bool,
 }
 
+/// A `tools/call` as read from a request: its arguments kept as raw JSON
+/// (a slice of the request body, no copy) and parsed only when a result
+/// really has to be evaluated.
+#[derive(Debug, Clone)]
+pub(crate) struct RawCall {
+    /// The tool's name.
+    pub name: String,
+    /// `params.arguments`, as sent.
+    pub arguments: Option<Bytes>,
+}
+
+impl RawCall {
+    /// A call known by name only.
+    pub fn named(name: impl Into<String>) -> Self {
+        RawCall {
+            name: name.into(),
+            arguments: None,
+        }
+    }
+
+    /// The call with its arguments parsed.
+    pub fn to_call(&self) -> ToolCall {
+        let arguments = self
+            .arguments
+            .as_deref()
+            .and_then(|a| serde_json::from_slice::<Value>(a).ok());
+        ToolCall::new(self.name.clone(), arguments)
+    }
+
+    /// The same call holding its own copy of the arguments (not a slice
+    /// keeping the whole request body alive), to be kept for long.
+    pub fn detached(&self) -> Self {
+        RawCall {
+            name: self.name.clone(),
+            arguments: self.arguments.as_deref().map(Bytes::copy_from_slice),
+        }
+    }
+}
+
 /// A watched request.
 #[derive(Debug, Clone)]
 pub(crate) enum Watched {
@@ -100,7 +140,7 @@ pub(crate) enum Watched {
     /// only case in which a server may answer with a `CreateTaskResult`.
     Call {
         /// The call.
-        call: ToolCall,
+        call: RawCall,
         /// The request carries `params.task`.
         task: bool,
     },
@@ -110,7 +150,7 @@ pub(crate) enum Watched {
 
 /// Classifies a request body: a single JSON-RPC message or a batch (an
 /// array, from clients older than 2025-06-18). Anything else: nothing to do.
-pub(crate) fn classify(body: &[u8]) -> Classified {
+pub(crate) fn classify(body: &Bytes) -> Classified {
     let mut out = Classified::default();
     if !may_matter(body) {
         return out;
@@ -118,17 +158,18 @@ pub(crate) fn classify(body: &[u8]) -> Classified {
     let Ok(text) = std::str::from_utf8(body) else {
         return out;
     };
+    let whole = Whole { body, text };
     match text.trim_ascii_start().as_bytes().first() {
         Some(b'{') => {
             if let Ok(r) = serde_json::from_str::<Request<'_>>(text) {
-                classify_one(r, &mut out);
+                classify_one(r, &whole, &mut out);
             }
         }
         Some(b'[') => {
             if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
                 for item in items {
                     if let Ok(r) = serde_json::from_str::<Request<'_>>(item.get()) {
-                        classify_one(r, &mut out);
+                        classify_one(r, &whole, &mut out);
                     }
                 }
             }
@@ -150,7 +191,19 @@ fn may_matter(body: &[u8]) -> bool {
         || memmem::find(body, b"proxy").is_some()
 }
 
-fn classify_one(r: Request<'_>, out: &mut Classified) {
+/// A request body and its text, to slice parts of it out.
+struct Whole<'a> {
+    body: &'a Bytes,
+    text: &'a str,
+}
+
+impl Whole<'_> {
+    fn slice(&self, part: &RawValue) -> Bytes {
+        self.body.slice(range_in(self.text, part.get()))
+    }
+}
+
+fn classify_one(r: Request<'_>, whole: &Whole<'_>, out: &mut Classified) {
     let Some(method) = r.method.and_then(json_str) else {
         return;
     };
@@ -182,11 +235,12 @@ fn classify_one(r: Request<'_>, out: &mut Classified) {
             let Some(name) = params.name.and_then(json_str) else {
                 return;
             };
-            let arguments = params
-                .arguments
-                .and_then(|a| serde_json::from_str::<Value>(a.get()).ok());
+            let arguments = params.arguments.map(|a| whole.slice(a));
             let task = params.task.is_some_and(|t| t.get() != "null");
-            let call = ToolCall::new(name, arguments);
+            let call = RawCall {
+                name: name.into_owned(),
+                arguments,
+            };
             out.watched.push((id, Watched::Call { call, task }));
         }
         "tasks/result" => {
@@ -264,8 +318,8 @@ mod tests {
         assert_eq!(
             call(&c),
             (
-                "recall_memories",
-                Some(&serde_json::json!({"query": "x"})),
+                "recall_memories".into(),
+                Some(serde_json::json!({"query": "x"})),
                 false
             )
         );
@@ -273,6 +327,11 @@ mod tests {
         assert!(!c.proxy);
         let c = classify(br#"[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t"}},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#);
         assert_eq!(c.watched.len(), 1);
+        let c = classify(br#"[{"id":"b","method":"tools/list"}, {"id":"a","method":"tools/call","params":{"name":"u","arguments":{"k":[1, "]"]}}}]"#);
+        assert_eq!(
+            call(&c),
+            ("u".into(), Some(serde_json::json!({"k": [1, "]"]})), false)
+        );
         let c = classify(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"p","version":"1","proxy":true}}}"#);
         assert!(c.initialize && c.proxy);
         let c = classify(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"p","proxy":true}}}}"#);
@@ -285,9 +344,16 @@ mod tests {
         );
     }
 
-    fn call(c: &Classified) -> (&str, Option<&Value>, bool) {
+    fn classify(body: &[u8]) -> Classified {
+        super::classify(&Bytes::copy_from_slice(body))
+    }
+
+    fn call(c: &Classified) -> (String, Option<Value>, bool) {
         match &c.watched[..] {
-            [(_, Watched::Call { call, task })] => (&call.name, call.arguments.as_ref(), *task),
+            [(_, Watched::Call { call, task })] => {
+                let parsed = call.to_call();
+                (parsed.name, parsed.arguments, *task)
+            }
             other => panic!("one call expected, got {other:?}"),
         }
     }
@@ -297,10 +363,10 @@ mod tests {
         let c = classify(br#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"r\u00e9sum\u00e9","arguments":{"q":"a\"b","n":[1,2]},"task":{"ttl":60000}}}"#);
         let (name, args, task) = call(&c);
         assert_eq!(name, "résumé");
-        assert_eq!(args, Some(&serde_json::json!({"q": "a\"b", "n": [1, 2]})));
+        assert_eq!(args, Some(serde_json::json!({"q": "a\"b", "n": [1, 2]})));
         assert!(task);
         let c = classify(br#" {"id":"x","method":"tools/call","params":{"name":"t","task":null}}"#);
-        assert_eq!(call(&c), ("t", None, false));
+        assert_eq!(call(&c), ("t".into(), None, false));
         // A member of an unexpected type costs that member only.
         let c = classify(
             br#"{"id":2,"method":"tools/call","params":{"name":"t","_meta":7,"clientInfo":"x"}}"#,
@@ -330,7 +396,9 @@ mod tests {
             assert_eq!(classify(body.as_bytes()).proxy, proxy, "{flag}");
         }
         // Skipped without a parse, and still found behind escapes.
-        assert!(!may_matter(br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c"}}}"#));
+        assert!(!may_matter(
+            br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c"}}}"#
+        ));
         assert!(!may_matter(br#"{"id":1,"method":"tools/list"}"#));
         let c = classify(br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"p","pro\u0078y":true}}}"#);
         assert!(c.initialize && c.proxy);

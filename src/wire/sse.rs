@@ -31,40 +31,24 @@ impl EventSplitter {
 
     /// The next complete event (its bytes up to and including the blank line).
     pub fn next_event(&mut self) -> Option<Bytes> {
-        let bytes = &self.buf[..];
-        let mut i = self.scan;
-        while i < bytes.len() {
-            let Some(at) = memchr::memchr2(b'\n', b'\r', &bytes[i..]) else {
-                i = bytes.len();
-                break;
-            };
-            i += at;
-            let b = bytes[i];
-            // A line ends at i. A CR at the very end may be the first half of CRLF.
-            let end = if b == b'\r' {
-                match bytes.get(i + 1) {
-                    Some(b'\n') => i + 2,
-                    Some(_) => i + 1,
-                    None => {
-                        self.scan = i;
-                        return None;
-                    }
-                }
-            } else {
-                i + 1
-            };
-            let empty_line = i == self.line_start;
-            self.line_start = end;
-            i = end;
-            if empty_line {
-                let event = self.buf.split_to(end).freeze();
+        match scan_event(&self.buf, self.scan, self.line_start) {
+            Ok(end) => {
                 self.scan = 0;
                 self.line_start = 0;
-                return Some(event);
+                Some(self.buf.split_to(end).freeze())
+            }
+            Err((scan, line_start)) => {
+                self.scan = scan;
+                self.line_start = line_start;
+                None
             }
         }
-        self.scan = i;
-        None
+    }
+
+    /// Whether `chunk` is exactly one complete event (what servers usually
+    /// send per chunk), so it can be taken as it is, without buffering.
+    pub fn is_one_event(chunk: &[u8]) -> bool {
+        scan_event(chunk, 0, 0) == Ok(chunk.len())
     }
 
     /// Everything still held (at the end of the stream).
@@ -73,6 +57,35 @@ impl EventSplitter {
         self.line_start = 0;
         self.buf.split().freeze()
     }
+}
+
+/// Looks for the blank line that ends an event in `bytes`, resuming at `i`
+/// with the current line starting at `line_start`: `Ok(end)` when the event
+/// ends at `end` (exclusive), else where to resume once more bytes came.
+fn scan_event(bytes: &[u8], mut i: usize, mut line_start: usize) -> Result<usize, (usize, usize)> {
+    while i < bytes.len() {
+        let Some(at) = memchr::memchr2(b'\n', b'\r', &bytes[i..]) else {
+            return Err((bytes.len(), line_start));
+        };
+        i += at;
+        // A line ends at i. A CR at the very end may be the first half of CRLF.
+        let end = if bytes[i] == b'\r' {
+            match bytes.get(i + 1) {
+                Some(b'\n') => i + 2,
+                Some(_) => i + 1,
+                None => return Err((i, line_start)),
+            }
+        } else {
+            i + 1
+        };
+        let empty_line = i == line_start;
+        line_start = end;
+        i = end;
+        if empty_line {
+            return Ok(end);
+        }
+    }
+    Err((i, line_start))
 }
 
 /// One line of an event: its content and its terminator.
@@ -190,6 +203,38 @@ mod tests {
         assert_eq!(&events[1][..], b"data: b\n\n");
         assert_eq!(&events[2][..], b": comment\rdata:\r\r");
         assert_eq!(&rest[..], b"partial");
+    }
+
+    #[test]
+    fn one_whole_event_is_recognised() {
+        for one in [
+            &b"data: x\n\n"[..],
+            b"data: x\r\n\r\n",
+            b"data: x\rdata: y\r\n\r\n",
+            b"id: 1\nevent: message\ndata: {}\n\n",
+            b"\n",
+        ] {
+            assert!(
+                EventSplitter::is_one_event(one),
+                "{:?}",
+                String::from_utf8_lossy(one)
+            );
+        }
+        for not_one in [
+            &b""[..],
+            b"data: x\n",
+            b"data: x\n\ndata: y\n\n",
+            b"data: x\r\n\r",
+            b"data: x\n\n\n",
+            // A final CR may be the first half of a CRLF still to come.
+            b"data: x\r\r",
+        ] {
+            assert!(
+                !EventSplitter::is_one_event(not_one),
+                "{:?}",
+                String::from_utf8_lossy(not_one)
+            );
+        }
     }
 
     #[test]
