@@ -235,6 +235,10 @@ fn small_cases() -> Vec<(Case, &'static str)> {
         let r = support::response(1, &support::text_result(bytes));
         json(r)
     };
+    let small_sse = |bytes: usize| Canned {
+        content_type: "text/event-stream",
+        body: Bytes::from(sse(&support::response(1, &support::text_result(bytes)))),
+    };
     vec![
         (
             Case {
@@ -281,6 +285,24 @@ fn small_cases() -> Vec<(Case, &'static str)> {
                 method: Method::POST,
                 request: support::tools_call(1, "status", json!({})),
                 inner: small(4096),
+            },
+            "small",
+        ),
+        (
+            Case {
+                name: "result_1kb_sse".into(),
+                method: Method::POST,
+                request: support::tools_call(1, "status", json!({})),
+                inner: small_sse(1024),
+            },
+            "small",
+        ),
+        (
+            Case {
+                name: "result_4kb_sse".into(),
+                method: Method::POST,
+                request: support::tools_call(1, "status", json!({})),
+                inner: small_sse(4096),
             },
             "small",
         ),

@@ -325,6 +325,12 @@ impl<E> SseState<E> {
 
     /// Sends an event on, or starts evaluating the result it carries.
     fn take_event(&mut self, event: Bytes) {
+        if self.surely_inline(event.len()) {
+            // Whatever this event is, it carries no result to evaluate (nor
+            // a task to remember): sent on unparsed; watching goes on.
+            self.ready.push_back(Frame::data(event));
+            return;
+        }
         match self.watch_event(&event) {
             Some((call, _, range))
                 if self.shared.offloader.surely_inline(&call.name, range.len())
@@ -360,6 +366,18 @@ impl<E> SseState<E> {
             }
             None => self.ready.push_back(Frame::data(event)),
         }
+    }
+
+    /// Whether an event of `len` bytes surely needs no evaluation: every
+    /// result still watched would be under its threshold at that size, none
+    /// may be a `CreateTaskResult`, and no one listens for the
+    /// `PassedThrough` events an evaluation would emit.
+    fn surely_inline(&self, len: usize) -> bool {
+        let offloader = &self.shared.offloader;
+        self.watched
+            .iter()
+            .all(|(_, call, task)| !task && offloader.surely_inline(&call.name, len))
+            && !offloader.events().wants_pass_events()
     }
 
     /// If `event` carries the result of a watched request: its call, its
