@@ -69,6 +69,10 @@ impl Lease {
         if n > self.held {
             return self.grow(n - self.held);
         }
+        if n == self.held {
+            // Nothing to give back: the shared counter is left alone.
+            return true;
+        }
         self.budget.used.fetch_sub(self.held - n, Ordering::AcqRel);
         self.held = n;
         true
