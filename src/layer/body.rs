@@ -249,8 +249,8 @@ pub(crate) struct SseState<E> {
     /// The inner body's error, sent after the frames before it.
     error: Option<E>,
     /// Bytes held (in the splitter and the event being evaluated) against
-    /// the layer's buffer budget.
-    lease: Lease,
+    /// the layer's buffer budget; taken when something is first held.
+    lease: Option<Lease>,
     /// Length of the event being evaluated.
     pending_len: usize,
     /// Yield once before the error (see [`Replay`]).
@@ -258,11 +258,7 @@ pub(crate) struct SseState<E> {
 }
 
 impl<E> SseState<E> {
-    pub(crate) fn new(
-        watched: Vec<(Value, RawCall, bool)>,
-        shared: Arc<Shared>,
-        lease: Lease,
-    ) -> Self {
+    pub(crate) fn new(watched: Vec<(Value, RawCall, bool)>, shared: Arc<Shared>) -> Self {
         SseState {
             splitter: EventSplitter::default(),
             watched,
@@ -271,26 +267,32 @@ impl<E> SseState<E> {
             pending: None,
             ended: false,
             error: None,
-            lease,
+            lease: None,
             pending_len: 0,
             flush_before_error: false,
         }
+    }
+
+    /// Holds exactly `n` bytes of the budget (false if that passes the cap).
+    fn hold(&mut self, n: usize) -> bool {
+        if n == 0 && self.lease.is_none() {
+            return true;
+        }
+        let buffers = &self.shared.buffers;
+        self.lease.get_or_insert_with(|| buffers.lease()).resize(n)
     }
 
     /// Holds what is buffered against the budget; past the cap, stops
     /// watching: the held bytes and the rest of the stream go out untouched.
     fn account(&mut self) {
         if self.watched.is_empty() {
-            self.lease.resize(self.pending_len);
+            self.hold(self.pending_len);
             return;
         }
-        if self
-            .lease
-            .resize(self.splitter.buffered() + self.pending_len)
-        {
+        if self.hold(self.splitter.buffered() + self.pending_len) {
             return;
         }
-        let limit = self.lease.limit();
+        let limit = self.shared.buffers.limit();
         for (_, call, _) in self.watched.drain(..) {
             self.shared
                 .offloader
@@ -300,7 +302,7 @@ impl<E> SseState<E> {
                     reason: PassReason::BufferCap { limit },
                 });
         }
-        self.lease.resize(self.pending_len);
+        self.hold(self.pending_len);
         // With nothing watched, this forwards what is held (after the event
         // being evaluated, if any).
         self.drain_events();
@@ -341,9 +343,9 @@ impl<E> SseState<E> {
             }
             Some((call, data, range)) => {
                 let held = self.splitter.buffered() + event.len() + data.len();
-                if !self.lease.resize(held) {
+                if !self.hold(held) {
                     // Over the cap: this result goes out untouched.
-                    let limit = self.lease.limit();
+                    let limit = self.shared.buffers.limit();
                     self.shared
                         .offloader
                         .events()
@@ -556,7 +558,12 @@ where
                                 && state.splitter.buffered() == 0
                                 && EventSplitter::is_one_event(&data)
                             {
-                                // A whole event in one chunk: no copy.
+                                // A whole event in one chunk: no copy, and
+                                // none of the bookkeeping when it surely
+                                // needs no evaluation.
+                                if state.ready.is_empty() && state.surely_inline(data.len()) {
+                                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                                }
                                 state.take_event(data);
                             } else {
                                 state.splitter.push(&data);

@@ -236,7 +236,7 @@ where
                 .into_iter()
                 .map(|w| (w.id, w.call, w.task_augmented))
                 .collect();
-            let state = SseState::new(calls, shared.clone(), shared.buffers.lease());
+            let state = SseState::new(calls, shared.clone());
             Next::Ready(Response::from_parts(parts, OffloadBody::sse(body, state)))
         }
         Some("application/json") => {
