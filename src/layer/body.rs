@@ -16,7 +16,6 @@ use super::budget::Lease;
 use super::layer::Shared;
 use crate::engine::jsonfmt::range_in;
 use crate::engine::{Offloader, ToolCall};
-use crate::lifecycle::events::{OffloadEvent, PassReason};
 use crate::wire::jsonrpc::{RawCall, ResponseMessage, created_task_id};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
@@ -292,15 +291,8 @@ impl<E> SseState<E> {
         if self.hold(self.splitter.buffered() + self.pending_len) {
             return;
         }
-        let limit = self.shared.buffers.limit();
-        for (_, call, _) in self.watched.drain(..) {
-            self.shared
-                .offloader
-                .events()
-                .emit(OffloadEvent::PassedThrough {
-                    tool: Some(call.name),
-                    reason: PassReason::BufferCap { limit },
-                });
+        for (_, call, _) in std::mem::take(&mut self.watched) {
+            super::service::over_buffer_cap(&self.shared, call.name);
         }
         self.hold(self.pending_len);
         // With nothing watched, this forwards what is held (after the event
@@ -345,14 +337,7 @@ impl<E> SseState<E> {
                 let held = self.splitter.buffered() + event.len() + data.len();
                 if !self.hold(held) {
                     // Over the cap: this result goes out untouched.
-                    let limit = self.shared.buffers.limit();
-                    self.shared
-                        .offloader
-                        .events()
-                        .emit(OffloadEvent::PassedThrough {
-                            tool: Some(call.name),
-                            reason: PassReason::BufferCap { limit },
-                        });
+                    super::service::over_buffer_cap(&self.shared, call.name);
                     self.ready.push_back(Frame::data(event));
                     return;
                 }

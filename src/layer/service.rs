@@ -188,6 +188,17 @@ fn known_length<B: Body>(body: &B) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
+/// Reports a result of `tool` that passes untouched because the buffer
+/// budget ran out.
+pub(crate) fn over_buffer_cap(shared: &Shared, tool: String) {
+    shared.offloader.events().emit(OffloadEvent::PassedThrough {
+        tool: Some(tool),
+        reason: PassReason::BufferCap {
+            limit: shared.buffers.limit(),
+        },
+    });
+}
+
 /// What [`respond`] leaves to do.
 pub(crate) enum Next<B: Body> {
     /// The response to send.
@@ -268,14 +279,8 @@ where
             error,
         } => (data, trailers, error),
         Collected::OverCap { frames, rest } => {
-            let events = shared.offloader.events();
             for w in watched {
-                events.emit(OffloadEvent::PassedThrough {
-                    tool: Some(w.call.name),
-                    reason: PassReason::BufferCap {
-                        limit: lease.limit(),
-                    },
-                });
+                over_buffer_cap(&shared, w.call.name);
             }
             return Response::from_parts(parts, OffloadBody::resume(frames, rest, lease));
         }
