@@ -18,7 +18,7 @@ use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 /// The part of a file header that lets the original result be rebuilt.
 ///
 /// It holds the original `CallToolResult` with each value that records came
-/// from replaced by `null`, and one [`Segment`] per such value.
+/// from replaced by `null`, and one `Segment` per such value.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Rebuild {
     /// The original result, minified, record sources set to `null`.

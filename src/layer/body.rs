@@ -20,7 +20,7 @@ use crate::wire::jsonrpc::{RawCall, ResponseMessage, created_task_id};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
 /// Frames held in memory, then the rest of a body or the error that cut it
-/// short. Serves both the replayed request and a collected response.
+/// short: a collected (possibly rewritten) response body.
 pub(crate) struct Replay<B: Body> {
     frames: VecDeque<Frame<Bytes>>,
     rest: Option<Pin<Box<B>>>,

@@ -20,7 +20,7 @@ use crate::wire::jsonrpc::RawCall;
 /// Default name of the request header that asks for untouched responses.
 /// Values `1` and `true` (any case) count.
 pub const DEFAULT_PROXY_HEADER: &str = "lro-proxy";
-/// Default cap on the request body read to classify a request (1 MiB).
+/// Default cap on the request body kept to classify a request (1 MiB).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
 /// Proxy sessions remembered at most.
 pub const DEFAULT_MAX_PROXY_SESSIONS: usize = 10_000;
@@ -199,7 +199,8 @@ impl OffloadLayerBuilder {
         self.proxy_header = name;
         self
     }
-    /// Cap on the request body read to classify a request; larger requests
+    /// Cap on the request body kept (by reference, as the inner service
+    /// reads it) to classify a request; the responses to larger requests
     /// pass through untouched (default [`DEFAULT_MAX_REQUEST_BYTES`]).
     pub fn max_request_bytes(mut self, bytes: usize) -> Self {
         self.max_request_bytes = bytes;
