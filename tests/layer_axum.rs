@@ -212,6 +212,28 @@ async fn post(addr: SocketAddr, path: &str, body: impl Into<reqwest::Body>) -> r
         .unwrap()
 }
 
+/// The whole response body of a POST.
+async fn body_of(addr: SocketAddr, path: &str, body: impl Into<reqwest::Body>) -> Bytes {
+    post(addr, path, body).await.bytes().await.unwrap()
+}
+
+/// Posts `body` to both servers; asserts the answers are byte-identical
+/// and returns the one through the layer.
+async fn same_with_and_without(
+    with: SocketAddr,
+    without: SocketAddr,
+    path: &str,
+    body: &str,
+) -> Bytes {
+    let got = body_of(with, path, body.to_owned()).await;
+    assert_eq!(
+        got,
+        body_of(without, path, body.to_owned()).await,
+        "{path}: {body:.80}"
+    );
+    got
+}
+
 fn layer(dir: &std::path::Path) -> OffloadLayer {
     OffloadLayer::builder()
         .output_dir(dir)
@@ -236,15 +258,7 @@ async fn json_handler_small_untouched_large_offloaded() {
     let dir = tempfile::tempdir().unwrap();
     let with = serve(Some(layer(dir.path()))).await;
     let without = serve(None).await;
-    let small = call(1, "small").to_string();
-    assert_eq!(
-        post(with, "/json", small.clone())
-            .await
-            .bytes()
-            .await
-            .unwrap(),
-        post(without, "/json", small).await.bytes().await.unwrap()
-    );
+    same_with_and_without(with, without, "/json", &call(1, "small").to_string()).await;
     let r = post(with, "/json", call(2, "big").to_string()).await;
     let len = r.content_length();
     let bytes = r.bytes().await.unwrap();
@@ -302,18 +316,7 @@ async fn sse_framing_is_kept_and_only_the_result_event_changes() {
     assert_eq!(msg["id"], 7);
     check_descriptor(&msg["result"]);
     // Small results through SSE: identical bytes.
-    assert_eq!(
-        post(with, "/sse", call(8, "small").to_string())
-            .await
-            .text()
-            .await
-            .unwrap(),
-        post(without, "/sse", call(8, "small").to_string())
-            .await
-            .text()
-            .await
-            .unwrap()
-    );
+    same_with_and_without(with, without, "/sse", &call(8, "small").to_string()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -404,30 +407,10 @@ async fn requests_are_read_as_the_handler_reads_them() {
     // A call over the request cap is not read: its big answer comes back whole.
     let mut padded = call(5, "big");
     padded["params"]["arguments"]["pad"] = json!("x".repeat(100_000));
-    let padded = padded.to_string();
-    assert_eq!(
-        post(with, "/json", padded.clone())
-            .await
-            .bytes()
-            .await
-            .unwrap(),
-        post(without, "/json", padded).await.bytes().await.unwrap()
-    );
+    same_with_and_without(with, without, "/json", &padded.to_string()).await;
     // A handler that answers without reading the request: the answer
     // cannot be matched to a call, so it passes untouched.
-    let unread = call(1, "big").to_string();
-    assert_eq!(
-        post(with, "/unread", unread.clone())
-            .await
-            .bytes()
-            .await
-            .unwrap(),
-        post(without, "/unread", unread)
-            .await
-            .bytes()
-            .await
-            .unwrap()
-    );
+    same_with_and_without(with, without, "/unread", &call(1, "big").to_string()).await;
     let files = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(files, 1, "only the chunked call was offloaded");
 }
@@ -450,28 +433,13 @@ async fn a_task_result_is_offloaded_as_its_call() {
     for (n, path) in [(0u64, "/tasks"), (100, "/tasks-sse")] {
         let mut augmented = call(n + 9, "big");
         augmented["params"]["task"] = json!({"ttl": 60000});
-        let augmented = augmented.to_string();
         // The CreateTaskResult passes untouched.
-        let created = post(with, path, augmented.clone())
-            .await
-            .bytes()
-            .await
-            .unwrap();
-        assert_eq!(
-            created,
-            post(without, path, augmented).await.bytes().await.unwrap()
-        );
+        let created = same_with_and_without(with, without, path, &augmented.to_string()).await;
         let task = format!("task-{}", n + 9);
         assert_eq!(message(&created)["result"]["task"]["taskId"], task.as_str());
         // The result, fetched later, is offloaded under the original call's name.
         let fetch = json!({"jsonrpc": "2.0", "id": n + 10, "method": "tasks/result", "params": {"taskId": task}});
-        let v = message(
-            &post(with, path, fetch.to_string())
-                .await
-                .bytes()
-                .await
-                .unwrap(),
-        );
+        let v = message(&body_of(with, path, fetch.to_string()).await);
         assert_eq!(v["id"], n + 10);
         check_descriptor(&v["result"]);
         let d: OffloadResponse =
@@ -485,13 +453,7 @@ async fn a_task_result_is_offloaded_as_its_call() {
         assert!(name.starts_with("atlatl-big-"), "{path}: {name}");
         // A task the layer never saw created is still a result to evaluate.
         let fetch = json!({"jsonrpc": "2.0", "id": n + 11, "method": "tasks/result", "params": {"taskId": "unknown"}});
-        let v = message(
-            &post(with, path, fetch.to_string())
-                .await
-                .bytes()
-                .await
-                .unwrap(),
-        );
+        let v = message(&body_of(with, path, fetch.to_string()).await);
         check_descriptor(&v["result"]);
     }
 }

@@ -207,33 +207,22 @@ mod tests {
 
     #[test]
     fn one_whole_event_is_recognised() {
-        for one in [
-            &b"data: x\n\n"[..],
-            b"data: x\r\n\r\n",
-            b"data: x\rdata: y\r\n\r\n",
-            b"id: 1\nevent: message\ndata: {}\n\n",
-            b"\n",
-        ] {
-            assert!(
-                EventSplitter::is_one_event(one),
-                "{:?}",
-                String::from_utf8_lossy(one)
-            );
-        }
-        for not_one in [
-            &b""[..],
-            b"data: x\n",
-            b"data: x\n\ndata: y\n\n",
-            b"data: x\r\n\r",
-            b"data: x\n\n\n",
+        for (chunk, one) in [
+            (&b"data: x\n\n"[..], true),
+            (b"data: x\r\n\r\n", true),
+            (b"data: x\rdata: y\r\n\r\n", true),
+            (b"id: 1\nevent: message\ndata: {}\n\n", true),
+            (b"\n", true),
+            (b"", false),
+            (b"data: x\n", false),
+            (b"data: x\n\ndata: y\n\n", false),
+            (b"data: x\r\n\r", false),
+            (b"data: x\n\n\n", false),
             // A final CR may be the first half of a CRLF still to come.
-            b"data: x\r\r",
+            (b"data: x\r\r", false),
         ] {
-            assert!(
-                !EventSplitter::is_one_event(not_one),
-                "{:?}",
-                String::from_utf8_lossy(not_one)
-            );
+            let text = String::from_utf8_lossy(chunk);
+            assert_eq!(EventSplitter::is_one_event(chunk), one, "{text:?}");
         }
     }
 
