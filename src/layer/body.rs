@@ -541,14 +541,18 @@ where
                         Ok(data) => {
                             if state.pending.is_none()
                                 && state.splitter.buffered() == 0
+                                && EventSplitter::ends_at_boundary(&data)
+                                && state.surely_inline(data.len())
+                            {
+                                // Whole events, each too small for any
+                                // watched result: straight out, unread.
+                                return Poll::Ready(Some(Ok(Frame::data(data))));
+                            }
+                            if state.pending.is_none()
+                                && state.splitter.buffered() == 0
                                 && EventSplitter::is_one_event(&data)
                             {
-                                // A whole event in one chunk: no copy, and
-                                // none of the bookkeeping when it surely
-                                // needs no evaluation.
-                                if state.ready.is_empty() && state.surely_inline(data.len()) {
-                                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                                }
+                                // A whole event in one chunk: no copy.
                                 state.take_event(data);
                             } else {
                                 state.splitter.push(&data);

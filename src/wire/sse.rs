@@ -45,6 +45,14 @@ impl EventSplitter {
         }
     }
 
+    /// Whether `chunk`, read from an event boundary, surely ends at one: its
+    /// last line is empty (`\n\n`, `\n\r\n` or `\r\r\n` at its end). Only its
+    /// last bytes are looked at. (A chunk ending in `\r\r` may still be
+    /// followed by the `\n` of a CRLF: not surely at a boundary.)
+    pub fn ends_at_boundary(chunk: &[u8]) -> bool {
+        chunk.ends_with(b"\n\n") || chunk.ends_with(b"\n\r\n") || chunk.ends_with(b"\r\r\n")
+    }
+
     /// Whether `chunk` is exactly one complete event (what servers usually
     /// send per chunk), so it can be taken as it is, without buffering.
     pub fn is_one_event(chunk: &[u8]) -> bool {
@@ -223,6 +231,28 @@ mod tests {
         ] {
             let text = String::from_utf8_lossy(chunk);
             assert_eq!(EventSplitter::is_one_event(chunk), one, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_chunk_ending_with_a_blank_line_ends_at_a_boundary() {
+        for (chunk, boundary) in [
+            (&b"data: x\n\n"[..], true),
+            (b"data: x\r\n\r\n", true),
+            (b"data: x\n\ndata: y\n\n", true),
+            (b"data: x\r\r\n", true),
+            (b"data: x\n\ndata: y\n", false),
+            (b"data: x\r\r", false),
+            (b"data: x\r\n", false),
+            (b"data: x\n", false),
+        ] {
+            let text = String::from_utf8_lossy(chunk);
+            assert_eq!(EventSplitter::ends_at_boundary(chunk), boundary, "{text:?}");
+            if boundary {
+                // The splitter agrees: the chunk leaves nothing behind.
+                let (_, rest) = split_all(&[chunk]);
+                assert!(rest.is_empty(), "{text:?}");
+            }
         }
     }
 
