@@ -28,44 +28,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use http::{Method, Request, Response};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tower::{Layer, Service, ServiceExt};
 use tower_lro::OffloadLayer;
 
-use support::{fmt_ns, median_ns, record};
-
-/// A response body delivered in frames of `chunk` bytes (zero-copy slices).
-struct Chunked {
-    data: Bytes,
-    chunk: usize,
-}
-
-impl Body for Chunked {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if self.data.is_empty() {
-            return Poll::Ready(None);
-        }
-        let n = self.chunk.min(self.data.len());
-        let part = self.data.split_to(n);
-        Poll::Ready(Some(Ok(Frame::data(part))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.data.is_empty()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.data.len() as u64)
-    }
-}
+use support::{Chunked, fmt_ns, median_ns, record};
 
 /// The inner service: reads the request body like a server would, answers
 /// a canned response in 64 KiB frames.

@@ -9,18 +9,17 @@ mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
-use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tower::{Layer, ServiceExt};
 use tower_lro::{OffloadConfig, OffloadLayer, Offloader, Outcome, ToolCall};
+
+use support::Chunked;
 
 /// Counts live heap bytes and their peak.
 struct Counting;
@@ -81,29 +80,6 @@ fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// The inner service's body: the response in 64 KiB frames (zero-copy).
-struct Chunked(Bytes);
-
-impl Body for Chunked {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if self.0.is_empty() {
-            return Poll::Ready(None);
-        }
-        let n = self.0.len().min(64 * 1024);
-        Poll::Ready(Some(Ok(Frame::data(self.0.split_to(n)))))
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        // What hyper reports for a body with a Content-Length.
-        http_body::SizeHint::with_exact(self.0.len() as u64)
-    }
-}
-
 /// The response as one SSE event.
 fn sse_event(response: &Bytes) -> Bytes {
     let mut v = Vec::with_capacity(response.len() + 32);
@@ -132,7 +108,10 @@ fn through_layer(
                 // Read the request, as a server does (the layer classifies
                 // the request from what the inner service read).
                 let _ = req.into_body().collect().await;
-                let mut r = Response::new(Chunked(body));
+                let mut r = Response::new(Chunked {
+                    data: body,
+                    chunk: 64 * 1024,
+                });
                 r.headers_mut()
                     .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
                 Ok::<_, Infallible>(r)

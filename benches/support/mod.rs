@@ -6,6 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
 use serde_json::{Value, json};
 use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
 
@@ -123,5 +129,38 @@ pub fn fmt_ns(ns: f64) -> String {
         format!("{:.1} µs", ns / 1e3)
     } else {
         format!("{ns:.0} ns")
+    }
+}
+
+/// A response body delivered in frames of `chunk` bytes (zero-copy slices),
+/// its exact length known up front, as hyper reports a body with a
+/// `Content-Length`.
+pub struct Chunked {
+    pub data: Bytes,
+    pub chunk: usize,
+}
+
+impl Body for Chunked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.data.is_empty() {
+            return Poll::Ready(None);
+        }
+        let n = self.chunk.min(self.data.len());
+        let part = self.data.split_to(n);
+        Poll::Ready(Some(Ok(Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.data.len() as u64)
     }
 }
