@@ -5,7 +5,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use common::{file_header, file_records, json_stream, require_jq, run_recipe};
+use common::{
+    check_recipe6, counts_by, file_header, file_records, json_stream, require_jq, run_recipe,
+};
 use serde_json::{Value, json};
 use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
 use tower_lro::{
@@ -38,15 +40,6 @@ fn assert_rebuilds(off: &Offloaded, original: &Value) {
 fn descriptor_of(result: &str) -> Value {
     let v: Value = serde_json::from_str(result).unwrap();
     serde_json::from_str(v["content"][0]["text"].as_str().unwrap()).unwrap()
-}
-
-fn counts_by(records: &[Value], field: &str) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for r in records {
-        *m.entry(r[field].as_str().unwrap_or("null").to_owned())
-            .or_default() += 1;
-    }
-    m
 }
 
 const SPEC_RECIPES_1_8: [&str; 8] = [
@@ -123,19 +116,7 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
             run_recipe(&r.command);
         }
         // Recipe 6: counts equal the true counts.
-        let out = json_stream(&run_recipe(&d.jq_recipes[5].command));
-        let got: BTreeMap<String, usize> = out[0]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                (
-                    e["namespace"].as_str().unwrap().to_owned(),
-                    e["count"].as_u64().unwrap() as usize,
-                )
-            })
-            .collect();
-        assert_eq!(got, counts_by(&memories, "namespace"));
+        check_recipe6(&d.jq_recipes[5].command, &memories, "engine");
         // Recipe 5: exactly the semantic memories.
         let semantic = json_stream(&run_recipe(&d.jq_recipes[4].command));
         assert_eq!(

@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
@@ -22,7 +21,7 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use common::mcp::{Mode, mcp_service, memories, serve};
-use common::{file_records, interop_setup, json_stream, require_jq, run_recipe};
+use common::{check_recipe6, file_records, interop_setup};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 use tower_lro::OffloadLayer;
@@ -185,32 +184,6 @@ fn descriptor(result: &Value, what: &str) -> Value {
     d
 }
 
-/// Recipe 6 (count by namespace) run with jq equals the counts computed from
-/// the fixtures.
-fn check_recipe6(d: &Value, what: &str) {
-    require_jq();
-    let cmd = d["jq_recipes"][5]["command"].as_str().unwrap();
-    let out = json_stream(&run_recipe(cmd));
-    let got: BTreeMap<String, u64> = out[0]
-        .as_array()
-        .unwrap_or_else(|| panic!("{what}: recipe 6 printed {out:?}"))
-        .iter()
-        .map(|e| {
-            (
-                e["namespace"].as_str().unwrap().to_owned(),
-                e["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let mut want = BTreeMap::new();
-    for m in memories(COUNT, Detail::Full) {
-        *want
-            .entry(m["namespace"].as_str().unwrap().to_owned())
-            .or_insert(0u64) += 1;
-    }
-    assert_eq!(got, want, "{what}: recipe 6 counts");
-}
-
 /// The file rebuilt into the original result: its blocks and structured
 /// content equal what the client got from the server without the layer.
 fn check_rebuilt(d: &Value, plain: &Value, what: &str) {
@@ -308,7 +281,11 @@ fn check_client(v: &Value, protocol: &str) {
     let plain = ok(&without["large"], "large plain");
     let d = descriptor(large, &format!("{name} large"));
     assert_eq!(d["summary"]["count"], COUNT, "{name}");
-    check_recipe6(&d, &format!("{name} large"));
+    check_recipe6(
+        d["jq_recipes"][5]["command"].as_str().unwrap(),
+        &memories(COUNT, Detail::Full),
+        &format!("{name} large"),
+    );
     check_rebuilt(&d, plain, &format!("{name} large"));
     assert_eq!(
         large["structuredContent"],
@@ -328,7 +305,11 @@ fn check_client(v: &Value, protocol: &str) {
         "{name}: the server without the layer sends {COUNT} records"
     );
     let d = descriptor(structured, &format!("{name} structured"));
-    check_recipe6(&d, &format!("{name} structured"));
+    check_recipe6(
+        d["jq_recipes"][5]["command"].as_str().unwrap(),
+        &memories(COUNT, Detail::Full),
+        &format!("{name} structured"),
+    );
     check_rebuilt(&d, plain, &format!("{name} structured"));
     assert_eq!(
         structured["structuredContent"],
@@ -369,7 +350,11 @@ fn check_client(v: &Value, protocol: &str) {
     check_progress(&with["slow"], &format!("{name} slow"));
     let slow = ok(&with["slow"], "slow");
     let d = descriptor(slow, &format!("{name} slow"));
-    check_recipe6(&d, &format!("{name} slow"));
+    check_recipe6(
+        d["jq_recipes"][5]["command"].as_str().unwrap(),
+        &memories(COUNT, Detail::Full),
+        &format!("{name} slow"),
+    );
 }
 
 // ---- the runs ---------------------------------------------------------------

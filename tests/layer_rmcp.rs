@@ -3,13 +3,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use common::mcp::{Mode, mcp_service, memories, post, serve, sse_messages, tools_call};
-use common::{json_stream, require_jq, run_recipe};
+use common::{check_recipe6, require_jq};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
@@ -68,25 +67,11 @@ fn check_large(result: &CallToolResult, original: &CallToolResult, count: usize)
     assert_eq!(d.summary.count, count);
     assert_eq!(d.jq_recipes.len(), 10);
     assert!(std::path::Path::new(&d.file_path).is_file());
-    let recipe6 = json_stream(&run_recipe(&d.jq_recipes[5].command));
-    let got: BTreeMap<String, u64> = recipe6[0]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["namespace"].as_str().unwrap().to_owned(),
-                e["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let mut want = BTreeMap::new();
-    for m in memories(count, Detail::Full) {
-        *want
-            .entry(m["namespace"].as_str().unwrap().to_owned())
-            .or_insert(0u64) += 1;
-    }
-    assert_eq!(got, want, "recipe 6 counts");
+    check_recipe6(
+        &d.jq_recipes[5].command,
+        &memories(count, Detail::Full),
+        "layer",
+    );
     let rebuilt: CallToolResult =
         serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -97,4 +98,37 @@ pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// Records counted by the string value of `field` (`"null"` when absent).
+pub fn counts_by(records: &[Value], field: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for r in records {
+        *m.entry(r[field].as_str().unwrap_or("null").to_owned())
+            .or_default() += 1;
+    }
+    m
+}
+
+/// Runs recipe 6 (`command`, count by namespace) and checks that its counts
+/// are the true counts of `records`.
+pub fn check_recipe6(command: &str, records: &[Value], what: &str) {
+    require_jq();
+    let out = json_stream(&run_recipe(command));
+    let got: BTreeMap<String, usize> = out[0]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: recipe 6 printed {out:?}"))
+        .iter()
+        .map(|e| {
+            (
+                e["namespace"].as_str().unwrap().to_owned(),
+                e["count"].as_u64().unwrap() as usize,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        counts_by(records, "namespace"),
+        "{what}: recipe 6 counts"
+    );
 }
