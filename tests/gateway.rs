@@ -565,46 +565,29 @@ async fn progress_arrives_before_the_offloaded_result() {
 async fn a_get_event_stream_delivers_events_as_they_are_sent() {
     let s = stack();
     let session = initialize(&s.gateway).await;
-    let mut stream = tokio::time::timeout(
-        Duration::from_secs(10),
-        reqwest::Client::new()
-            .get(&s.gateway)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .send(),
-    )
-    .await
-    .expect("GET stream opens in time")
-    .unwrap();
-    assert_eq!(stream.status(), 200);
-    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let mut stream = open_get_stream(&s.gateway, &session, None).await;
     // Ask the server to send a notification on the standalone stream.
+    announce(&s.gateway, &session, 4).await;
+    // The event arrives while the stream stays open (it never ends).
+    event_with(&mut stream, "notifications/tools/list_changed").await;
+}
+
+/// Calls the `announce` tool (the server then notifies `tools/list_changed`
+/// on the session's GET stream) and checks its answer.
+async fn announce(gateway: &str, session: &str, id: u64) {
     let r = post(
-        &s.gateway,
-        &tools_call(4, "announce", json!({}), None),
-        &[("mcp-session-id", &session)],
+        gateway,
+        &tools_call(id, "announce", json!({}), None),
+        &[("mcp-session-id", session)],
     )
     .await
     .text()
     .await
     .unwrap();
     assert_eq!(
-        response_with_id(&r, 4)["result"]["content"][0]["text"],
+        response_with_id(&r, id)["result"]["content"][0]["text"],
         "announced"
     );
-    // The event arrives while the stream stays open (it never ends).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut got = String::new();
-    while !got.contains("notifications/tools/list_changed") {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let chunk = tokio::time::timeout(left, stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("no list_changed event within 10 s; got {got:?}"))
-            .expect("stream readable")
-            .expect("the stream is still open");
-        got.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
 }
 
 /// Opens a GET event stream on `url` for `session`.
@@ -630,9 +613,9 @@ async fn open_get_stream(
     resp
 }
 
-/// Reads `stream` (at most 10 s) until an event mentions `needle`; returns
-/// that event's `id:`.
-async fn event_id_of(stream: &mut reqwest::Response, needle: &str) -> String {
+/// Reads `stream` (at most 10 s) until a whole event mentions `needle`;
+/// returns that event. Panics if the stream ends first.
+async fn event_with(stream: &mut reqwest::Response, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut got = String::new();
     loop {
@@ -641,12 +624,7 @@ async fn event_id_of(stream: &mut reqwest::Response, needle: &str) -> String {
             .split("\n\n")
             .find(|ev| ev.contains(needle) && text.contains(&format!("{ev}\n\n")))
         {
-            return event
-                .lines()
-                .find_map(|l| l.strip_prefix("id:"))
-                .unwrap_or_else(|| panic!("event without id: {event:?}"))
-                .trim()
-                .to_owned();
+            return event.to_owned();
         }
         let left = deadline.saturating_duration_since(Instant::now());
         let chunk = tokio::time::timeout(left, stream.chunk())
@@ -658,38 +636,30 @@ async fn event_id_of(stream: &mut reqwest::Response, needle: &str) -> String {
     }
 }
 
+/// The `id:` of the first whole event on `stream` that mentions `needle`.
+async fn event_id_of(stream: &mut reqwest::Response, needle: &str) -> String {
+    let event = event_with(stream, needle).await;
+    event
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .unwrap_or_else(|| panic!("event without id: {event:?}"))
+        .trim()
+        .to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_stream_resumes_with_last_event_id() {
     let s = stack_with(&["--resumable"]);
     let session = initialize(&s.gateway).await;
-    let announce = |id: u64| {
-        let url = s.gateway.clone();
-        let session = session.clone();
-        async move {
-            let r = post(
-                &url,
-                &tools_call(id, "announce", json!({}), None),
-                &[("mcp-session-id", &session)],
-            )
-            .await
-            .text()
-            .await
-            .unwrap();
-            assert_eq!(
-                response_with_id(&r, id)["result"]["content"][0]["text"],
-                "announced"
-            );
-        }
-    };
     let mut first = open_get_stream(&s.gateway, &session, None).await;
-    announce(10).await;
+    announce(&s.gateway, &session, 10).await;
     let seen: u64 = event_id_of(&mut first, "notifications/tools/list_changed")
         .await
         .parse()
         .expect("numeric event id");
     drop(first);
     // Missed while disconnected; the server keeps it.
-    announce(11).await;
+    announce(&s.gateway, &session, 11).await;
     let mut resumed = open_get_stream(&s.gateway, &session, Some(&seen.to_string())).await;
     let replayed: u64 = event_id_of(&mut resumed, "notifications/tools/list_changed")
         .await
