@@ -20,11 +20,9 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use common::mcp::{Mode, mcp_service, memories, serve};
+use common::mcp::{Mode, mcp_service, memories, serve, serve_with_and_without};
 use common::{check_recipe6, file_records, interop_setup};
 use serde_json::{Value, json};
-use tower::ServiceBuilder;
-use tower_lro::OffloadLayer;
 use tower_lro::fixtures::Detail;
 
 /// How long one client subprocess may run before the test fails.
@@ -68,20 +66,13 @@ struct Servers {
 
 async fn servers(mode: Mode) -> Servers {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
-    let with = Router::new().route_service(
-        "/mcp",
-        ServiceBuilder::new()
-            .layer(layer)
-            .service(mcp_service(mode)),
-    );
-    let without = Router::new().route_service("/mcp", mcp_service(mode));
+    let (with, without) = serve_with_and_without(mode, dir.path()).await;
     let corrupted = Router::new()
         .route_service("/mcp", mcp_service(mode))
         .layer(middleware::from_fn(corrupt_structured_content));
     Servers {
-        with: serve(with).await,
-        without: serve(without).await,
+        with,
+        without,
         corrupted: serve(corrupted).await,
         _dir: dir,
     }

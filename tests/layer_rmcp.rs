@@ -6,8 +6,9 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use common::mcp::{Mode, mcp_service, memories, post, serve, sse_messages, tools_call};
+use common::mcp::{
+    Mode, memories, post, serve_pair, serve_with_and_without, sse_messages, tools_call,
+};
 use common::{check_recipe6, require_jq};
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -16,22 +17,8 @@ use rmcp::model::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use tower::ServiceBuilder;
 use tower_lro::fixtures::{Detail, memory_tool_result};
 use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
-
-/// Two servers: one behind the layer (writing into `dir`), one without.
-async fn servers(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
-    let layer = OffloadLayer::builder().output_dir(dir).build();
-    let with = Router::new().route_service(
-        "/mcp",
-        ServiceBuilder::new()
-            .layer(layer)
-            .service(mcp_service(mode)),
-    );
-    let without = Router::new().route_service("/mcp", mcp_service(mode));
-    (serve(with).await, serve(without).await)
-}
 
 async fn call(
     addr: SocketAddr,
@@ -86,7 +73,7 @@ fn check_large(result: &CallToolResult, original: &CallToolResult, count: usize)
 
 async fn scenario(mode: Mode, version: ProtocolVersion) {
     let dir = tempfile::tempdir().unwrap();
-    let (with, without) = servers(mode, dir.path()).await;
+    let (with, without) = serve_with_and_without(mode, dir.path()).await;
     let small = call(with, version.clone(), "status", json!({})).await;
     let small_plain = call(without, version.clone(), "status", json!({})).await;
     assert_eq!(small, small_plain);
@@ -130,7 +117,7 @@ async fn protocol_2026_07_28() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_json_responses_are_byte_identical_and_content_length_is_fixed() {
     let dir = tempfile::tempdir().unwrap();
-    let (with, without) = servers(Mode::StatelessJson, dir.path()).await;
+    let (with, without) = serve_with_and_without(Mode::StatelessJson, dir.path()).await;
     let body = tools_call(1, "status", json!({}), None);
     let a = post(with, &body, &[]).await;
     let b = post(without, &body, &[]).await;
@@ -161,7 +148,7 @@ async fn small_json_responses_are_byte_identical_and_content_length_is_fixed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_header_and_client_info_get_untouched_results() {
     let dir = tempfile::tempdir().unwrap();
-    let (with, without) = servers(Mode::StatelessJson, dir.path()).await;
+    let (with, without) = serve_with_and_without(Mode::StatelessJson, dir.path()).await;
     let body = tools_call(5, "recall_memories", json!({"count": 200}), None);
     let plain = post(without, &body, &[]).await.bytes().await.unwrap();
     for value in ["1", "true", "TRUE"] {
@@ -214,7 +201,7 @@ async fn initialize(addr: SocketAddr, proxy: bool) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_with_client_info_proxy_marks_the_session() {
     let dir = tempfile::tempdir().unwrap();
-    let (with, _) = servers(Mode::StatefulSse, dir.path()).await;
+    let (with, _) = serve_with_and_without(Mode::StatefulSse, dir.path()).await;
     let proxy_session = initialize(with, true).await;
     let normal_session = initialize(with, false).await;
     let body = tools_call(9, "recall_memories", json!({"count": 200}), None);
@@ -253,7 +240,7 @@ async fn initialize_with_client_info_proxy_marks_the_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_never_ending_get_stream_flows_through() {
     let dir = tempfile::tempdir().unwrap();
-    let (with, _) = servers(Mode::StatefulSse, dir.path()).await;
+    let (with, _) = serve_with_and_without(Mode::StatefulSse, dir.path()).await;
     let session = initialize(with, false).await;
     let mut resp = reqwest::Client::new()
         .get(format!("http://{with}/mcp"))
@@ -274,7 +261,7 @@ async fn a_never_ending_get_stream_flows_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_client_before_the_large_result() {
     let dir = tempfile::tempdir().unwrap();
-    let (with, _) = servers(Mode::StatelessSse, dir.path()).await;
+    let (with, _) = serve_with_and_without(Mode::StatelessSse, dir.path()).await;
     let body = tools_call(
         3,
         "slow_recall",
@@ -302,7 +289,7 @@ async fn progress_reaches_the_client_before_the_large_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn images_stay_beside_the_descriptor() {
     let dir = tempfile::tempdir().unwrap();
-    let (with, without) = servers(Mode::StatelessJson, dir.path()).await;
+    let (with, without) = serve_with_and_without(Mode::StatelessJson, dir.path()).await;
     let v = ProtocolVersion::V_2025_06_18;
     let r = call(with, v.clone(), "chart", json!({})).await;
     let o = call(without, v, "chart", json!({})).await;
@@ -324,17 +311,7 @@ async fn disabled_layer_is_a_pure_pass_through() {
         .enabled(false)
         .output_dir(dir.path())
         .build();
-    let with = serve(
-        Router::new().route_service(
-            "/mcp",
-            ServiceBuilder::new()
-                .layer(layer)
-                .service(mcp_service(Mode::StatelessJson)),
-        ),
-    )
-    .await;
-    let without =
-        serve(Router::new().route_service("/mcp", mcp_service(Mode::StatelessJson))).await;
+    let (with, without) = serve_pair(Mode::StatelessJson, layer).await;
     let body = tools_call(1, "recall_memories", json!({"count": 300}), None);
     assert_eq!(
         post(with, &body, &[]).await.bytes().await.unwrap(),

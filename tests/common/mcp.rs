@@ -39,6 +39,29 @@ pub fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessi
     )
 }
 
+/// Serves the memory server in `mode` twice on 127.0.0.1: behind an
+/// `OffloadLayer` writing into `dir`, and without it. Returns (with, without).
+pub async fn serve_with_and_without(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
+    serve_pair(
+        mode,
+        tower_lro::OffloadLayer::builder().output_dir(dir).build(),
+    )
+    .await
+}
+
+/// Serves the memory server in `mode` twice on 127.0.0.1: behind `layer`,
+/// and without it. Returns (with, without).
+pub async fn serve_pair(mode: Mode, layer: tower_lro::OffloadLayer) -> (SocketAddr, SocketAddr) {
+    let with = Router::new().route_service(
+        "/mcp",
+        tower::ServiceBuilder::new()
+            .layer(layer)
+            .service(mcp_service(mode)),
+    );
+    let without = Router::new().route_service("/mcp", mcp_service(mode));
+    (serve(with).await, serve(without).await)
+}
+
 /// Serves `app` on 127.0.0.1 (a free port) in the background.
 pub async fn serve(app: Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
