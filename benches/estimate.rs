@@ -108,7 +108,7 @@ fn main() {
         &mut c,
         &mut rows,
         "o200k (exact BPE)",
-        &tower_lro::engine::O200kEstimator,
+        &tower_lro::O200kEstimator,
         if support::quick() { 200_000 } else { 1_000_000 },
         None,
     );

@@ -36,7 +36,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 use tower::ServiceBuilder;
 use tower_lro::OffloadLayer;
-use tower_lro::layer::RequestBody;
+use tower_lro::RequestBody;
 
 /// Longest a single request may take before the run is aborted.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);

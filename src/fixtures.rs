@@ -8,7 +8,8 @@
 //! medium about 110 and light about 45.
 //!
 //! ```
-//! use tower_lro::fixtures::{Detail, MemoryGenerator};
+//! use tower_lro::Detail;
+//! use tower_lro::fixtures::MemoryGenerator;
 //! let memories = MemoryGenerator::new(7).memories(200, Detail::Full);
 //! assert_eq!(memories.len(), 200);
 //! assert!(memories[0]["provenance"]["confidence"].is_number());
@@ -16,28 +17,7 @@
 
 use serde_json::{Value, json};
 
-/// Detail level of generated memories.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detail {
-    /// id, title, namespace, memory_type, tags, created, status.
-    Light,
-    /// Light plus content, summary, modified and a flattened `confidence`.
-    Medium,
-    /// Medium (without the flattened confidence) plus enrichment,
-    /// `provenance`, `temporal`, extensions and citations.
-    Full,
-}
-
-impl Detail {
-    /// `"light"`, `"medium"` or `"full"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Detail::Light => "light",
-            Detail::Medium => "medium",
-            Detail::Full => "full",
-        }
-    }
-}
+use crate::Detail;
 
 const NAMESPACES: [&str; 8] = [
     "_semantic/architecture",

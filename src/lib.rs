@@ -7,31 +7,110 @@
 //! recipes and guidance — so the agent reads only what it needs with one
 //! `jq` or `grep`.
 //!
-//! * [`OffloadLayer`] — the tower middleware (see [`layer`]).
-//! * [`Offloader`] — the transport-free engine (see [`engine`]).
-//! * [`rebuild`] — the original result back from a file, exactly.
-//! * [`fixtures`] — deterministic memory records for tests and benches.
+//! * [`OffloadLayer`] — the tower middleware, in front of any MCP
+//!   streamable-http endpoint.
+//! * [`Offloader`] — the transport-free engine: one `CallToolResult` in,
+//!   inline or offloaded out.
+//! * [`rebuild`] / [`rebuild_file`] — the original result back from a file,
+//!   exactly.
+//! * [`Custodian`] — deletes expired files (the spec's `offload_cleanup`).
 //!
 //! The normative protocol is the LRO specification; field names, defaults,
 //! recipes and templates follow it exactly.
+//!
+//! # Architecture
+//!
+//! Four levels, each importing only from the levels before it (never from
+//! one above, and the files of one level never in a circle):
+//!
+//! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
+//!    without ever re-serialising a literal.
+//! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
+//!    classification of requests and responses (`jsonrpc`), MCP results as
+//!    raw JSON (`mcp`), server-sent events (`sse`).
+//! 3. `engine` — the transport-free offload engine, no HTTP types:
+//!    configuration and per-tool policy (`config`), token estimation
+//!    (`estimate`), records and the rebuild layout (`records`), statistics
+//!    and schema (`stats`), recipes (`recipes`), the spec's types
+//!    (`descriptor`), the file store (`store`), events (`events`), and the
+//!    pipeline that ties them together (`pipeline` → `output` → `fallback`
+//!    → `offloader`; `rebuild` is the read side).
+//! 4. On top, side by side: `middleware` — the tower layer, shaped like
+//!    `tower-http`'s middlewares (`layer` → `service` → `future` →
+//!    `respond` → `json_response` / `sse_rewrite` → `body`, with
+//!    `request_body` (the request tee) and `state` (what the services of
+//!    one layer share) below them); and `cleanup` — the custodial task.
+//!
+//! All modules are private; the public surface below is re-exported here,
+//! once.
+//!
+//! # Public surface
+//!
+//! * Middleware: [`OffloadLayer`], [`OffloadLayerBuilder`],
+//!   [`OffloadService`], [`ResponseFuture`], [`OffloadBody`],
+//!   [`RequestBody`]; [`DEFAULT_PROXY_HEADER`], [`DEFAULT_MAX_REQUEST_BYTES`],
+//!   [`DEFAULT_MAX_PROXY_SESSIONS`], [`DEFAULT_PROXY_SESSION_TTL`],
+//!   [`CLIENT_INFO_META_KEY`].
+//! * Engine: [`Offloader`], [`ToolCall`], [`Outcome`] ([`Offloaded`],
+//!   [`Truncated`], [`PassReason`]), [`ResultError`], [`operation_name`].
+//! * Configuration: [`OffloadConfig`], [`ToolPolicy`], [`EffectivePolicy`],
+//!   [`ConfigError`], [`ENV_PREFIX`] and the `DEFAULT_*` constants.
+//! * The spec's types: [`OffloadHeader`], [`OffloadResponse`],
+//!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`Detail`],
+//!   [`HEADER_TYPE`], [`guidance`].
+//! * Reading files back: [`rebuild`], [`rebuild_file`], [`Rebuild`],
+//!   [`RebuildError`].
+//! * Estimation: [`TokenEstimator`], [`ScriptAwareEstimator`] (default),
+//!   [`CharsPerTokenEstimator`], `O200kEstimator` (feature `o200k`).
+//! * Storage: [`Store`], [`FsStore`], [`StoreError`], [`FILE_PREFIX`],
+//!   [`FILE_EXTENSION`], [`is_offload_file_name`].
+//! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
+//!   events: [`OffloadEvent`], [`EventHook`].
+//! * `fixtures` (feature `fixtures`): deterministic memory records for
+//!   tests, examples and benches.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod engine;
+mod cleanup;
+mod engine;
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
-pub mod layer;
-pub mod lifecycle;
-pub mod wire;
+mod json;
+mod middleware;
+mod wire;
 
-pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
-pub use engine::{
-    ConfigError, DEFAULT_OFFLOAD_THRESHOLD_TOKENS, EffectivePolicy, JqRecipe, OffloadConfig,
-    OffloadHeader, OffloadResponse, OffloadSummary, Offloaded, OffloadedResult, Offloader, Outcome,
-    PassReason, RebuildError, ToolCall, ToolPolicy, Truncated, operation_name, rebuild,
-    rebuild_file,
+pub use cleanup::{CleanupHandle, CleanupReport, Custodian};
+pub use engine::config::{
+    ConfigError, DEFAULT_CLEANUP_INTERVAL, DEFAULT_MAX_BUFFERED_BYTES, ENV_PREFIX, EffectivePolicy,
+    OffloadConfig, ToolPolicy,
 };
-pub use layer::{DEFAULT_PROXY_HEADER, OffloadLayer, OffloadLayerBuilder, OffloadService};
-pub use lifecycle::events::{EventHook, OffloadEvent};
-pub use lifecycle::store::{FsStore, Store, StoreError};
+pub use engine::descriptor::{
+    Detail, HEADER_TYPE, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
+    guidance,
+};
+#[cfg(feature = "o200k")]
+pub use engine::estimate::O200kEstimator;
+pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
+pub use engine::events::{EventHook, OffloadEvent, PassReason};
+pub use engine::rebuild::{rebuild, rebuild_file};
+pub use engine::records::{Rebuild, RebuildError};
+pub use engine::store::{
+    FILE_EXTENSION, FILE_PREFIX, FsStore, Store, StoreError, is_offload_file_name,
+};
+pub use engine::{
+    DEFAULT_OFFLOAD_THRESHOLD_TOKENS, DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL,
+    Offloaded, Offloader, Outcome, Truncated, operation_name,
+};
+pub use middleware::{
+    DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
+    DEFAULT_PROXY_SESSION_TTL, OffloadBody, OffloadLayer, OffloadLayerBuilder, OffloadService,
+    RequestBody, ResponseFuture,
+};
+pub use wire::call::ToolCall;
+pub use wire::jsonrpc::CLIENT_INFO_META_KEY;
 pub use wire::mcp::ResultError;
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -9,7 +9,8 @@ use common::{
     check_recipe6, counts_by, file_header, file_records, json_stream, require_jq, run_recipe,
 };
 use serde_json::{Value, json};
-use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
+use tower_lro::Detail;
+use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 use tower_lro::{
     OffloadConfig, Offloaded, Offloader, Outcome, PassReason, Store, StoreError, ToolCall,
     rebuild_file,
@@ -70,7 +71,7 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
         let d = &off.response;
         assert!(d.offloaded);
         assert_eq!(d.summary.count, 200);
-        assert_eq!(d.summary.detail, detail.as_str());
+        assert_eq!(d.summary.detail, detail);
         assert_eq!(
             d.summary.operation,
             if tool == "recall_memories" {
@@ -234,8 +235,8 @@ fn detail_comes_from_argument_then_tool_default_then_fields() {
     ];
     for (tool, args, result, want) in cases {
         let off = offload(&o, &ToolCall::new(tool, args), result);
-        assert_eq!(off.response.summary.detail, want, "{tool}");
-        assert_eq!(off.file.header.detail, want);
+        assert_eq!(off.response.summary.detail.as_str(), want, "{tool}");
+        assert_eq!(off.file.header.detail.as_str(), want);
         assert!(
             off.response
                 .guidance

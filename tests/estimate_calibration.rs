@@ -2,7 +2,8 @@
 //! The error table in `src/engine/estimate.rs` comes from this test's output
 //! (`cargo test --test estimate_calibration -- --nocapture`).
 
-use tower_lro::fixtures::{Detail, MemoryGenerator};
+use tower_lro::Detail;
+use tower_lro::fixtures::MemoryGenerator;
 use tower_lro::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 
 fn samples() -> Vec<(&'static str, String)> {
@@ -55,7 +56,7 @@ fn heuristics_against_o200k() {
 fn o200k_feature_is_exact() {
     let text = &samples()[1].1;
     assert_eq!(
-        tower_lro::engine::estimate::O200kEstimator.estimate(text),
+        tower_lro::O200kEstimator.estimate(text),
         bpe_openai::o200k_base().count(text)
     );
 }

@@ -23,7 +23,7 @@ use axum::response::Response;
 use common::mcp::{Mode, mcp_service, memories, serve, serve_with_and_without};
 use common::{check_recipe6, file_records, interop_setup};
 use serde_json::{Value, json};
-use tower_lro::fixtures::Detail;
+use tower_lro::Detail;
 
 /// How long one client subprocess may run before the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);

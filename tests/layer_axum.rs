@@ -13,7 +13,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post as on_post;
 use serde_json::{Value, json};
-use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
+use tower_lro::Detail;
+use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
 
 fn big_result() -> Value {

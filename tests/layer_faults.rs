@@ -17,7 +17,8 @@ use common::mcp::{
 };
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
-use tower_lro::fixtures::{Detail, memory_tool_result};
+use tower_lro::Detail;
+use tower_lro::fixtures::memory_tool_result;
 use tower_lro::{
     EventHook, FsStore, OffloadEvent, OffloadLayer, OffloadResponse, PassReason, Store, StoreError,
     rebuild_file,

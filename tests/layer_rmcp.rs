@@ -17,7 +17,8 @@ use rmcp::model::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use tower_lro::fixtures::{Detail, memory_tool_result};
+use tower_lro::Detail;
+use tower_lro::fixtures::memory_tool_result;
 use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
 
 async fn call(
@@ -91,7 +92,8 @@ async fn scenario(mode: Mode, version: ProtocolVersion) {
     let d = descriptor(&large);
     assert_eq!(d.summary.operation, "recall");
     assert_eq!(
-        d.summary.detail, "light",
+        d.summary.detail,
+        tower_lro::Detail::Light,
         "recall_memories defaults to light"
     );
 }

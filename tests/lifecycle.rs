@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use tower_lro::engine::config::{ConfigError, DEFAULT_CLEANUP_INTERVAL};
-use tower_lro::fixtures::{Detail, MemoryGenerator, memory_tool_result};
-use tower_lro::lifecycle::cleanup::Custodian;
+use tower_lro::Custodian;
+use tower_lro::Detail;
+use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
+use tower_lro::{ConfigError, DEFAULT_CLEANUP_INTERVAL};
 use tower_lro::{
     EventHook, FsStore, OffloadConfig, OffloadEvent, Offloader, Outcome, PassReason, RebuildError,
     Store, ToolCall, ToolPolicy, rebuild_file,

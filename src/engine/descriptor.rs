@@ -13,6 +13,44 @@ use serde::{Deserialize, Serialize};
 
 use super::records::Rebuild;
 
+/// Detail level of the records: which fields they carry (the spec's
+/// `light`, `medium`, `full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Detail {
+    /// id, title, namespace, memory_type, tags, created, status.
+    Light,
+    /// Light plus content, summary, modified and a flattened `confidence`.
+    Medium,
+    /// Medium (without the flattened confidence) plus enrichment,
+    /// `provenance`, `temporal`, extensions and citations.
+    Full,
+}
+
+impl Detail {
+    /// `"light"`, `"medium"` or `"full"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Light => "light",
+            Detail::Medium => "medium",
+            Detail::Full => "full",
+        }
+    }
+
+    /// The level named `s` (`light`, `medium`, `full`, any letter case).
+    pub fn parse(s: &str) -> Option<Detail> {
+        [Detail::Light, Detail::Medium, Detail::Full]
+            .into_iter()
+            .find(|d| d.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+impl std::fmt::Display for Detail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Marker value of [`OffloadHeader::header_type`].
 pub const HEADER_TYPE: &str = "lro_header";
 
@@ -36,7 +74,7 @@ pub struct OffloadHeader {
     /// Estimated total tokens of the result set.
     pub estimated_tokens: usize,
     /// Detail level used for serialization.
-    pub detail: String,
+    pub detail: Detail,
     /// Addition: the MCP tool that was called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -99,7 +137,7 @@ pub struct OffloadSummary {
     /// Score range (min, max) if applicable.
     pub score_range: Option<(f64, f64)>,
     /// Detail level used for serialization.
-    pub detail: String,
+    pub detail: Detail,
 }
 
 /// A ready-to-run jq command.
@@ -112,7 +150,7 @@ pub struct JqRecipe {
 }
 
 /// The specification's guidance template, filled in.
-pub fn guidance(count: usize, tokens: usize, path: &str, detail: &str) -> String {
+pub fn guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> String {
     format!(
         "Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n\
          File: {path}\n\
@@ -132,7 +170,7 @@ pub(crate) fn generic_guidance(
     count: usize,
     tokens: usize,
     path: &str,
-    detail: &str,
+    detail: Detail,
     recipes: &[JqRecipe],
 ) -> String {
     let name = |i: usize| {

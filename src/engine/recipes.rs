@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::descriptor::JqRecipe;
+use super::descriptor::{Detail, JqRecipe};
 use super::records::RecordKind;
 use super::stats::{FieldStats, RecordStats};
 
@@ -35,7 +35,7 @@ pub(crate) fn build(
     file: &str,
     stats: &RecordStats,
     kind: RecordKind,
-    detail: &str,
+    detail: Detail,
     records: &[String],
 ) -> Vec<JqRecipe> {
     let file = shell_quote(file);
@@ -53,7 +53,7 @@ pub(crate) fn build(
 }
 
 /// The specification's recipe table, exactly.
-fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
+fn memory_recipes(file: &str, detail: Detail) -> Vec<JqRecipe> {
     let mut table: Vec<(&str, &str)> = vec![
         (
             "List titles with namespaces",
@@ -80,7 +80,7 @@ fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
         ("Sort by created date", "jq -s 'sort_by(.created)'"),
     ];
     match detail {
-        "medium" => table.extend([
+        Detail::Medium => table.extend([
             (
                 "Sort by confidence desc",
                 "jq -s 'sort_by(.confidence) | reverse'",
@@ -90,7 +90,7 @@ fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
                 "jq 'select(.content | test(\"keyword\"; \"i\"))'",
             ),
         ]),
-        "full" => table.extend([
+        Detail::Full => table.extend([
             (
                 "Sort by confidence desc",
                 "jq -s 'sort_by(.provenance.confidence) | reverse'",
@@ -100,7 +100,7 @@ fn memory_recipes(file: &str, detail: &str) -> Vec<JqRecipe> {
                 "jq 'select(.content | test(\"keyword\"; \"i\"))'",
             ),
         ]),
-        _ => table.extend([
+        Detail::Light => table.extend([
             ("List unique namespaces", "jq -s 'map(.namespace) | unique'"),
             (
                 "Count by memory_type",

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::jsonfmt::{Outline, Style, minifies_to, minify, minify_outline, range_in, trim_parts};
+use crate::json::{Outline, Style, minifies_to, minify, minify_outline, range_in, trim_parts};
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
 /// The part of a file header that lets the original result be rebuilt.
@@ -47,7 +47,7 @@ pub(crate) fn with_field(object: &RawObject<'_>, key: &str, value: &str) -> Stri
         if n > 0 {
             out.push(',');
         }
-        crate::wire::mcp::push_json_string(&mut out, k);
+        crate::json::push_json_string(&mut out, k);
         out.push(':');
         if k == key {
             out.push_str(value);
@@ -526,7 +526,7 @@ pub(crate) fn extract(
                     rec.push_str("{\"line\":");
                     rec.push_str(&(n + 1).to_string());
                     rec.push_str(",\"text\":");
-                    crate::wire::mcp::push_json_string(&mut rec, line);
+                    crate::json::push_json_string(&mut rec, line);
                     rec.push('}');
                     records.push(rec);
                 }
@@ -768,7 +768,7 @@ pub(crate) fn assemble(
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
             .ok_or_else(|| corrupt("structuredContent is not an object"))?;
         let mut value = String::with_capacity(text.len() + 2);
-        crate::wire::mcp::push_json_string(&mut value, text);
+        crate::json::push_json_string(&mut value, text);
         structured = Some(with_field(&object, &copy.key, &value));
     }
     let blocks: Vec<BlockOut<'_>> = texts

@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
+use super::descriptor::Detail;
+
 /// Nesting depth down to which the line schema is described.
 const SCHEMA_DEPTH: usize = 6;
 /// Properties described per object in the line schema.
@@ -335,26 +337,25 @@ impl RecordStats {
 
     /// Whether the records are memory records that the spec's recipes for
     /// `detail` run on without error.
-    pub fn memory_recipes_fit(&self, detail: &str) -> bool {
+    pub fn memory_recipes_fit(&self, detail: Detail) -> bool {
         let m = self.memory;
         let base = m.core && m.tags;
         match detail {
-            "light" => base,
-            "medium" => base && m.content,
-            "full" => base && m.content && m.provenance_shape,
-            _ => false,
+            Detail::Light => base,
+            Detail::Medium => base && m.content,
+            Detail::Full => base && m.content && m.provenance_shape,
         }
     }
 
     /// Detail level inferred from the fields: `provenance` → full, a
     /// flattened `confidence` → medium, else light.
-    pub fn inferred_detail(&self) -> &'static str {
+    pub fn inferred_detail(&self) -> Detail {
         if self.fields.get("provenance").is_some_and(|f| f.present > 0) {
-            "full"
+            Detail::Full
         } else if self.fields.get("confidence").is_some_and(|f| f.numbers > 0) {
-            "medium"
+            Detail::Medium
         } else {
-            "light"
+            Detail::Light
         }
     }
 
@@ -495,6 +496,6 @@ mod tests {
         assert_eq!(s.category_field(), Some("level"));
         assert_eq!(s.top_categories(5), vec!["info", "warn", "error"]);
         assert_eq!(s.score_range(), Some((0.0, 1.9)));
-        assert!(!s.memory_recipes_fit("light"));
+        assert!(!s.memory_recipes_fit(Detail::Light));
     }
 }

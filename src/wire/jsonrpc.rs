@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::engine::ToolCall;
-use crate::engine::jsonfmt::range_in;
+use super::call::ToolCall;
+use crate::json::range_in;
 
 /// The `_meta` key under which 2026-07-28 requests carry client information.
 pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";

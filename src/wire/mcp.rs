@@ -7,7 +7,7 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
-use crate::engine::jsonfmt::minify_into;
+use crate::json::{minify_into, push_json_string};
 
 /// A JSON object whose values are kept as raw text, in their original order.
 pub(crate) type RawObject<'a> = IndexMap<String, &'a RawValue>;
@@ -279,10 +279,4 @@ impl<'de> serde::Deserialize<'de> for TopFast<'de> {
         }
         d.deserialize_map(Visit)
     }
-}
-
-/// Appends `s` as a JSON string literal.
-pub(crate) fn push_json_string(out: &mut String, s: &str) {
-    // Serialising a `&str` cannot fail.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }

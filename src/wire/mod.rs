@@ -1,5 +1,8 @@
-//! Wire types: MCP results as raw JSON, JSON-RPC classification, SSE events.
+//! Wire types: the call a result answers, JSON-RPC classification, MCP
+//! results as raw JSON, SSE events. Imports only the byte-level JSON helpers
+//! ([`crate::json`]).
 
-pub mod jsonrpc;
-pub mod mcp;
+pub(crate) mod call;
+pub(crate) mod jsonrpc;
+pub(crate) mod mcp;
 pub(crate) mod sse;

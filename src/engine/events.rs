@@ -223,18 +223,18 @@ impl EventHook {
 
 /// Emits events to `tracing` and to the optional hook. Cheap to clone.
 #[derive(Clone, Debug, Default)]
-pub struct Events {
+pub(crate) struct Events {
     hook: Option<EventHook>,
 }
 
 impl Events {
     /// Events going to `tracing` and to `hook`.
-    pub fn new(hook: Option<EventHook>) -> Self {
+    pub(crate) fn new(hook: Option<EventHook>) -> Self {
         Events { hook }
     }
 
     /// Emits `event`.
-    pub fn emit(&self, event: OffloadEvent) {
+    pub(crate) fn emit(&self, event: OffloadEvent) {
         trace(&event);
         if let Some(hook) = &self.hook {
             hook.deliver(&event);
@@ -243,7 +243,7 @@ impl Events {
 
     /// Whether [`emit`](Self::emit) would do anything for a `PassedThrough`
     /// event (a hook is set, or tracing listens at DEBUG for `tower_lro`).
-    pub fn wants_pass_events(&self) -> bool {
+    pub(crate) fn wants_pass_events(&self) -> bool {
         self.hook.is_some() || tracing::enabled!(target: "tower_lro", tracing::Level::DEBUG)
     }
 }

@@ -1,90 +1,83 @@
 //! [`OffloadLayer`] and its builder.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
 use tower_layer::Layer;
 
-use super::budget::BufferBudget;
 use super::service::OffloadService;
-use crate::engine::{OffloadConfig, Offloader, TokenEstimator, ToolPolicy};
-use crate::lifecycle::cleanup::{CleanupHandle, Custodian};
-use crate::lifecycle::events::EventHook;
-use crate::lifecycle::sessions::ProxySessions;
-use crate::lifecycle::store::Store;
-use crate::wire::jsonrpc::RawCall;
-
-/// Default name of the request header that asks for untouched responses.
-/// Values `1` and `true` (any case) count.
-pub const DEFAULT_PROXY_HEADER: &str = "lro-proxy";
-/// Default cap on the request body kept to classify a request (1 MiB).
-pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
-/// Proxy sessions remembered at most.
-pub const DEFAULT_MAX_PROXY_SESSIONS: usize = 10_000;
-/// A proxy session is forgotten after this long without a request.
-pub const DEFAULT_PROXY_SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
-
-/// Calls that answered with `CreateTaskResult`, by task id: at most
-/// [`TaskCalls::CAPACITY`], the oldest forgotten first (its result is then
-/// still evaluated, under the name `tasks_result`).
-#[derive(Debug, Default)]
-pub(crate) struct TaskCalls {
-    inner: Mutex<TaskMap>,
-}
-
-#[derive(Debug, Default)]
-struct TaskMap {
-    calls: HashMap<String, RawCall>,
-    /// Task ids, oldest first (each once).
-    order: VecDeque<String>,
-}
-
-impl TaskCalls {
-    pub(crate) const CAPACITY: usize = 10_000;
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, TaskMap> {
-        // A panic while holding the lock leaves a valid map; keep using it.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Remembers the call a task runs (with its own copy of the arguments).
-    pub(crate) fn insert(&self, task: String, call: &RawCall) {
-        let call = call.detached();
-        let mut map = self.lock();
-        if map.calls.insert(task.clone(), call).is_none() {
-            map.order.push_back(task);
-        }
-        while map.order.len() > Self::CAPACITY {
-            if let Some(oldest) = map.order.pop_front() {
-                map.calls.remove(&oldest);
-            }
-        }
-    }
-
-    pub(crate) fn get(&self, task: &str) -> Option<RawCall> {
-        self.lock().calls.get(task).cloned()
-    }
-}
-
-/// State shared by every service of one layer.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub offloader: Offloader,
-    pub proxy_header: HeaderName,
-    pub max_request_bytes: usize,
-    pub sessions: ProxySessions,
-    pub tasks: TaskCalls,
-    pub buffers: BufferBudget,
-}
+use super::sessions::ProxySessions;
+use super::state::{
+    DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
+    DEFAULT_PROXY_SESSION_TTL, Shared,
+};
+use crate::cleanup::{CleanupHandle, Custodian};
+use crate::engine::Offloader;
+use crate::engine::config::{OffloadConfig, ToolPolicy};
+use crate::engine::estimate::TokenEstimator;
+use crate::engine::events::EventHook;
+use crate::engine::store::Store;
 
 /// Tower layer applying Large Result Offloading to an MCP streamable-http
-/// endpoint. See the [module docs](crate::layer).
+/// endpoint.
+///
+/// Put it in front of any MCP streamable-http endpoint (an axum `Router`,
+/// rmcp's `StreamableHttpService`, a hyper service, a gateway):
+///
+/// * a request is never held back: it reaches the inner service at once,
+///   byte for byte, and only the chunks of a `POST` body are kept (by
+///   reference, as the inner service reads them) up to a cap
+///   ([`DEFAULT_MAX_REQUEST_BYTES`]). When the response arrives, the
+///   request is classified from them; a body over the cap, not JSON, not
+///   read to its end, or of another method gets its response passed
+///   through. `GET` (never-ending SSE streams), `DELETE` and everything
+///   else stream through untouched, never buffered;
+/// * `tools/call` and `tasks/result` requests (also inside legacy JSON-RPC
+///   batches) are watched: their id, tool name and arguments are kept;
+/// * an `application/json` response whose length (`Content-Length`) proves
+///   every watched result in it under its threshold streams on unread;
+///   any other is collected; each watched result in it is handed to the
+///   [`Offloader`] and, when offloaded, replaced by the descriptor result;
+///   every other byte is unchanged and `Content-Length` is fixed;
+/// * a `text/event-stream` response is split into events as they arrive:
+///   events before the result (progress, logging, server requests) are
+///   forwarded at once, byte for byte; only the event carrying a watched
+///   result is rewritten (its `id:`, `event:` and other lines kept); after
+///   the last watched result the stream is forwarded untouched;
+/// * a request with the proxy header ([`DEFAULT_PROXY_HEADER`]: `1` or
+///   `true`), from a session whose `initialize` declared
+///   `clientInfo.proxy: true`, or whose `params._meta` carries
+///   `"io.modelcontextprotocol/clientInfo": {"proxy": true}` (2026-07-28)
+///   gets the inner response untouched;
+/// * the layer never answers on its own: the inner service's errors, error
+///   statuses and broken bodies reach the client as they were.
+///
+/// ```no_run
+/// use axum::{Router, routing::post};
+/// use tower_lro::OffloadLayer;
+///
+/// # async fn handler() -> &'static str { "" }
+/// let layer = OffloadLayer::builder()
+///     .threshold_tokens(1600)
+///     .output_dir("/tmp/lro")
+///     .build();
+/// let app: Router = Router::new().route("/mcp", post(handler)).layer(layer);
+/// ```
+///
+/// Its `Debug` shows settings and counts, never a session id or a tool's
+/// arguments.
 #[derive(Debug, Clone)]
 pub struct OffloadLayer {
     shared: Arc<Shared>,
+}
+
+impl Default for OffloadLayer {
+    /// A layer with the spec's defaults.
+    fn default() -> Self {
+        OffloadLayer::builder().build()
+    }
 }
 
 impl OffloadLayer {
@@ -123,22 +116,21 @@ impl<S> Layer<S> for OffloadLayer {
     type Service = OffloadService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        OffloadService {
-            inner,
-            shared: self.shared.clone(),
-        }
+        OffloadService::from_shared(inner, self.shared.clone())
     }
 }
 
-/// Builder of [`OffloadLayer`].
+/// Builder of [`OffloadLayer`]. Cloning it shares the estimator, store and
+/// event hook set so far.
+#[derive(Clone)]
 pub struct OffloadLayerBuilder {
     config: OffloadConfig,
     proxy_header: HeaderName,
     max_request_bytes: usize,
     max_proxy_sessions: usize,
     proxy_session_ttl: Duration,
-    estimator: Option<Box<dyn FnOnce(Offloader) -> Offloader>>,
-    store: Option<Box<dyn FnOnce(Offloader) -> Offloader>>,
+    estimator: Option<Arc<dyn TokenEstimator>>,
+    store: Option<Arc<dyn Store>>,
     hook: Option<EventHook>,
 }
 
@@ -214,12 +206,12 @@ impl OffloadLayerBuilder {
     }
     /// Replaces the token estimator.
     pub fn estimator(mut self, estimator: impl TokenEstimator) -> Self {
-        self.estimator = Some(Box::new(move |o: Offloader| o.with_estimator(estimator)));
+        self.estimator = Some(Arc::new(estimator));
         self
     }
     /// Replaces the file store.
     pub fn store(mut self, store: impl Store) -> Self {
-        self.store = Some(Box::new(move |o: Offloader| o.with_store(store)));
+        self.store = Some(Arc::new(store));
         self
     }
     /// Excludes tools: their results always pass through.
@@ -260,59 +252,30 @@ impl OffloadLayerBuilder {
         self.config.cleanup_interval = interval;
         self
     }
-    /// Sends every event to `hook` too (see [`crate::lifecycle::events`]).
+    /// Sends every event to `hook` too (see [`OffloadEvent`](crate::OffloadEvent)).
     pub fn event_hook(mut self, hook: EventHook) -> Self {
         self.hook = Some(hook);
         self
     }
     /// Builds the layer.
     pub fn build(self) -> OffloadLayer {
-        let buffers = BufferBudget::new(self.config.max_buffered_bytes);
         let mut offloader = Offloader::new(self.config);
-        if let Some(f) = self.estimator {
-            offloader = f(offloader);
+        if let Some(estimator) = self.estimator {
+            offloader = offloader.with_shared_estimator(estimator);
         }
-        if let Some(f) = self.store {
-            offloader = f(offloader);
+        if let Some(store) = self.store {
+            offloader = offloader.with_shared_store(store);
         }
         if let Some(hook) = self.hook {
             offloader = offloader.with_event_hook(hook);
         }
         OffloadLayer {
             shared: Arc::new(Shared {
-                offloader,
                 proxy_header: self.proxy_header,
                 max_request_bytes: self.max_request_bytes,
                 sessions: ProxySessions::new(self.max_proxy_sessions, self.proxy_session_ttl),
-                tasks: TaskCalls::default(),
-                buffers,
+                ..Shared::new(offloader)
             }),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn task_calls_forget_the_oldest_first() {
-        let tasks = TaskCalls::default();
-        for i in 0..TaskCalls::CAPACITY + 5 {
-            tasks.insert(format!("t{i}"), &RawCall::named(format!("tool{i}")));
-        }
-        // Inserting a known task again does not count twice.
-        tasks.insert("t7".into(), &RawCall::named("again"));
-        for i in 0..5 {
-            assert!(tasks.get(&format!("t{i}")).is_none(), "t{i} is the oldest");
-        }
-        assert_eq!(tasks.get("t5").unwrap().name, "tool5");
-        assert_eq!(tasks.get("t7").unwrap().name, "again");
-        let last = TaskCalls::CAPACITY + 4;
-        assert_eq!(
-            tasks.get(&format!("t{last}")).unwrap().name,
-            format!("tool{last}")
-        );
-        assert_eq!(tasks.lock().calls.len(), TaskCalls::CAPACITY);
     }
 }

@@ -19,7 +19,7 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use std::time::Duration;
 //! use tower_lro::{OffloadConfig, Offloader};
-//! use tower_lro::lifecycle::cleanup::Custodian;
+//! use tower_lro::Custodian;
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
@@ -35,9 +35,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::events::{Events, OffloadEvent};
-use super::store::{FILE_EXTENSION, FILE_PREFIX, parse_file_name};
-use crate::engine::{Offloader, expiry};
+use crate::engine::Offloader;
+use crate::engine::events::{EventHook, Events, OffloadEvent};
+use crate::engine::rebuild::expiry;
+use crate::engine::store::{FILE_EXTENSION, FILE_PREFIX, parse_file_name};
 
 /// Deletes expired offloaded files in one directory.
 #[derive(Debug, Clone)]
@@ -88,9 +89,9 @@ impl Custodian {
         }
     }
 
-    /// Sends events to `events` (tracing and its hook).
-    pub fn with_events(mut self, events: Events) -> Self {
-        self.events = events;
+    /// Sends every event to `hook` too (besides `tracing`).
+    pub fn with_event_hook(mut self, hook: EventHook) -> Self {
+        self.events = Events::new(Some(hook));
         self
     }
 

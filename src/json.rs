@@ -392,6 +392,12 @@ pub(crate) fn trim_parts(text: &str) -> (&str, &str, &str) {
     )
 }
 
+/// Appends `s` as a JSON string literal.
+pub(crate) fn push_json_string(out: &mut String, s: &str) {
+    // Serialising a `&str` cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,6 +111,12 @@ pub fn is_offload_file_name(name: &str) -> bool {
     parse_file_name(name).is_some()
 }
 
+/// The name of the file for an offload of `operation` (already reduced to
+/// `[a-z0-9_]`, see [`operation_name`](crate::operation_name)) with id `id`.
+pub(crate) fn file_name(operation: &str, id: ulid::Ulid) -> String {
+    format!("{FILE_PREFIX}{operation}-{id}{FILE_EXTENSION}")
+}
+
 /// Splits an offload file name into operation and ULID.
 pub(crate) fn parse_file_name(name: &str) -> Option<(&str, ulid::Ulid)> {
     let stem = name

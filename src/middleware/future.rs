@@ -1,4 +1,4 @@
-//! The response future of [`OffloadService`](super::OffloadService).
+//! The response future of [`OffloadService`](crate::OffloadService).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,14 +9,15 @@ use http::Response;
 use http_body::Body;
 use pin_project_lite::pin_project;
 
-use super::body::{Capture, OffloadBody};
-use super::layer::Shared;
-use super::service::{Next, respond};
+use super::body::OffloadBody;
+use super::request_body::Capture;
+use super::respond::{Next, respond};
+use super::state::Shared;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 pin_project! {
-    /// Response future of [`OffloadService`](super::OffloadService).
+    /// Response future of [`OffloadService`](crate::OffloadService).
     ///
     /// It polls the inner future in place (no allocation). When the
     /// response arrives, the request (its body read by the inner service) is

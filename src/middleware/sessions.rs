@@ -11,17 +11,27 @@ use std::time::{Duration, Instant};
 /// `clientInfo.proxy: true`, forgotten on `DELETE` or after `ttl` without
 /// use; past `capacity` the least recently used session is dropped (its
 /// client then gets offloaded results, the safe default).
-#[derive(Debug)]
-pub struct ProxySessions {
+pub(crate) struct ProxySessions {
     map: Mutex<HashMap<String, Instant>>,
     len: AtomicUsize,
     capacity: usize,
     ttl: Duration,
 }
 
+impl std::fmt::Debug for ProxySessions {
+    /// Counts and settings only: session ids are credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxySessions")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
 impl ProxySessions {
     /// A set holding at most `capacity` sessions for `ttl` after last use.
-    pub fn new(capacity: usize, ttl: Duration) -> Self {
+    pub(crate) fn new(capacity: usize, ttl: Duration) -> Self {
         ProxySessions {
             map: Mutex::new(HashMap::new()),
             len: AtomicUsize::new(0),
@@ -36,7 +46,7 @@ impl ProxySessions {
     }
 
     /// Remembers a proxy session.
-    pub fn remember(&self, session: &str) {
+    pub(crate) fn remember(&self, session: &str) {
         let now = Instant::now();
         let mut map = self.lock();
         if map.len() >= self.capacity {
@@ -52,7 +62,7 @@ impl ProxySessions {
     }
 
     /// Whether `session` is a live proxy session (refreshes its expiry).
-    pub fn contains(&self, session: &str) -> bool {
+    pub(crate) fn contains(&self, session: &str) -> bool {
         if self.len.load(Ordering::Relaxed) == 0 {
             return false;
         }
@@ -73,7 +83,7 @@ impl ProxySessions {
     }
 
     /// Forgets a session (on `DELETE`).
-    pub fn forget(&self, session: &str) {
+    pub(crate) fn forget(&self, session: &str) {
         if self.len.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -83,13 +93,8 @@ impl ProxySessions {
     }
 
     /// Number of sessions held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
-    }
-
-    /// Whether no session is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -1,0 +1,86 @@
+//! The spec's write-failure fallback: the result inline, cut on record
+//! boundaries to fit the threshold, with a warning first.
+
+use super::offloader::Offloader;
+use super::outcome::{Outcome, Truncated};
+use super::records::{self, Rebuild};
+use super::store::StoreError;
+use crate::wire::mcp::{BlockOut, RawResult};
+
+impl Offloader {
+    /// The spec's write-failure fallback: inline, cut on record boundaries
+    /// to fit the threshold, with a warning first.
+    pub(super) fn truncate(
+        &self,
+        parsed: &RawResult<'_>,
+        rebuild: Option<&Rebuild>,
+        records: &[String],
+        error: StoreError,
+        estimated_tokens: usize,
+        threshold: usize,
+    ) -> Outcome {
+        let total = records.len();
+        let make_warning = |kept: usize| {
+            format!(
+                "Warning: large result offloading (LRO) failed ({error}); the result below is \
+                 truncated to {kept} of {total} records to fit {} tokens.",
+                threshold
+            )
+        };
+        // Tokens of what stays besides the records (other blocks, fields, the warning).
+        let overhead = self.estimator.estimate(&make_warning(total))
+            + rebuild.map_or(0, |r| self.estimator.estimate(r.result.get()));
+        let budget = threshold.saturating_sub(overhead);
+        let mut used = 0usize;
+        let mut kept = 0usize;
+        for rec in records {
+            let cost = self.estimator.estimate(rec) + 1;
+            if used + cost > budget {
+                break;
+            }
+            used += cost;
+            kept += 1;
+        }
+        // Records were costed minified; the text may be laid out more
+        // loosely, so check the real estimate and shrink until it fits.
+        let mut result = String::new();
+        for _ in 0..24 {
+            let warning = make_warning(kept);
+            result = self.truncated_result(parsed, rebuild, &records[..kept], &warning);
+            let tokens = RawResult::parse(&result).map_or(0, |r| self.estimate_parsed(&r));
+            if tokens <= threshold || kept == 0 {
+                break;
+            }
+            let scaled = kept * threshold / tokens.max(1);
+            kept = scaled.min(kept - 1);
+        }
+        Outcome::Truncated(Box::new(Truncated {
+            result,
+            error,
+            kept,
+            total,
+            estimated_tokens,
+        }))
+    }
+
+    fn truncated_result(
+        &self,
+        parsed: &RawResult<'_>,
+        rebuild: Option<&Rebuild>,
+        records: &[String],
+        warning: &str,
+    ) -> String {
+        let refs: Vec<&str> = records.iter().map(String::as_str).collect();
+        let body = rebuild
+            .and_then(|r| records::assemble(r, &refs, false).ok())
+            .unwrap_or_default();
+        match RawResult::parse(&body) {
+            Ok(truncated) => {
+                let mut blocks = vec![BlockOut::NewText(warning)];
+                blocks.extend((0..truncated.blocks.len()).map(BlockOut::Original));
+                truncated.write(&blocks, None)
+            }
+            Err(_) => parsed.write(&[BlockOut::NewText(warning)], None),
+        }
+    }
+}

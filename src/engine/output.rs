@@ -1,0 +1,253 @@
+//! Writing an offload: the header, the file, the descriptor and the
+//! rewritten result.
+
+use chrono::{DateTime, Utc};
+
+use super::config::EffectivePolicy;
+use super::descriptor::{
+    self, Detail, HEADER_TYPE, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
+    guidance,
+};
+use super::offloader::Offloader;
+use super::outcome::{Offloaded, Outcome};
+use super::rebuild::expiry;
+use super::recipes;
+use super::records::{self, Extraction, Rebuild, RecordKind};
+use super::stats::RecordStats;
+use super::store;
+use crate::json::push_json_string;
+use crate::wire::call::ToolCall;
+use crate::wire::mcp::{BlockOut, RawObject, RawResult};
+
+/// The spec's operation name for a tool: `recall`, `list`, `inject`,
+/// `search`, else the tool name reduced to `[a-z0-9_]` (at most 64 bytes), so
+/// a tool name can never steer a file path.
+pub fn operation_name(tool: &str) -> String {
+    match tool {
+        "recall_memories" => return "recall".into(),
+        "list_memories" => return "list".into(),
+        "inject_context" => return "inject".into(),
+        _ => {}
+    }
+    let lower = tool.to_ascii_lowercase();
+    if lower == "search" || lower.starts_with("search_") || lower.ends_with("_search") {
+        return "search".into();
+    }
+    let mut op: String = lower
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if op.trim_matches('_').is_empty() {
+        op = "tool".into();
+    }
+    op
+}
+
+impl Offloader {
+    /// Writes the records to a file and builds the rewritten result; on a
+    /// write failure, the spec's truncation fallback.
+    pub(super) fn offload(
+        &self,
+        call: &ToolCall,
+        parsed: &RawResult<'_>,
+        extraction: Extraction,
+        estimated_tokens: usize,
+        policy: &EffectivePolicy,
+    ) -> Outcome {
+        let Extraction {
+            records,
+            kind,
+            rebuild,
+            kept_blocks,
+            structured_slim,
+            structured_copy_key,
+        } = extraction;
+        let stats = RecordStats::collect(records.iter().map(String::as_str));
+        let detail = detail_level(call, &stats);
+        let id = ulid::Ulid::new();
+        let header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild);
+        let file_name = store::file_name(&header.operation, id);
+        let path = match self
+            .store
+            .write(&file_name, &file_contents(&header, &records))
+        {
+            Ok(path) => path,
+            Err(error) => {
+                let rebuild = header.rebuild.as_ref();
+                let threshold = policy.threshold_tokens;
+                return self.truncate(
+                    parsed,
+                    rebuild,
+                    &records,
+                    error,
+                    estimated_tokens,
+                    threshold,
+                );
+            }
+        };
+        let response = self.descriptor(&header, &path, &stats, kind, &records);
+        let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
+        let mut blocks = vec![BlockOut::NewText(&descriptor_json)];
+        blocks.extend(kept_blocks.iter().map(|&i| BlockOut::Original(i)));
+        let structured = match structured_copy_key {
+            Some(key) => structured_copy(parsed, &key, &descriptor_json),
+            None => structured_slim,
+        };
+        let result = parsed.write(&blocks, structured.as_deref());
+        let created_at = id.datetime().into();
+        Outcome::Offloaded(Box::new(Offloaded {
+            result,
+            response,
+            file: OffloadedResult {
+                path,
+                header: OffloadHeader {
+                    rebuild: None,
+                    ..header
+                },
+                ttl: self.config.ttl,
+                created_at,
+            },
+        }))
+    }
+
+    /// The file's first line.
+    fn header(
+        &self,
+        call: &ToolCall,
+        id: &ulid::Ulid,
+        count: usize,
+        estimated_tokens: usize,
+        detail: Detail,
+        rebuild: Rebuild,
+    ) -> OffloadHeader {
+        let created_at: DateTime<Utc> = id.datetime().into();
+        let timestamp = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        OffloadHeader {
+            header_type: HEADER_TYPE.to_owned(),
+            operation: operation_name(&call.name),
+            query: call.string_arg("query").map(str::to_owned),
+            count,
+            schema_version: self.config.schema_version.clone(),
+            timestamp: timestamp(created_at),
+            estimated_tokens,
+            detail,
+            tool: Some(call.name.clone()),
+            expires_at: Some(timestamp(expiry(created_at, self.config.ttl))),
+            rebuild: Some(rebuild),
+        }
+    }
+
+    /// The descriptor of a written file.
+    fn descriptor(
+        &self,
+        header: &OffloadHeader,
+        path: &std::path::Path,
+        stats: &RecordStats,
+        kind: RecordKind,
+        records: &[String],
+    ) -> OffloadResponse {
+        let (count, tokens, detail) = (records.len(), header.estimated_tokens, header.detail);
+        let file_path = path.to_string_lossy().into_owned();
+        let jq_recipes = recipes::build(&file_path, stats, kind, detail, records);
+        let memories = kind == RecordKind::Json && stats.memory_recipes_fit(detail);
+        let guidance = if memories {
+            guidance(count, tokens, &file_path, detail)
+        } else {
+            descriptor::generic_guidance(count, tokens, &file_path, detail, &jq_recipes)
+        };
+        OffloadResponse {
+            offloaded: true,
+            summary: OffloadSummary {
+                count,
+                estimated_tokens: tokens,
+                operation: header.operation.clone(),
+                top_namespaces: stats.top_categories(5),
+                score_range: stats.score_range(),
+                detail,
+            },
+            file_path,
+            line_schema: stats.line_schema(),
+            jq_recipes,
+            guidance,
+            preview: preview(records, self.config.preview_chars),
+        }
+    }
+}
+
+/// The detail level: the call's `detail` argument, else the tool's default,
+/// else inferred from the records.
+fn detail_level(call: &ToolCall, stats: &RecordStats) -> Detail {
+    if let Some(d) = call.string_arg("detail").and_then(Detail::parse) {
+        return d;
+    }
+    match call.name.as_str() {
+        "recall_memories" => Detail::Light,
+        "inject_context" => Detail::Medium,
+        _ => stats.inferred_detail(),
+    }
+}
+
+/// `structuredContent` whose member `key` copied the text as a string: now
+/// it copies the descriptor.
+fn structured_copy(parsed: &RawResult<'_>, key: &str, descriptor_json: &str) -> Option<String> {
+    let object = serde_json::from_str::<RawObject<'_>>(parsed.structured()?.get()).ok()?;
+    let mut value = String::with_capacity(descriptor_json.len() + 16);
+    push_json_string(&mut value, descriptor_json);
+    Some(records::with_field(&object, key, &value))
+}
+
+fn file_contents(header: &OffloadHeader, records: &[String]) -> Vec<u8> {
+    let size: usize = records.iter().map(|r| r.len() + 1).sum();
+    let mut out = Vec::with_capacity(size + 1024);
+    // Serialising our own types into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, header);
+    out.push(b'\n');
+    for r in records {
+        out.extend_from_slice(r.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// About the first `limit` characters of the data (records joined by newlines).
+fn preview(records: &[String], limit: usize) -> String {
+    if limit == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut taken = 0usize;
+    let mut total = 0usize;
+    for (n, rec) in records.iter().enumerate() {
+        let sep = usize::from(n > 0);
+        let chars = rec.chars().count();
+        total += chars + sep;
+        if taken < limit {
+            if sep == 1 {
+                out.push('\n');
+                taken += 1;
+            }
+            let want = limit.saturating_sub(taken);
+            match rec.char_indices().nth(want) {
+                Some((cut, _)) => {
+                    out.push_str(&rec[..cut]);
+                    taken += want;
+                }
+                None => {
+                    out.push_str(rec);
+                    taken += chars;
+                }
+            }
+        }
+    }
+    if total > taken {
+        out.push_str(&format!("...(truncated, {} more chars)", total - taken));
+    }
+    out
+}

@@ -1,0 +1,104 @@
+//! The read side: the original result back from a file, and which files
+//! may be read.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::descriptor::{HEADER_TYPE, OffloadHeader};
+use super::offloader::Offloader;
+use super::records::{self, RebuildError};
+use super::store::parse_file_name;
+
+/// Rebuilds the original `CallToolResult` JSON from the contents of an
+/// offloaded file. The result equals the original as JSON; every literal is
+/// as the server wrote it.
+pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
+    let mut lines = jsonl.split('\n');
+    let header_line = lines
+        .next()
+        .filter(|l| !l.is_empty())
+        .ok_or(RebuildError::NotLroFile("empty file"))?;
+    let header: OffloadHeader = serde_json::from_str(header_line)
+        .map_err(|_| RebuildError::NotLroFile("the first line is not an LRO header"))?;
+    if header.header_type != HEADER_TYPE {
+        return Err(RebuildError::NotLroFile(
+            "the header type is not \"lro_header\"",
+        ));
+    }
+    if let Some(expires_at) = header.expires_at.as_deref() {
+        let expired_at = DateTime::parse_from_rfc3339(expires_at)
+            .map_err(|_| RebuildError::Corrupt(format!("bad expires_at {expires_at:?}")))?
+            .with_timezone(&Utc);
+        if Utc::now() >= expired_at {
+            return Err(RebuildError::Expired { expired_at });
+        }
+    }
+    let rebuild = header.rebuild.ok_or(RebuildError::NoRebuildInfo)?;
+    let records: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+    if records.len() != header.count {
+        return Err(RebuildError::CountMismatch {
+            expected: header.count,
+            found: records.len(),
+        });
+    }
+    records::assemble(&rebuild, &records, true)
+}
+
+/// When a file created at `created_at` with time-to-live `ttl` expires.
+pub(crate) fn expiry(created_at: DateTime<Utc>, ttl: Duration) -> DateTime<Utc> {
+    chrono::Duration::from_std(ttl)
+        .ok()
+        .and_then(|d| created_at.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+impl Offloader {
+    /// Checks that `path` is an offloaded file of this engine that may still
+    /// be read: a regular file (not a symlink) directly inside the output
+    /// directory, named `atlatl-{operation}-{ulid}.jsonl`, whose creation
+    /// time (from the ULID) plus the configured ttl has not passed. Returns
+    /// the file's canonical path.
+    pub fn check_readable(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<PathBuf, RebuildError> {
+        let path = path.as_ref();
+        let not_ours = || RebuildError::NotOurs(path.to_owned());
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(not_ours)?;
+        let (_, ulid) = parse_file_name(name).ok_or_else(not_ours)?;
+        let meta = std::fs::symlink_metadata(path)?;
+        if !meta.file_type().is_file() {
+            return Err(not_ours());
+        }
+        let dir = std::fs::canonicalize(self.store.dir()).map_err(|_| not_ours())?;
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = std::fs::canonicalize(parent.unwrap_or(std::path::Path::new(".")))?;
+        if parent != dir {
+            return Err(not_ours());
+        }
+        let expired_at = expiry(ulid.datetime().into(), self.config.ttl);
+        if Utc::now() >= expired_at {
+            return Err(RebuildError::Expired { expired_at });
+        }
+        Ok(dir.join(name))
+    }
+
+    /// Rebuilds the original `CallToolResult` JSON from one of this engine's
+    /// files, after [`check_readable`](Self::check_readable).
+    pub fn rebuild_file(&self, path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
+        let path = self.check_readable(path)?;
+        rebuild_file(path)
+    }
+}
+
+/// Reads an offloaded file and rebuilds the original `CallToolResult` JSON.
+/// Refuses a file whose header's `expires_at` has passed.
+pub fn rebuild_file(path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
+    let text = std::fs::read_to_string(path)?;
+    rebuild(&text)
+}

@@ -1,0 +1,165 @@
+//! The JSON response path: collect the body within the buffer budget,
+//! rewrite the watched results in it, fix `Content-Length`.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_LENGTH, HeaderValue};
+use http::{HeaderMap, Response};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+
+use super::body::OffloadBody;
+use super::budget::Lease;
+use super::state::{Shared, Watch};
+use crate::wire::jsonrpc::{created_task_id, find_results};
+
+/// Collects a JSON response and rewrites the watched results in it.
+pub(crate) async fn read_json<B>(
+    shared: Arc<Shared>,
+    mut parts: http::response::Parts,
+    body: B,
+    watched: Vec<Watch>,
+) -> Response<OffloadBody<B>>
+where
+    B: Body<Data = Bytes>,
+{
+    let mut lease = shared.buffers.lease();
+    let (data, trailers, error) = match collect(body, &mut lease).await {
+        Collected::Done {
+            data,
+            trailers,
+            error,
+        } => (data, trailers, error),
+        Collected::OverCap { frames, rest } => {
+            for w in watched {
+                shared.over_buffer_cap(w.call.name);
+            }
+            return Response::from_parts(parts, OffloadBody::resume(frames, rest, lease));
+        }
+    };
+    if error.is_some() || shared.surely_untouched(&watched, data.len()) {
+        return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
+    }
+    let data = rewrite_json(&shared, data, &watched).await;
+    lease.resize(data.len());
+    if parts.headers.contains_key(CONTENT_LENGTH) {
+        parts
+            .headers
+            .insert(CONTENT_LENGTH, HeaderValue::from(data.len()));
+    }
+    Response::from_parts(parts, OffloadBody::full(data, trailers, None, lease))
+}
+
+/// A response body read by [`collect`].
+enum Collected<B: Body> {
+    /// The whole body: its data, trailers, and the error that ended it early.
+    Done {
+        data: Bytes,
+        trailers: Option<HeaderMap>,
+        error: Option<B::Error>,
+    },
+    /// The buffer budget ran out: the frames read so far and the rest.
+    OverCap {
+        frames: VecDeque<Frame<Bytes>>,
+        rest: Pin<Box<B>>,
+    },
+}
+
+/// Collects a body, holding its bytes in `lease`.
+async fn collect<B>(body: B, lease: &mut Lease) -> Collected<B>
+where
+    B: Body<Data = Bytes>,
+{
+    let mut body = Box::pin(body);
+    // One chunk is kept as is; more are copied, as they come, into one
+    // buffer sized from the body's hint (Content-Length), so a large body is
+    // copied once and its chunks are freed on the way (capped in case the
+    // hint is wrong, and by the buffer budget).
+    let hint = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
+    let mut trailers = None;
+    let mut error = None;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(d) => {
+                    if !lease.grow(d.len()) {
+                        let mut frames = VecDeque::with_capacity(2);
+                        if let Some(f) = first.take() {
+                            frames.push_back(Frame::data(f));
+                        } else if !buf.is_empty() {
+                            frames.push_back(Frame::data(std::mem::take(&mut buf).freeze()));
+                        }
+                        frames.push_back(Frame::data(d));
+                        return Collected::OverCap { frames, rest: body };
+                    }
+                    match first.take() {
+                        None if buf.is_empty() => first = Some(d),
+                        Some(f) => {
+                            let want = hint.min(lease.limit()).min(1 << 30);
+                            buf.reserve(want.max(f.len() + d.len()));
+                            buf.extend_from_slice(&f);
+                            buf.extend_from_slice(&d);
+                        }
+                        None => buf.extend_from_slice(&d),
+                    }
+                }
+                Err(frame) => trailers = frame.into_trailers().ok(),
+            },
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    Collected::Done {
+        data: first.unwrap_or_else(|| buf.freeze()),
+        trailers,
+        error,
+    }
+}
+
+/// Rewrites the watched results in a JSON body (one message or a batch).
+async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes {
+    let Ok(text) = std::str::from_utf8(&data) else {
+        return data;
+    };
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for (id, range) in find_results(text) {
+        let Some(w) = watched.iter().find(|w| w.id == id) else {
+            continue;
+        };
+        // Only a task-augmented call may be answered with a CreateTaskResult
+        // (a server that does not run it as a task answers it directly).
+        if w.task_augmented
+            && let Some(task) = created_task_id(&text[range.clone()])
+        {
+            shared.tasks.insert(task, &w.call);
+            continue;
+        }
+        let outcome = shared
+            .offloader
+            .process_async(&w.call.to_call(), data.slice(range.clone()))
+            .await;
+        if let Some(new) = outcome.ok().and_then(|o| o.into_replacement()) {
+            edits.push((range, new));
+        }
+    }
+    if edits.is_empty() {
+        return data;
+    }
+    edits.sort_by_key(|(r, _)| r.start);
+    let mut out = BytesMut::with_capacity(data.len());
+    let mut at = 0;
+    for (range, new) in edits {
+        out.extend_from_slice(&data[at..range.start]);
+        out.extend_from_slice(new.as_bytes());
+        at = range.end;
+    }
+    out.extend_from_slice(&data[at..]);
+    out.freeze()
+}

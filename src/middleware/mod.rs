@@ -1,0 +1,36 @@
+//! The tower middleware: [`OffloadLayer`] in front of an MCP streamable-http
+//! endpoint (see its docs for what it does).
+//!
+//! The files, each importing only those after it: `layer` (the layer and
+//! its builder) → `service` (classifies nothing, tees the request) →
+//! `future` (waits for the response) → `respond` (decides: pass through,
+//! read as JSON, rewrite as events) → `json_response` (collect and rewrite
+//! a JSON body) → `body` (the response body) → `sse_rewrite` (the event
+//! stream rewriter) → `replay` (held frames played back); below all of
+//! them `request_body` (the request tee), `state` (what the services of one
+//! layer share: the engine, proxy sessions, task calls), `sessions` and
+//! `budget` (the cap on buffered bytes).
+
+mod body;
+mod budget;
+mod future;
+mod json_response;
+#[allow(clippy::module_inception)]
+mod layer;
+mod replay;
+mod request_body;
+mod respond;
+mod service;
+mod sessions;
+mod sse_rewrite;
+mod state;
+
+pub use body::OffloadBody;
+pub use future::ResponseFuture;
+pub use layer::{OffloadLayer, OffloadLayerBuilder};
+pub use request_body::RequestBody;
+pub use service::OffloadService;
+pub use state::{
+    DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
+    DEFAULT_PROXY_SESSION_TTL,
+};

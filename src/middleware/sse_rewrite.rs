@@ -1,0 +1,303 @@
+//! The event-stream rewriter: splits a `text/event-stream` response into
+//! events as they arrive and rewrites only the events carrying a watched
+//! result.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+
+use super::budget::Lease;
+use super::replay::DeferredError;
+use super::state::{Shared, Watch};
+use crate::engine::Offloader;
+use crate::json::{minify_into, range_in};
+use crate::wire::call::ToolCall;
+use crate::wire::jsonrpc::{ResponseMessage, created_task_id};
+use crate::wire::sse::{EventSplitter, event_data, replace_data};
+
+type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
+
+/// Rewrites the watched results of an event stream: events before them
+/// (progress, logging, server requests) go out as they come, byte for
+/// byte; only the event carrying a watched result is held and rewritten;
+/// after the last watched result the stream is forwarded untouched.
+pub(crate) struct SseRewriter<E> {
+    splitter: EventSplitter,
+    /// The responses still watched for.
+    watched: Vec<Watch>,
+    shared: Arc<Shared>,
+    /// Frames ready to send, in order.
+    ready: VecDeque<Frame<Bytes>>,
+    /// The watched event being evaluated.
+    pending: Option<EventFuture>,
+    /// The inner body has ended.
+    ended: bool,
+    /// The inner body's error, sent after the frames before it.
+    error: DeferredError<E>,
+    /// Bytes held (in the splitter and the event being evaluated) against
+    /// the layer's buffer budget; taken when something is first held.
+    lease: Option<Lease>,
+    /// Length of the event being evaluated.
+    pending_len: usize,
+}
+
+impl<E> SseRewriter<E> {
+    pub(crate) fn new(watched: Vec<Watch>, shared: Arc<Shared>) -> Self {
+        SseRewriter {
+            splitter: EventSplitter::default(),
+            watched,
+            shared,
+            ready: VecDeque::new(),
+            pending: None,
+            ended: false,
+            error: DeferredError::none(),
+            lease: None,
+            pending_len: 0,
+        }
+    }
+
+    /// Holds exactly `n` bytes of the budget (false if that passes the cap).
+    fn hold(&mut self, n: usize) -> bool {
+        if n == 0 && self.lease.is_none() {
+            return true;
+        }
+        let buffers = &self.shared.buffers;
+        self.lease.get_or_insert_with(|| buffers.lease()).resize(n)
+    }
+
+    /// Holds what is buffered against the budget; past the cap, stops
+    /// watching: the held bytes and the rest of the stream go out untouched.
+    fn account(&mut self) {
+        if self.watched.is_empty() {
+            self.hold(self.pending_len);
+            return;
+        }
+        if self.hold(self.splitter.buffered() + self.pending_len) {
+            return;
+        }
+        for w in std::mem::take(&mut self.watched) {
+            self.shared.over_buffer_cap(w.call.name);
+        }
+        self.hold(self.pending_len);
+        // With nothing watched, this forwards what is held (after the event
+        // being evaluated, if any).
+        self.drain_events();
+    }
+
+    /// Moves complete events to `ready`, stopping at a watched one.
+    fn drain_events(&mut self) {
+        while self.pending.is_none() {
+            if self.watched.is_empty() {
+                // Nothing left to watch: forward whatever is held, as is.
+                if self.splitter.buffered() > 0 {
+                    self.ready.push_back(Frame::data(self.splitter.take_rest()));
+                }
+                return;
+            }
+            let Some(event) = self.splitter.next_event() else {
+                return;
+            };
+            self.take_event(event);
+        }
+    }
+
+    /// Sends an event on, or starts evaluating the result it carries.
+    fn take_event(&mut self, event: Bytes) {
+        if self.shared.surely_untouched(&self.watched, event.len()) {
+            // Whatever this event is, it carries no result to evaluate (nor
+            // a task to remember): sent on unparsed; watching goes on.
+            self.ready.push_back(Frame::data(event));
+            return;
+        }
+        match self.watch_event(&event) {
+            Some((call, _, range))
+                if self
+                    .shared
+                    .surely_untouched(std::slice::from_ref(&call), range.len()) =>
+            {
+                // Surely under its threshold: sent on as it is.
+                self.ready.push_back(Frame::data(event));
+            }
+            Some((Watch { call, .. }, data, range)) => {
+                let held = self.splitter.buffered() + event.len() + data.len();
+                if !self.hold(held) {
+                    // Over the cap: this result goes out untouched.
+                    self.shared.over_buffer_cap(call.name);
+                    self.ready.push_back(Frame::data(event));
+                    return;
+                }
+                self.pending_len = event.len() + data.len();
+                let offloader = self.shared.offloader.clone();
+                self.pending = Some(Box::pin(rewrite_event(
+                    offloader,
+                    call.to_call(),
+                    event,
+                    data,
+                    range,
+                )));
+            }
+            None => self.ready.push_back(Frame::data(event)),
+        }
+    }
+
+    /// If `event` carries the result of a watched request: its call, its
+    /// data and the range of the result in it. A `CreateTaskResult`
+    /// answering a `tools/call` is remembered (its result comes later, from
+    /// `tasks/result`) and sent on as it is.
+    fn watch_event(&mut self, event: &Bytes) -> Option<(Watch, Bytes, Range<usize>)> {
+        let data = event_data(event)?;
+        if data.trim_ascii_start().first() != Some(&b'{') {
+            return None;
+        }
+        let text = std::str::from_utf8(&data).ok()?;
+        let msg: ResponseMessage<'_> = serde_json::from_str(text).ok()?;
+        let id = msg.id?;
+        let pos = self.watched.iter().position(|w| w.id == id)?;
+        let mut watch = self.watched.swap_remove(pos);
+        let result = msg.result?;
+        if watch.task_augmented
+            && let Some(task) = created_task_id(result.get())
+        {
+            self.shared.tasks.insert(task, &watch.call);
+            return None;
+        }
+        // Known now: this answer is a result, not a task.
+        watch.task_augmented = false;
+        let range = range_in(text, result.get());
+        Some((watch, data, range))
+    }
+}
+
+/// Evaluates one watched event; resolves to the bytes to send for it.
+async fn rewrite_event(
+    offloader: Offloader,
+    call: ToolCall,
+    event: Bytes,
+    data: Bytes,
+    range: Range<usize>,
+) -> Bytes {
+    let outcome = offloader
+        .process_async(&call, data.slice(range.clone()))
+        .await;
+    match outcome.ok().and_then(|o| o.into_replacement()) {
+        Some(result) => {
+            // Only the message around the result is re-read (it was valid
+            // UTF-8 when the event was watched; the result may be megabytes).
+            let before = String::from_utf8_lossy(&data[..range.start]);
+            let after = String::from_utf8_lossy(&data[range.end..]);
+            let mut message = String::with_capacity(before.len() + result.len() + after.len());
+            minify_into(&before, &mut message);
+            message.push_str(&result);
+            minify_into(&after, &mut message);
+            replace_data(&event, message.as_bytes())
+        }
+        None => event,
+    }
+}
+
+impl<E> SseRewriter<E> {
+    /// The next frame of the rewritten stream, reading `body` as needed.
+    pub(crate) fn poll_frame<B>(
+        &mut self,
+        mut body: Pin<&mut B>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, E>>>
+    where
+        B: Body<Data = Bytes, Error = E>,
+    {
+        loop {
+            if let Some(frame) = self.ready.pop_front() {
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            if let Some(fut) = self.pending.as_mut() {
+                let event = ready!(fut.as_mut().poll(cx));
+                self.evaluated(event);
+                continue;
+            }
+            if self.ended {
+                return self.error.poll_take(cx).map(|e| e.map(Err));
+            }
+            if self.watched.is_empty() && self.splitter.buffered() == 0 {
+                // Nothing more to rewrite: plain forwarding.
+                return body.as_mut().poll_frame(cx);
+            }
+            match ready!(body.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        if let Some(data) = self.on_data(data) {
+                            return Poll::Ready(Some(Ok(Frame::data(data))));
+                        }
+                    }
+                    Err(trailers) => self.on_trailers(trailers),
+                },
+                Some(Err(e)) => self.on_error(e),
+                None => self.on_end(),
+            }
+        }
+    }
+
+    /// The watched event being evaluated resolved to `event`.
+    fn evaluated(&mut self, event: Bytes) {
+        self.pending = None;
+        self.pending_len = 0;
+        self.ready.push_back(Frame::data(event));
+        self.drain_events();
+        self.account();
+    }
+
+    /// Takes a chunk of the stream; returns it when it can go straight out.
+    fn on_data(&mut self, data: Bytes) -> Option<Bytes> {
+        let idle = self.pending.is_none() && self.splitter.buffered() == 0;
+        if idle
+            && EventSplitter::ends_at_boundary(&data)
+            && self.shared.surely_untouched(&self.watched, data.len())
+        {
+            // Whole events, each too small for any watched result: straight
+            // out, unread.
+            return Some(data);
+        }
+        if idle && EventSplitter::is_one_event(&data) {
+            // A whole event in one chunk: no copy.
+            self.take_event(data);
+        } else {
+            self.splitter.push(&data);
+        }
+        self.drain_events();
+        self.account();
+        None
+    }
+
+    /// Trailers end the stream: what is held goes first.
+    fn on_trailers(&mut self, trailers: Frame<Bytes>) {
+        self.flush_held();
+        self.ready.push_back(trailers);
+    }
+
+    /// The inner body failed: what is held goes out, then the error,
+    /// unchanged.
+    fn on_error(&mut self, error: E) {
+        self.flush_held();
+        self.watched.clear();
+        self.error = DeferredError::new(Some(error), !self.ready.is_empty());
+        self.ended = true;
+    }
+
+    /// The inner body ended: what is held (an unfinished event) goes out.
+    fn on_end(&mut self) {
+        self.ended = true;
+        self.flush_held();
+    }
+
+    fn flush_held(&mut self) {
+        let rest = self.splitter.take_rest();
+        if !rest.is_empty() {
+            self.ready.push_back(Frame::data(rest));
+        }
+    }
+}
