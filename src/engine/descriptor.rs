@@ -55,7 +55,10 @@ impl std::fmt::Display for Detail {
 pub const HEADER_TYPE: &str = "lro_header";
 
 /// Metadata header written as the first line of an offloaded JSONL file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+///
+/// Its `Debug` leaves out the `query` argument and the rebuild data.
+#[derive(Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OffloadHeader {
     /// Marker identifying this as an LRO header. Always `"lro_header"`.
     #[serde(rename = "type")]
@@ -90,6 +93,7 @@ pub struct OffloadHeader {
 
 /// Represents an offloaded result file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OffloadedResult {
     /// Absolute path to the JSONL file.
     pub path: PathBuf,
@@ -102,7 +106,12 @@ pub struct OffloadedResult {
 }
 
 /// Compact response returned when results are offloaded to JSONL.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` shows the summary's counts, the file and the number of
+/// recipes; not the preview, the namespaces, recipes or guidance (which
+/// quote the data).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OffloadResponse {
     /// Indicates this is an offloaded result.
     pub offloaded: bool,
@@ -122,8 +131,10 @@ pub struct OffloadResponse {
     pub preview: String,
 }
 
-/// Summary of an offloaded result set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Summary of an offloaded result set. Its `Debug` leaves out the
+/// namespaces (values from the data).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OffloadSummary {
     /// Total number of records in the file.
     pub count: usize,
@@ -194,4 +205,42 @@ pub(crate) fn generic_guidance(
         name(2),
         name(3)
     )
+}
+
+impl std::fmt::Debug for OffloadHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffloadHeader")
+            .field("operation", &self.operation)
+            .field("count", &self.count)
+            .field("schema_version", &self.schema_version)
+            .field("timestamp", &self.timestamp)
+            .field("estimated_tokens", &self.estimated_tokens)
+            .field("detail", &self.detail)
+            .field("tool", &self.tool)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for OffloadResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffloadResponse")
+            .field("offloaded", &self.offloaded)
+            .field("summary", &self.summary)
+            .field("file_path", &self.file_path)
+            .field("jq_recipes", &self.jq_recipes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for OffloadSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffloadSummary")
+            .field("count", &self.count)
+            .field("estimated_tokens", &self.estimated_tokens)
+            .field("operation", &self.operation)
+            .field("top_namespaces", &self.top_namespaces.len())
+            .field("detail", &self.detail)
+            .finish_non_exhaustive()
+    }
 }

@@ -4,8 +4,10 @@ use super::descriptor::{OffloadResponse, OffloadedResult};
 use super::events::PassReason;
 use super::store::StoreError;
 
-/// A result written to a file.
-#[derive(Debug, Clone)]
+/// A result written to a file. Its `Debug` shows the file and counts, not
+/// the result.
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct Offloaded {
     /// The rewritten `CallToolResult` JSON, carrying the descriptor.
     pub result: String,
@@ -15,8 +17,9 @@ pub struct Offloaded {
     pub file: OffloadedResult,
 }
 
-/// A result that could not be written and was truncated instead.
-#[derive(Debug)]
+/// A result that could not be written and was truncated instead. Its
+/// `Debug` shows counts and the error, not the result.
+#[non_exhaustive]
 pub struct Truncated {
     /// The truncated `CallToolResult` JSON, with a warning block first.
     pub result: String,
@@ -49,5 +52,27 @@ impl Outcome {
             Outcome::Truncated(t) => Some(t.result),
             Outcome::Inline(_) => None,
         }
+    }
+}
+
+impl std::fmt::Debug for Offloaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Offloaded")
+            .field("result_bytes", &self.result.len())
+            .field("response", &self.response)
+            .field("file", &self.file)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Truncated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Truncated")
+            .field("result_bytes", &self.result.len())
+            .field("error", &self.error)
+            .field("kept", &self.kept)
+            .field("total", &self.total)
+            .field("estimated_tokens", &self.estimated_tokens)
+            .finish()
     }
 }

@@ -3,7 +3,10 @@
 use serde_json::Value;
 
 /// The call a result answers: tool name and arguments.
-#[derive(Debug, Clone, Default)]
+///
+/// Its `Debug` shows the tool's name and how many arguments there are, never
+/// their values (they are the client's data).
+#[derive(Clone, Default)]
 pub struct ToolCall {
     /// The tool's name (`params.name` of `tools/call`).
     pub name: String,
@@ -22,5 +25,19 @@ impl ToolCall {
 
     pub(crate) fn string_arg(&self, key: &str) -> Option<&str> {
         self.arguments.as_ref()?.get(key)?.as_str()
+    }
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let arguments = match &self.arguments {
+            Some(Value::Object(map)) => map.len(),
+            Some(_) => 1,
+            None => 0,
+        };
+        f.debug_struct("ToolCall")
+            .field("name", &self.name)
+            .field("arguments", &arguments)
+            .finish()
     }
 }
