@@ -164,7 +164,7 @@ impl<E> SseRewriter<E> {
         if watch.task_augmented
             && let Some(task) = created_task_id(result.get())
         {
-            self.shared.tasks.insert(task, &watch.call);
+            self.shared.tasks.insert(&task, &watch.call);
             return None;
         }
         // Known now: this answer is a result, not a task.

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::HeaderName;
 use serde_json::Value;
@@ -123,8 +123,11 @@ impl Shared {
     }
 }
 
-/// Calls that answered with `CreateTaskResult`, by task id: at most
-/// [`TaskCalls::CAPACITY`], the oldest forgotten first (its result is then
+/// Calls that answered with `CreateTaskResult`, by task id, until their
+/// `tasks/result`: only what the engine reads of each call is kept
+/// ([`RawCall::kept`], a few KB at most), for at most [`TaskCalls::TTL`],
+/// at most [`TaskCalls::CAPACITY`] tasks and [`TaskCalls::MAX_BYTES`] in
+/// all; past a bound the oldest is forgotten first (its result is then
 /// still evaluated, under the name `tasks_result`).
 #[derive(Default)]
 pub(crate) struct TaskCalls {
@@ -134,44 +137,97 @@ pub(crate) struct TaskCalls {
 #[derive(Default)]
 struct TaskMap {
     calls: HashMap<String, RawCall>,
-    /// Task ids, oldest first (each once).
-    order: VecDeque<String>,
+    /// Task ids with the time they were remembered, oldest first (each once).
+    order: VecDeque<(String, Instant)>,
+    /// Bytes held by `calls` (ids and kept calls).
+    bytes: usize,
 }
 
 impl std::fmt::Debug for TaskCalls {
-    /// The count only: task ids and arguments are the clients' data.
+    /// Counts only: task ids and arguments are the clients' data.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let map = self.lock();
         f.debug_struct("TaskCalls")
-            .field("len", &self.lock().calls.len())
+            .field("len", &map.calls.len())
+            .field("bytes", &map.bytes)
             .finish()
+    }
+}
+
+impl TaskMap {
+    /// Forgets the oldest task.
+    fn pop_oldest(&mut self) {
+        if let Some((task, _)) = self.order.pop_front()
+            && let Some(call) = self.calls.remove(&task)
+        {
+            self.bytes -= task.len() + call.size();
+        }
+    }
+
+    /// Forgets tasks remembered before `deadline`, and the oldest while
+    /// over a bound.
+    fn evict(&mut self, deadline: Option<Instant>) {
+        while let Some((_, at)) = self.order.front() {
+            let expired = deadline.is_some_and(|d| *at < d);
+            if !expired
+                && self.order.len() <= TaskCalls::CAPACITY
+                && self.bytes <= TaskCalls::MAX_BYTES
+            {
+                break;
+            }
+            self.pop_oldest();
+        }
     }
 }
 
 impl TaskCalls {
     pub(crate) const CAPACITY: usize = 10_000;
+    pub(crate) const MAX_BYTES: usize = 4 << 20;
+    pub(crate) const TTL: Duration = Duration::from_secs(3600);
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TaskMap> {
         // A panic while holding the lock leaves a valid map; keep using it.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Remembers the call a task runs (with its own copy of the arguments).
-    pub(crate) fn insert(&self, task: String, call: &RawCall) {
-        let call = call.detached();
-        let mut map = self.lock();
-        if map.calls.insert(task.clone(), call).is_none() {
-            map.order.push_back(task);
-        }
-        while map.order.len() > Self::CAPACITY {
-            if let Some(oldest) = map.order.pop_front() {
-                map.calls.remove(&oldest);
-            }
-        }
+    /// Remembers the call a task runs (what the engine reads of it).
+    pub(crate) fn insert(&self, task: &str, call: &RawCall) {
+        self.insert_at(task, call, Instant::now());
     }
 
-    pub(crate) fn get(&self, task: &str) -> Option<RawCall> {
-        self.lock().calls.get(task).cloned()
+    fn insert_at(&self, task: &str, call: &RawCall, now: Instant) {
+        let task = cut_id(task);
+        let call = call.kept();
+        let mut map = self.lock();
+        let added = task.len() + call.size();
+        match map.calls.insert(task.to_owned(), call) {
+            Some(old) => map.bytes -= task.len() + old.size(),
+            None => map.order.push_back((task.to_owned(), now)),
+        }
+        map.bytes += added;
+        map.evict(now.checked_sub(Self::TTL));
     }
+
+    /// The call of `task`, if remembered (and not expired).
+    pub(crate) fn get(&self, task: &str) -> Option<RawCall> {
+        self.get_at(task, Instant::now())
+    }
+
+    fn get_at(&self, task: &str, now: Instant) -> Option<RawCall> {
+        let mut map = self.lock();
+        map.evict(now.checked_sub(Self::TTL));
+        map.calls.get(cut_id(task)).cloned()
+    }
+}
+
+/// A task id as remembered: ids longer than any real one are cut (they
+/// still match themselves).
+fn cut_id(task: &str) -> &str {
+    let mut end = task.len().min(256);
+    while !task.is_char_boundary(end) {
+        end -= 1;
+    }
+    &task[..end]
 }
 
 #[cfg(test)]
@@ -182,10 +238,10 @@ mod tests {
     fn task_calls_forget_the_oldest_first() {
         let tasks = TaskCalls::default();
         for i in 0..TaskCalls::CAPACITY + 5 {
-            tasks.insert(format!("t{i}"), &RawCall::named(format!("tool{i}")));
+            tasks.insert(&format!("t{i}"), &RawCall::named(format!("tool{i}")));
         }
         // Inserting a known task again does not count twice.
-        tasks.insert("t7".into(), &RawCall::named("again"));
+        tasks.insert("t7", &RawCall::named("again"));
         for i in 0..5 {
             assert!(tasks.get(&format!("t{i}")).is_none(), "t{i} is the oldest");
         }
@@ -197,5 +253,57 @@ mod tests {
             format!("tool{last}")
         );
         assert_eq!(tasks.lock().calls.len(), TaskCalls::CAPACITY);
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn call_with(arguments: &str) -> RawCall {
+        RawCall {
+            name: "tool".into(),
+            arguments: Some(Bytes::copy_from_slice(arguments.as_bytes())),
+        }
+    }
+
+    #[test]
+    fn only_the_arguments_the_engine_reads_are_kept_and_cut() {
+        let big = "x".repeat(1 << 20);
+        let args = format!(r#"{{"detail":"full","query":"{big}","blob":"{big}","n":3}}"#);
+        let tasks = TaskCalls::default();
+        tasks.insert("t", &call_with(&args));
+        let kept = tasks.get("t").unwrap();
+        let value: serde_json::Value =
+            serde_json::from_slice(kept.arguments.as_ref().unwrap()).unwrap();
+        assert_eq!(value["detail"], "full");
+        assert_eq!(value["query"].as_str().unwrap().len(), 256);
+        assert!(value.get("blob").is_none() && value.get("n").is_none());
+        assert!(kept.size() < 1024, "{}", kept.size());
+    }
+
+    #[test]
+    fn tasks_expire_and_total_bytes_are_bounded() {
+        let tasks = TaskCalls::default();
+        let start = Instant::now();
+        tasks.insert_at("old", &RawCall::named("a"), start);
+        assert!(tasks.get_at("old", start + TaskCalls::TTL / 2).is_some());
+        assert!(tasks.get_at("old", start + TaskCalls::TTL * 2).is_none());
+        // Each call holds ~1.5 KB at most: 10,000 of them stay under the cap,
+        // and the byte count never passes it.
+        let query = "q".repeat(4096);
+        let call = call_with(&format!(
+            r#"{{"query":"{query}","filter":"{query}","q":"{query}","pattern":"{query}","search":"{query}","detail":"{query}"}}"#
+        ));
+        for i in 0..TaskCalls::CAPACITY + 10 {
+            tasks.insert_at(&format!("task-{i}-{}", "i".repeat(300)), &call, start);
+            assert!(tasks.lock().bytes <= TaskCalls::MAX_BYTES);
+        }
+        let map = tasks.lock();
+        assert!(map.calls.len() <= TaskCalls::CAPACITY);
+        let counted: usize = map.calls.iter().map(|(k, c)| k.len() + c.size()).sum();
+        assert_eq!(counted, map.bytes);
     }
 }

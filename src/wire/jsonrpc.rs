@@ -123,14 +123,49 @@ impl RawCall {
         ToolCall::new(self.name.clone(), arguments)
     }
 
-    /// The same call holding its own copy of the arguments (not a slice
-    /// keeping the whole request body alive), to be kept for long.
-    pub fn detached(&self) -> Self {
+    /// What of the call is kept for long (a task's call, until its
+    /// `tasks/result`): the name and the few string arguments the engine
+    /// reads ([`DESCRIPTOR_ARGUMENTS`]), each cut to [`KEPT_CHARS`]
+    /// characters, in a buffer of its own (not a slice keeping the whole
+    /// request body alive). At most a few KB, whatever the client sent.
+    pub fn kept(&self) -> Self {
+        let arguments = self.arguments.as_deref().and_then(|a| {
+            let all: serde_json::Map<String, Value> = serde_json::from_slice(a).ok()?;
+            let kept: serde_json::Map<String, Value> = DESCRIPTOR_ARGUMENTS
+                .iter()
+                .filter_map(|&k| {
+                    let v = all.get(k)?.as_str()?;
+                    Some((
+                        k.to_owned(),
+                        Value::String(cut_chars(v, KEPT_CHARS).to_owned()),
+                    ))
+                })
+                .collect();
+            let bytes = serde_json::to_vec(&kept).ok()?;
+            Some(Bytes::from(bytes))
+        });
         RawCall {
-            name: self.name.clone(),
-            arguments: self.arguments.as_deref().map(Bytes::copy_from_slice),
+            name: cut_chars(&self.name, KEPT_CHARS).to_owned(),
+            arguments,
         }
     }
+
+    /// Bytes this call holds.
+    pub fn size(&self) -> usize {
+        self.name.len() + self.arguments.as_ref().map_or(0, Bytes::len)
+    }
+}
+
+/// The arguments the engine reads from a call (detail level, query).
+pub(crate) const DESCRIPTOR_ARGUMENTS: [&str; 6] =
+    ["detail", "query", "q", "pattern", "search", "filter"];
+
+/// Characters kept of a remembered call's name and of each kept argument.
+pub(crate) const KEPT_CHARS: usize = 256;
+
+/// The first `n` characters of `s`.
+fn cut_chars(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(at, _)| &s[..at])
 }
 
 /// A watched request.
