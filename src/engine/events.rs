@@ -9,7 +9,11 @@
 //! | `Offloaded` | INFO | `tool`, `path`, `count`, `estimated_tokens`, `bytes` |
 //! | `OffloadWriteFailed` | WARN | `tool`, `error`, `kept`, `total`, `estimated_tokens` |
 //! | `OffloadFileExpired` | INFO | `path`, `created_at`, `age_seconds` |
-//! | `PassedThrough` | DEBUG | `tool`, `reason` (see [`PassReason::as_str`]), `detail` |
+//! | `PassedThrough` | DEBUG, WARN when [notable](PassReason::is_notable) | `tool`, `reason` (see [`PassReason::as_str`]), `detail` |
+//!
+//! Names, paths and messages in events (a tool name is the client's text)
+//! are made safe for a log line: control characters escaped, at most 200
+//! characters.
 //!
 //! An optional hook receives the same events as [`OffloadEvent`] values, for
 //! metrics: a callback ([`EventHook::callback`]) or a bounded tokio channel
@@ -116,12 +120,17 @@ pub enum PassReason {
     },
     /// The engine's blocking task did not complete (runtime shutting down).
     Interrupted,
+    /// The response body is compressed (`Content-Encoding`, named here): the
+    /// layer asks servers for identity bodies, and passes on what a server
+    /// compresses anyway.
+    Encoded(String),
 }
 
 impl PassReason {
     /// The reason's stable name, used as the `reason` field of the tracing
     /// event: `disabled`, `excluded`, `under_threshold`, `is_error`,
-    /// `no_records`, `unparseable`, `proxy`, `buffer_cap`, `interrupted`.
+    /// `no_records`, `unparseable`, `proxy`, `buffer_cap`, `interrupted`,
+    /// `encoded`.
     pub fn as_str(&self) -> &'static str {
         match self {
             PassReason::Disabled => "disabled",
@@ -133,7 +142,21 @@ impl PassReason {
             PassReason::Proxy => "proxy",
             PassReason::BufferCap { .. } => "buffer_cap",
             PassReason::Interrupted => "interrupted",
+            PassReason::Encoded(_) => "encoded",
         }
+    }
+
+    /// Whether a large result may have escaped offloading for this reason
+    /// (the server sent something the layer cannot read or hold): such
+    /// events are logged at WARN, the others at DEBUG.
+    pub fn is_notable(&self) -> bool {
+        matches!(
+            self,
+            PassReason::Unparseable(_)
+                | PassReason::BufferCap { .. }
+                | PassReason::Interrupted
+                | PassReason::Encoded(_)
+        )
     }
 
     fn detail(&self) -> String {
@@ -141,7 +164,7 @@ impl PassReason {
             PassReason::UnderThreshold { estimated_tokens } => {
                 format!("estimated_tokens={estimated_tokens}")
             }
-            PassReason::Unparseable(e) => e.clone(),
+            PassReason::Unparseable(e) | PassReason::Encoded(e) => e.clone(),
             PassReason::BufferCap { limit } => format!("limit={limit}"),
             _ => String::new(),
         }
@@ -235,6 +258,7 @@ impl Events {
 
     /// Emits `event`.
     pub(crate) fn emit(&self, event: OffloadEvent) {
+        let event = event.cleaned();
         trace(&event);
         if let Some(hook) = &self.hook {
             hook.deliver(&event);
@@ -294,6 +318,14 @@ fn trace(event: &OffloadEvent) {
             age_seconds,
             "expired offload file deleted"
         ),
+        OffloadEvent::PassedThrough { tool, reason } if reason.is_notable() => tracing::warn!(
+            target: "tower_lro",
+            event = "PassedThrough",
+            tool = tool.as_deref().unwrap_or(""),
+            reason = reason.as_str(),
+            detail = %reason.detail(),
+            "tool result passed through"
+        ),
         OffloadEvent::PassedThrough { tool, reason } => tracing::debug!(
             target: "tower_lro",
             event = "PassedThrough",
@@ -302,5 +334,106 @@ fn trace(event: &OffloadEvent) {
             detail = %reason.detail(),
             "tool result passed through"
         ),
+    }
+}
+
+/// Characters of a name, path or message kept in an event.
+pub(crate) const MAX_LABEL_CHARS: usize = 200;
+
+/// `s` safe for a log line: control characters (newlines, ESC, NUL, ...)
+/// escaped as `\n`, `\u{1b}`, ...; at most [`MAX_LABEL_CHARS`] characters,
+/// then `…` marking the cut. Borrowed when already safe.
+pub(crate) fn clean_label(s: &str) -> std::borrow::Cow<'_, str> {
+    let safe = s.len() <= MAX_LABEL_CHARS && !s.chars().any(char::is_control);
+    if safe {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(MAX_LABEL_CHARS * 2);
+    let mut width = 0;
+    for c in s.chars() {
+        let escape = c.is_control().then(|| c.escape_default());
+        let len = escape.as_ref().map_or(1, |e| e.len());
+        if width + len > MAX_LABEL_CHARS {
+            out.push('…');
+            break;
+        }
+        width += len;
+        match escape {
+            Some(e) => out.extend(e),
+            None => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn clean_string(s: &mut String) {
+    if let std::borrow::Cow::Owned(c) = clean_label(s) {
+        *s = c;
+    }
+}
+
+fn clean_path(p: &mut PathBuf) {
+    if let Some(s) = p.to_str()
+        && let std::borrow::Cow::Owned(c) = clean_label(s)
+    {
+        *p = PathBuf::from(c);
+    }
+}
+
+impl OffloadEvent {
+    /// The event with every name, path and message made safe for a log line
+    /// ([`clean_label`]).
+    fn cleaned(mut self) -> Self {
+        match &mut self {
+            OffloadEvent::Offloaded { tool, path, .. } => {
+                clean_string(tool);
+                clean_path(path);
+            }
+            OffloadEvent::OffloadWriteFailed { tool, error, .. } => {
+                clean_string(tool);
+                clean_string(error);
+            }
+            OffloadEvent::OffloadFileExpired { path, .. } => clean_path(path),
+            OffloadEvent::PassedThrough { tool, reason } => {
+                if let Some(tool) = tool {
+                    clean_string(tool);
+                }
+                if let PassReason::Unparseable(e) | PassReason::Encoded(e) = reason {
+                    clean_string(e);
+                }
+            }
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod labels {
+    use super::*;
+
+    #[test]
+    fn names_in_events_cannot_forge_log_lines() {
+        let (hook, mut rx) = EventHook::channel(4);
+        let events = Events::new(Some(hook));
+        let forged = format!("t\nevent=Offloaded tool=x\u{1b}[2J\0{}", "n".repeat(10_000));
+        events.emit(OffloadEvent::PassedThrough {
+            tool: Some(forged),
+            reason: PassReason::Unparseable("bad\r\nline".into()),
+        });
+        let Ok(OffloadEvent::PassedThrough {
+            tool: Some(tool),
+            reason: PassReason::Unparseable(detail),
+        }) = rx.try_recv()
+        else {
+            panic!("no event");
+        };
+        assert!(!tool.chars().any(char::is_control), "{tool:?}");
+        assert!(
+            tool.starts_with("t\\nevent=Offloaded tool=x\\u{1b}[2J\\u{0}"),
+            "{tool}"
+        );
+        assert!(tool.chars().count() <= MAX_LABEL_CHARS + 1 && tool.ends_with('…'));
+        assert_eq!(detail, "bad\\r\\nline");
+        assert_eq!(clean_label("plain_tool"), "plain_tool");
     }
 }
