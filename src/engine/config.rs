@@ -8,7 +8,8 @@
 //! enabled = true                 # the spec's keys
 //! threshold_tokens = 1600
 //! ttl_seconds = 3600
-//! output_dir = ""                # empty: the system temp dir
+//! output_dir = ""                # empty: a private per-user directory in the system temp dir
+//! trust_output_dir = false       # true: use output_dir even if others can write it
 //! # tower-lro's additions
 //! preview_chars = 200            # characters of data in the descriptor's preview (0: none)
 //! offload_errors = false         # may results with isError: true be offloaded?
@@ -64,8 +65,14 @@ pub struct OffloadConfig {
     pub threshold_tokens: usize,
     /// Seconds before file cleanup (`prompt.offload.ttl_seconds`, default 3600).
     pub ttl: Duration,
-    /// Directory for JSONL files (`prompt.offload.output_dir`; empty = system temp dir).
+    /// Directory for JSONL files (`prompt.offload.output_dir`; empty = a
+    /// private per-user directory in the system temp dir, see
+    /// [`FsStore::default_dir`](crate::FsStore::default_dir)).
     pub output_dir: PathBuf,
+    /// Use `output_dir` even when it is not private: a symbolic link, not
+    /// owned by this user, or writable by others (`trust_output_dir`,
+    /// default false: such a directory is refused, see [`FsStore`](crate::FsStore)).
+    pub trust_output_dir: bool,
     /// `schema_version` written in headers (default "1.0").
     pub schema_version: String,
     /// Characters of data in the descriptor's `preview` (default 200; 0 = none).
@@ -95,6 +102,7 @@ impl Default for OffloadConfig {
             threshold_tokens: DEFAULT_OFFLOAD_THRESHOLD_TOKENS,
             ttl: DEFAULT_TTL,
             output_dir: PathBuf::new(),
+            trust_output_dir: false,
             schema_version: DEFAULT_SCHEMA_VERSION.to_owned(),
             preview_chars: DEFAULT_PREVIEW_CHARS,
             offload_errors: false,
@@ -405,6 +413,7 @@ impl OffloadConfig {
             "threshold_tokens" => self.threshold_tokens = integer(v, name, 0, u32::MAX.into())?,
             "ttl_seconds" => self.ttl = Duration::from_secs(integer(v, name, 1, u64::MAX)?),
             "output_dir" => self.output_dir = PathBuf::from(v.string(name)?),
+            "trust_output_dir" => self.trust_output_dir = v.boolean(name)?,
             "preview_chars" => self.preview_chars = integer(v, name, 0, u32::MAX.into())?,
             "offload_errors" => self.offload_errors = v.boolean(name)?,
             "max_tool_output_bytes" => {

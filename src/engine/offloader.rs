@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::config::{EffectivePolicy, OffloadConfig};
 use super::estimate::{ScriptAwareEstimator, TokenEstimator};
 use super::events::{EventHook, Events};
-use super::store::{FsStore, Store};
+use super::store::{FsStore, Store, StoreError};
 use crate::wire::mcp::{RawResult, ResultError};
 
 /// The offload engine. Cheap to clone; shares its configuration, estimator,
@@ -32,7 +32,7 @@ impl Offloader {
     /// An engine with the default estimator, writing with [`FsStore`] into
     /// `config.output_dir`.
     pub fn new(config: OffloadConfig) -> Self {
-        let store = FsStore::new(config.output_dir.clone());
+        let store = FsStore::new(config.output_dir.clone()).trust_dir(config.trust_output_dir);
         Offloader {
             config: Arc::new(config),
             estimator: Arc::new(ScriptAwareEstimator),
@@ -70,6 +70,12 @@ impl Offloader {
     /// The configuration.
     pub fn config(&self) -> &OffloadConfig {
         &self.config
+    }
+
+    /// Checks that files can be written (the output directory exists or can
+    /// be created, and is private): for a report at start-up.
+    pub fn check_store(&self) -> Result<(), StoreError> {
+        self.store.check()
     }
 
     /// The store files are written to.

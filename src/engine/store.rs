@@ -8,6 +8,21 @@
 //! rather than replace an existing file) and the temporary name removed. A
 //! reader therefore never sees a half-written file. Implement [`Store`] to
 //! write elsewhere or to inject faults in tests.
+//!
+//! # Threat model: the output directory
+//!
+//! Other local users must not be able to read, replace or plant files where
+//! the agent reads them (a replaced file makes a recipe print forged
+//! records; a symlink planted at a final name makes every offload fail).
+//! So the directory must be ours and private: [`FsStore`] refuses one that
+//! is a symbolic link, is owned by another user, or is writable by group or
+//! others ([`StoreError::Untrusted`]), unless the user opts in
+//! ([`FsStore::trust_dir`], the `trust_output_dir` setting). By default it
+//! writes into a per-user subdirectory of the system temp dir
+//! ([`FsStore::default_dir`]), created `0700`, never directly into the
+//! shared, world-writable temp dir. The check runs before every write (a
+//! refused directory means the spec's fallback for that call) and once when
+//! a layer is built (an error in the log at start-up).
 
 use std::fs;
 use std::io::{self, Write};
@@ -43,6 +58,17 @@ pub enum StoreError {
     /// A name that is not an offload file name was requested.
     #[error("invalid offload file name {0:?}")]
     InvalidName(String),
+    /// The output directory is not private (see the module docs).
+    #[error(
+        "output directory {path} is not private: {reason}; use a directory of your own \
+         (mode 0700) or set trust_output_dir"
+    )]
+    Untrusted {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Persists offloaded JSONL files. Calls are blocking; the engine runs them
@@ -55,53 +81,134 @@ pub trait Store: Send + Sync + 'static {
 
     /// The directory files are written to.
     fn dir(&self) -> &Path;
+
+    /// Checks, without writing, that files can be written (for a report at
+    /// start-up). The default says yes.
+    fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// The file-system store.
 #[derive(Debug, Clone)]
 pub struct FsStore {
     dir: PathBuf,
+    /// Use the directory even when it is not private.
+    trusted: bool,
 }
 
 impl FsStore {
-    /// A store writing into `dir` (created on first write). An empty path
-    /// means the system temporary directory. A relative path is made absolute
-    /// against the current directory.
+    /// A store writing into `dir` (created `0700` on first write). An
+    /// empty path means [`FsStore::default_dir`]. A relative path is made
+    /// absolute against the current directory.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         let dir: PathBuf = dir.into();
         let dir = if dir.as_os_str().is_empty() {
-            std::env::temp_dir()
+            Self::default_dir()
         } else {
             dir
         };
         let dir = std::path::absolute(&dir).unwrap_or(dir);
-        FsStore { dir }
+        FsStore {
+            dir,
+            trusted: false,
+        }
     }
 
+    /// The default output directory: `tower-lro-{uid}` in the system temp
+    /// dir (`tower-lro` where there are no user ids), private to this user.
+    pub fn default_dir() -> PathBuf {
+        #[cfg(unix)]
+        let name = format!("tower-lro-{}", rustix::process::geteuid().as_raw());
+        #[cfg(not(unix))]
+        let name = "tower-lro".to_owned();
+        std::env::temp_dir().join(name)
+    }
+
+    /// Uses the directory even when it is not private (a symbolic link,
+    /// owned by another user, or writable by others). Off by default; see
+    /// the module docs for what that exposes.
+    pub fn trust_dir(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
+    }
+
+    /// Creates the directory if needed and checks that it is private.
     fn ensure_dir(&self) -> Result<(), StoreError> {
         let err = |source| StoreError::Directory {
             path: self.dir.clone(),
             source,
         };
-        match fs::metadata(&self.dir) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {
-                return Err(err(io::Error::new(
-                    io::ErrorKind::NotADirectory,
-                    "exists and is not a directory",
-                )));
-            }
+        match fs::symlink_metadata(&self.dir) {
+            Ok(m) => return self.vet(&m),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(err(e)),
         }
+        if let Some(parent) = self.dir.parent() {
+            fs::create_dir_all(parent).map_err(err)?;
+        }
         let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::DirBuilderExt;
             builder.mode(0o700);
         }
-        builder.create(&self.dir).map_err(err)
+        match builder.create(&self.dir) {
+            Ok(()) => {}
+            // Someone made it meanwhile: vetted below like any other.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(err(e)),
+        }
+        let m = fs::symlink_metadata(&self.dir).map_err(err)?;
+        self.vet(&m)
+    }
+
+    /// Checks the directory's own entry (not followed if a link).
+    fn vet(&self, m: &fs::Metadata) -> Result<(), StoreError> {
+        let untrusted = |reason: String| StoreError::Untrusted {
+            path: self.dir.clone(),
+            reason,
+        };
+        if m.file_type().is_symlink() {
+            if !self.trusted {
+                return Err(untrusted("it is a symbolic link".into()));
+            }
+            let target = fs::metadata(&self.dir).map_err(|source| StoreError::Directory {
+                path: self.dir.clone(),
+                source,
+            })?;
+            return self.vet(&target);
+        }
+        if !m.is_dir() {
+            return Err(StoreError::Directory {
+                path: self.dir.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "exists and is not a directory",
+                ),
+            });
+        }
+        if self.trusted {
+            return Ok(());
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let me = rustix::process::geteuid().as_raw();
+            if m.uid() != me {
+                return Err(untrusted(format!(
+                    "it is owned by uid {}, not by this user ({me})",
+                    m.uid()
+                )));
+            }
+            if m.mode() & 0o022 != 0 {
+                return Err(untrusted(format!(
+                    "it is writable by group or others (mode {:o})",
+                    m.mode() & 0o7777
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -179,6 +286,10 @@ impl Store for FsStore {
     fn dir(&self) -> &Path {
         &self.dir
     }
+
+    fn check(&self) -> Result<(), StoreError> {
+        self.ensure_dir()
+    }
 }
 
 #[cfg(test)]
@@ -246,6 +357,90 @@ mod tests {
         std::os::unix::fs::symlink(&target, root.path().join(format!(".{name}.tmp"))).unwrap();
         assert!(store.write(&name, b"data").is_err());
         assert_eq!(fs::read(&target).unwrap(), b"keep");
+    }
+
+    #[cfg(unix)]
+    fn untrusted(store: &FsStore) -> String {
+        match store.write(&format!("atlatl-list-{}.jsonl", ulid::Ulid::new()), b"x") {
+            Err(StoreError::Untrusted { reason, .. }) => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_a_directory_others_can_write_unless_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let shared = root.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+        let reason = untrusted(&FsStore::new(&shared));
+        assert!(
+            reason.contains("writable by group or others (mode 1777)"),
+            "{reason}"
+        );
+        assert!(matches!(
+            FsStore::new(&shared).check(),
+            Err(StoreError::Untrusted { .. })
+        ));
+        let trusted = FsStore::new(&shared).trust_dir(true);
+        assert!(trusted.check().is_ok());
+        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
+        assert!(trusted.write(&name, b"x").is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_a_symlinked_directory_unless_trusted() {
+        let root = tempfile::tempdir().unwrap();
+        let real = root.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(untrusted(&FsStore::new(&link)).contains("symbolic link"));
+        assert!(FsStore::new(&link).trust_dir(true).check().is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_a_directory_of_another_user() {
+        let root = tempfile::tempdir().unwrap();
+        let theirs = root.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        // Giving a directory away needs root (as in CI); elsewhere this
+        // case cannot be set up.
+        if std::os::unix::fs::chown(&theirs, Some(65534), None).is_err() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root: chown must work"
+            );
+            eprintln!("skipped: chown needs root");
+            return;
+        }
+        assert!(untrusted(&FsStore::new(&theirs)).contains("owned by uid 65534"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_default_directory_is_private_and_per_user() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = FsStore::default_dir();
+        assert_eq!(dir.parent().unwrap(), std::env::temp_dir());
+        let uid = rustix::process::geteuid().as_raw();
+        assert_eq!(
+            dir.file_name().unwrap(),
+            format!("tower-lro-{uid}").as_str()
+        );
+        // A new directory is created 0700 (and then accepted).
+        let root = tempfile::tempdir().unwrap();
+        let store = FsStore::new(root.path().join("a/b"));
+        store.check().unwrap();
+        let mode = fs::metadata(root.path().join("a/b"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 
     #[test]

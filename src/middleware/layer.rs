@@ -18,7 +18,7 @@ use crate::engine::Offloader;
 use crate::engine::config::{OffloadConfig, ToolPolicy};
 use crate::engine::estimate::TokenEstimator;
 use crate::engine::events::EventHook;
-use crate::engine::store::Store;
+use crate::engine::store::{Store, StoreError};
 
 /// Tower layer applying Large Result Offloading to an MCP streamable-http
 /// endpoint.
@@ -257,8 +257,31 @@ impl OffloadLayerBuilder {
         self.hook = Some(hook);
         self
     }
-    /// Builds the layer.
+    /// Sets [`OffloadConfig::trust_output_dir`]: use the output directory
+    /// even when it is not private (see [`FsStore`](crate::FsStore)).
+    pub fn trust_output_dir(mut self, trusted: bool) -> Self {
+        self.config.trust_output_dir = trusted;
+        self
+    }
+    /// Builds the layer, after checking that its output directory can be
+    /// used: an error names what is wrong (the layer would still pass
+    /// every result on, truncated by the spec's fallback when large).
+    pub fn try_build(self) -> Result<OffloadLayer, StoreError> {
+        let layer = self.build_unchecked();
+        layer.shared.offloader.check_store()?;
+        Ok(layer)
+    }
+    /// Builds the layer. If its output directory cannot be used, that is
+    /// logged as an error now (and each large result falls back to the
+    /// spec's truncation); use [`try_build`](Self::try_build) to stop instead.
     pub fn build(self) -> OffloadLayer {
+        let layer = self.build_unchecked();
+        if let Err(e) = layer.shared.offloader.check_store() {
+            tracing::error!(target: "tower_lro", error = %e, "offload output directory unusable");
+        }
+        layer
+    }
+    fn build_unchecked(self) -> OffloadLayer {
         let mut offloader = Offloader::new(self.config);
         if let Some(estimator) = self.estimator {
             offloader = offloader.with_shared_estimator(estimator);
