@@ -11,7 +11,7 @@ use pin_project_lite::pin_project;
 
 use super::body::OffloadBody;
 use super::request_body::Capture;
-use super::respond::{Next, respond};
+use super::respond::{Next, drop_conflicting_length, respond};
 use super::state::Shared;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -74,7 +74,8 @@ where
         loop {
             match kind.as_mut().project() {
                 KindProj::Passthrough { inner } => {
-                    let response = ready!(inner.poll(cx))?;
+                    let mut response = ready!(inner.poll(cx))?;
+                    drop_conflicting_length(response.headers_mut());
                     return Poll::Ready(Ok(response.map(OffloadBody::passthrough)));
                 }
                 KindProj::Watching {

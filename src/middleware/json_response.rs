@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use http::header::{CONTENT_LENGTH, HeaderValue};
+use http::header::{CONTENT_LENGTH, HeaderValue, TRANSFER_ENCODING};
 use http::{HeaderMap, Response};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use super::body::OffloadBody;
 use super::budget::Lease;
 use super::state::{Shared, Watch};
-use crate::wire::jsonrpc::{created_task_id, find_results};
+use crate::wire::jsonrpc::{Found, created_task_id, find_results};
 
 /// Collects a JSON response and rewrites the watched results in it.
 pub(crate) async fn read_json<B>(
@@ -40,11 +40,19 @@ where
             return Response::from_parts(parts, OffloadBody::resume(frames, rest, lease));
         }
     };
-    if error.is_some() || shared.surely_untouched(&watched, data.len()) {
+    if error.is_some() {
+        // Cut short: sent as it came, the error after it.
         return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
     }
-    let data = rewrite_json(&shared, data, &watched).await;
+    let data = if shared.surely_untouched(&watched, data.len()) {
+        data
+    } else {
+        rewrite_json(&shared, data, &watched).await
+    };
     lease.resize(data.len());
+    // Whatever the server's framing said (a stale Content-Length beside
+    // Transfer-Encoding, a wrong one), the body sent is exactly `data`.
+    parts.headers.remove(TRANSFER_ENCODING);
     if parts.headers.contains_key(CONTENT_LENGTH) {
         parts
             .headers
@@ -129,7 +137,16 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
         return data;
     };
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-    for (id, range) in find_results(text) {
+    for found in find_results(text) {
+        let (id, range) = match found {
+            Found::Result { id, range } => (id, range),
+            Found::Broken { id, why } => {
+                if let Some(w) = watched.iter().find(|w| w.id == id) {
+                    shared.unreadable(w.call.name.clone(), why);
+                }
+                continue;
+            }
+        };
         let Some(w) = watched.iter().find(|w| w.id == id) else {
             continue;
         };

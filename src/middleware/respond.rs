@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use http::{HeaderMap, Response};
 use http_body::Body;
 
@@ -42,6 +42,23 @@ fn media(headers: &HeaderMap) -> Media {
     }
 }
 
+/// RFC 9112, section 6.3: a message with both `Transfer-Encoding` and
+/// `Content-Length` is framed by the former; an intermediary removes the
+/// latter, so no client reads a stale length.
+pub(crate) fn drop_conflicting_length(headers: &mut HeaderMap) {
+    if headers.contains_key(TRANSFER_ENCODING) {
+        headers.remove(CONTENT_LENGTH);
+    }
+}
+
+/// The body's `Content-Encoding` when it is not `identity`.
+fn encoding(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(CONTENT_ENCODING)?;
+    let value = String::from_utf8_lossy(value.as_bytes());
+    let identity = value.trim().is_empty() || value.trim().eq_ignore_ascii_case("identity");
+    (!identity).then(|| value.into_owned())
+}
+
 /// The length of a body known before reading it: its exact size hint (set
 /// from `Content-Length` for a body received by hyper, and by full bodies).
 fn known_length<B: Body>(body: &B) -> Option<usize> {
@@ -67,6 +84,7 @@ where
 {
     let classified = capture.get().map(classify).unwrap_or_default();
     let (mut parts, body) = response.into_parts();
+    drop_conflicting_length(&mut parts.headers);
     if classified.proxy {
         let events = shared.offloader.events();
         if events.wants_pass_events() {
@@ -91,6 +109,17 @@ where
         return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
     let watched = shared.resolve(classified.watched);
+    if let Some(encoding) = encoding(&parts.headers) {
+        // Asked for identity (see the service), compressed all the same:
+        // not JSON until decoded, so passed on, and said so.
+        for w in watched {
+            shared.offloader.events().emit(OffloadEvent::PassedThrough {
+                tool: Some(w.call.name),
+                reason: PassReason::Encoded(encoding.clone()),
+            });
+        }
+        return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
+    }
     match media(&parts.headers) {
         Media::EventStream => {
             parts.headers.remove(CONTENT_LENGTH);

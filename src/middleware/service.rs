@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::HeaderValue;
+use http::header::{ACCEPT_ENCODING, HeaderValue};
 use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
@@ -109,6 +109,10 @@ where
         }
         // The request goes on at once; its chunks are kept as the inner
         // service reads them, and classified when the response arrives.
+        // Its answer must be readable: identity, not compressed.
+        let mut req = req;
+        req.headers_mut()
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         let capture = Capture::default();
         let cap = shared.max_request_bytes;
         let req = req.map(|b| RequestBody::teed(b, cap, capture.clone()));

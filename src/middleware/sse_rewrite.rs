@@ -18,7 +18,7 @@ use super::state::{Shared, Watch};
 use crate::engine::Offloader;
 use crate::json::{minify_into, range_in};
 use crate::wire::call::ToolCall;
-use crate::wire::jsonrpc::{ResponseMessage, created_task_id};
+use crate::wire::jsonrpc::{Reply, created_task_id, read_reply};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
 type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
@@ -156,11 +156,21 @@ impl<E> SseRewriter<E> {
             return None;
         }
         let text = std::str::from_utf8(&data).ok()?;
-        let msg: ResponseMessage<'_> = serde_json::from_str(text).ok()?;
-        let id = msg.id?;
+        let (id, result) = match read_reply(text) {
+            Reply::Result { id, result } => (id, Some(result)),
+            Reply::NoResult { id } => (id, None),
+            Reply::Broken { id: Some(id), why } => {
+                let pos = self.watched.iter().position(|w| w.id == id)?;
+                let watch = self.watched.swap_remove(pos);
+                self.shared.unreadable(watch.call.name, why);
+                return None;
+            }
+            Reply::Other | Reply::Broken { id: None, .. } => return None,
+        };
         let pos = self.watched.iter().position(|w| w.id == id)?;
         let mut watch = self.watched.swap_remove(pos);
-        let result = msg.result?;
+        // An error response ends the watch: nothing to rewrite.
+        let result = result?;
         if watch.task_augmented
             && let Some(task) = created_task_id(result.get())
         {
@@ -288,9 +298,16 @@ impl<E> SseRewriter<E> {
         self.ended = true;
     }
 
-    /// The inner body ended: what is held (an unfinished event) goes out.
+    /// The inner body ended: a last event ended by a final CR is taken
+    /// like any other; what else is held (an unfinished event) goes out.
     fn on_end(&mut self) {
         self.ended = true;
+        if !self.watched.is_empty()
+            && self.pending.is_none()
+            && let Some(event) = self.splitter.finish_event()
+        {
+            self.take_event(event);
+        }
         self.flush_held();
     }
 

@@ -111,6 +111,15 @@ impl Shared {
             && !self.offloader.events().wants_pass_events()
     }
 
+    /// Reports a result of `tool` that passes untouched because the message
+    /// carrying it cannot be read (`why`).
+    pub(crate) fn unreadable(&self, tool: String, why: String) {
+        self.offloader.events().emit(OffloadEvent::PassedThrough {
+            tool: Some(tool),
+            reason: PassReason::Unparseable(why),
+        });
+    }
+
     /// Reports a result of `tool` that passes untouched because the buffer
     /// budget ran out.
     pub(crate) fn over_buffer_cap(&self, tool: String) {

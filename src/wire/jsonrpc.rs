@@ -6,6 +6,7 @@
 //! Responses are searched for the watched ids without parsing results.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -290,41 +291,91 @@ fn classify_one(r: Request<'_>, whole: &Whole<'_>, out: &mut Classified) {
     }
 }
 
-/// A response message seen in a body: its id and its raw `result`.
+/// A message of a response body, as far as the layer reads it.
 #[derive(Deserialize)]
-pub(crate) struct ResponseMessage<'a> {
+struct Message<'a> {
     #[serde(default)]
-    pub id: Option<Value>,
+    id: Option<Value>,
     #[serde(borrow, default)]
-    pub result: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
 }
 
-/// Finds the responses in a JSON body (one message or a batch array):
-/// for each, its id and the byte range of its `result`.
-pub(crate) fn find_results(body: &str) -> Vec<(Value, std::ops::Range<usize>)> {
+/// What a message in a response body is.
+#[derive(Debug)]
+pub(crate) enum Reply<'a> {
+    /// A response carrying a result.
+    Result { id: Value, result: &'a RawValue },
+    /// A response without a result (an error response).
+    NoResult { id: Value },
+    /// Anything else: a request or notification of the server (it has a
+    /// `method`, whatever its id), a message without an id.
+    Other,
+    /// A JSON object that cannot be read as one JSON-RPC message (a
+    /// duplicate member, a wrong type), with its id when one can be read:
+    /// a client may still take it for the response.
+    Broken { id: Option<Value>, why: String },
+}
+
+/// Reads one message of a response body.
+pub(crate) fn read_reply(text: &str) -> Reply<'_> {
+    match serde_json::from_str::<Message<'_>>(text) {
+        Ok(Message {
+            id: Some(id),
+            method: None,
+            result: Some(result),
+        }) => Reply::Result { id, result },
+        Ok(Message {
+            id: Some(id),
+            method: None,
+            result: None,
+        }) => Reply::NoResult { id },
+        Ok(_) => Reply::Other,
+        Err(e) => {
+            // Read leniently (the last of duplicate members wins, as in most
+            // clients) only to learn whose answer it claims to be.
+            let lenient: Option<Value> = serde_json::from_str(text).ok();
+            let id = lenient.and_then(|mut v| match v.get_mut("method") {
+                Some(_) => None,
+                None => v.get_mut("id").map(Value::take),
+            });
+            Reply::Broken {
+                id,
+                why: format!("not one JSON-RPC message: {e}"),
+            }
+        }
+    }
+}
+
+/// A response found in a JSON body.
+#[derive(Debug)]
+pub(crate) enum Found {
+    /// A result: the id it answers and the byte range of the result.
+    Result { id: Value, range: Range<usize> },
+    /// A message claiming to answer `id` that cannot be read (see
+    /// [`Reply::Broken`]).
+    Broken { id: Value, why: String },
+}
+
+/// Finds the responses in a JSON body (one message or a batch array).
+pub(crate) fn find_results(body: &str) -> Vec<Found> {
+    let found = |text: &str| match read_reply(text) {
+        Reply::Result { id, result } => Some(Found::Result {
+            id,
+            range: range_in(body, result.get()),
+        }),
+        Reply::Broken { id: Some(id), why } => Some(Found::Broken { id, why }),
+        Reply::NoResult { .. } | Reply::Other | Reply::Broken { id: None, .. } => None,
+    };
     let trimmed = body.trim_start();
     if !trimmed.starts_with('[') {
         // One message: parsed once, straight into its id and raw result
         // (the body may be megabytes; a second pass would cost as much).
-        return match serde_json::from_str::<ResponseMessage<'_>>(body) {
-            Ok(ResponseMessage {
-                id: Some(id),
-                result: Some(result),
-            }) => vec![(id, range_in(body, result.get()))],
-            _ => Vec::new(),
-        };
+        return found(body).into_iter().collect();
     }
     let messages: Vec<&RawValue> = serde_json::from_str(body).unwrap_or_default();
-    let mut out = Vec::new();
-    for m in messages {
-        let Ok(msg) = serde_json::from_str::<ResponseMessage<'_>>(m.get()) else {
-            continue;
-        };
-        if let (Some(id), Some(result)) = (msg.id, msg.result) {
-            out.push((id, range_in(body, result.get())));
-        }
-    }
-    out
+    messages.iter().filter_map(|m| found(m.get())).collect()
 }
 
 /// The task id of a `CreateTaskResult` (`{"task": {"taskId": ...}}`).
@@ -447,9 +498,26 @@ mod tests {
     fn finds_result_ranges() {
         let body = r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
         let found = find_results(body);
-        assert_eq!(found.len(), 1);
-        assert_eq!(&body[found[0].1.clone()], r#"{"content":[]}"#);
+        assert!(
+            matches!(&found[..], [Found::Result { id, range }] if *id == 3 && &body[range.clone()] == r#"{"content":[]}"#)
+        );
         let batch = r#"[{"jsonrpc":"2.0","id":1,"result":{}}, {"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}]"#;
         assert_eq!(find_results(batch).len(), 1);
+    }
+
+    #[test]
+    fn server_requests_are_not_responses_and_broken_messages_are_named() {
+        // A server request may reuse the id of the client's call.
+        let req = r#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}"#;
+        assert!(matches!(read_reply(req), Reply::Other));
+        assert!(find_results(req).is_empty());
+        let err = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#;
+        assert!(matches!(read_reply(err), Reply::NoResult { .. }));
+        // Duplicate members: not one message, but whose answer it claims to be is known.
+        let dup = r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]},"result":{"content":[1]}}"#;
+        assert!(
+            matches!(read_reply(dup), Reply::Broken { id: Some(ref id), ref why } if *id == 9 && why.contains("duplicate"))
+        );
+        assert!(matches!(&find_results(dup)[..], [Found::Broken { id, .. }] if *id == 9));
     }
 }

@@ -59,6 +59,28 @@ impl EventSplitter {
         scan_event(chunk, 0, 0) == Ok(chunk.len())
     }
 
+    /// At the end of the stream: the last event, if what is held ends with
+    /// a blank line once a CR at the very end counts as a line end (no `\n`
+    /// can follow it any more), as in `data: x\r\r`.
+    pub fn finish_event(&mut self) -> Option<Bytes> {
+        let ends_in_cr = self.buf.last() == Some(&b'\r');
+        if !ends_in_cr {
+            return None;
+        }
+        // With one more LF, the final CR becomes a CRLF line end of the same
+        // line: an event is complete iff that finds its end at the last byte.
+        let mut probe = self.buf.to_vec();
+        probe.push(b'\n');
+        match scan_event(&probe, 0, 0) {
+            Ok(end) if end == probe.len() => {
+                self.scan = 0;
+                self.line_start = 0;
+                Some(self.buf.split().freeze())
+            }
+            _ => None,
+        }
+    }
+
     /// Everything still held (at the end of the stream).
     pub fn take_rest(&mut self) -> Bytes {
         self.scan = 0;
@@ -197,6 +219,22 @@ mod tests {
             }
         }
         (events, s.take_rest())
+    }
+
+    #[test]
+    fn a_final_cr_ends_the_last_event_at_the_end_of_the_stream() {
+        let mut s = EventSplitter::default();
+        s.push(b"data: x\r\r");
+        assert!(s.next_event().is_none(), "a LF may still follow");
+        assert_eq!(&s.finish_event().unwrap()[..], b"data: x\r\r");
+        assert_eq!(s.buffered(), 0);
+        let mut s = EventSplitter::default();
+        s.push(b"data: x\r");
+        assert!(s.finish_event().is_none(), "one line end is no blank line");
+        assert_eq!(&s.take_rest()[..], b"data: x\r");
+        let mut s = EventSplitter::default();
+        s.push(b"data: x\n\r");
+        assert_eq!(&s.finish_event().unwrap()[..], b"data: x\n\r");
     }
 
     #[test]
