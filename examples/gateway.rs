@@ -196,6 +196,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
 /// Headers that belong to one connection, not to the message (RFC 9110
 /// §7.6.1), plus the ones the `Connection` header names.
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // RFC 9112, 6.3: a message framed by Transfer-Encoding has no valid
+    // Content-Length; drop it before Transfer-Encoding goes.
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        headers.remove(header::CONTENT_LENGTH);
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
