@@ -1378,12 +1378,11 @@ fn rebuild_debug_shows_no_result_data() {
     assert_clean("Rebuild", &format!("{rebuild:?}"));
 }
 
-/// `JqRecipe` derives its `Debug` and prints its command, which for records
+/// `JqRecipe`'s command, for records
 /// that are not memories quotes values of the data (recipe 2 filters on
 /// the most common category value). `OffloadResponse`'s `Debug` shows only
 /// the number of recipes.
 #[test]
-#[ignore = "JqRecipe's Debug is derived and its command quotes data values (src/engine/descriptor.rs)"]
 fn jq_recipe_debug_shows_no_result_data() {
     let dir = tempfile::tempdir().unwrap();
     let offloader =

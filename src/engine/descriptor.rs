@@ -151,8 +151,9 @@ pub struct OffloadSummary {
     pub detail: Detail,
 }
 
-/// A ready-to-run jq command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A ready-to-run jq command. Its `Debug` shows the description only (a
+/// command may quote values from the data).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JqRecipe {
     /// Human-readable description of what this recipe does.
     pub description: String,
@@ -241,6 +242,14 @@ impl std::fmt::Debug for OffloadSummary {
             .field("operation", &self.operation)
             .field("top_namespaces", &self.top_namespaces.len())
             .field("detail", &self.detail)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for JqRecipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JqRecipe")
+            .field("description", &self.description)
             .finish_non_exhaustive()
     }
 }

@@ -231,6 +231,8 @@ impl<E> SseRewriter<E> {
                 continue;
             }
             if self.ended {
+                // Everything held has been sent: give its bytes back.
+                self.lease = None;
                 return self.error.poll_take(cx).map(|e| e.map(Err));
             }
             if self.watched.is_empty() && self.splitter.buffered() == 0 {
