@@ -75,20 +75,11 @@ pub(crate) fn minify_outline(src: &str) -> (String, Outline) {
     let bytes = src.as_bytes();
     let len = bytes.len();
     let mut out = String::with_capacity(len);
-    let mut outline = Outline::default();
+    let mut outliner = Outliner::default();
     let mut run_start = 0;
-    let mut depth = 0usize;
-    // Positions in the minified output.
-    let mut elem_start = 0;
-    let mut member_start = 0;
-    let mut key_end = 0;
-    let mut member_array = false;
-    let mut member_elem_start = 0;
-    let mut member_elems: Vec<std::ops::Range<usize>> = Vec::new();
     let mut i = 0;
     while i < len {
-        let b = bytes[i];
-        match b {
+        match bytes[i] {
             b'"' => {
                 i = string_end(bytes, i + 1);
                 continue;
@@ -102,66 +93,98 @@ pub(crate) fn minify_outline(src: &str) -> (String, Outline) {
                 run_start = i;
                 continue;
             }
-            _ => {}
-        }
-        // Minified position of byte i (the run since run_start has no whitespace).
-        let pos = out.len() + (i - run_start);
-        match b {
-            b'[' | b'{' => {
-                depth += 1;
-                if depth == 1 {
-                    outline.top = b;
-                    elem_start = pos + 1;
-                    member_start = pos + 1;
-                } else if depth == 2 && outline.top == b'{' && b == b'[' {
-                    member_array = true;
-                    member_elem_start = pos + 1;
-                    member_elems.clear();
-                }
-            }
-            b']' | b'}' => {
-                if depth == 1 {
-                    if outline.top == b'[' && pos > elem_start {
-                        outline.elements.push(elem_start..pos);
-                    }
-                    if outline.top == b'{' && pos > member_start {
-                        outline.members.push(Member {
-                            key: member_start..key_end,
-                            value: key_end + 1..pos,
-                            elements: std::mem::take(&mut member_elems),
-                        });
-                    }
-                } else if depth == 2 && member_array && b == b']' {
-                    if pos > member_elem_start {
-                        member_elems.push(member_elem_start..pos);
-                    }
-                    member_array = false;
-                }
-                depth = depth.saturating_sub(1);
-            }
-            b',' => {
-                if depth == 1 && outline.top == b'[' {
-                    outline.elements.push(elem_start..pos);
-                    elem_start = pos + 1;
-                } else if depth == 1 {
-                    outline.members.push(Member {
-                        key: member_start..key_end,
-                        value: key_end + 1..pos,
-                        elements: std::mem::take(&mut member_elems),
-                    });
-                    member_start = pos + 1;
-                } else if depth == 2 && member_array {
-                    member_elems.push(member_elem_start..pos);
-                    member_elem_start = pos + 1;
-                }
-            }
-            b':' if depth == 1 => key_end = pos,
-            _ => {}
+            // Minified position of byte i (the run since run_start has no whitespace).
+            b => outliner.structural(b, out.len() + (i - run_start)),
         }
         i += 1;
     }
     out.push_str(&src[run_start..]);
-    (out, outline)
+    (out, outliner.outline)
+}
+
+/// What [`minify_outline`] knows at a point of the text: the depth, and
+/// where (in the minified text) the current top-level item started.
+#[derive(Default)]
+struct Outliner {
+    outline: Outline,
+    depth: usize,
+    /// Start of the current element of a top-level array.
+    elem_start: usize,
+    /// Start of the current member of a top-level object, and end of its key.
+    member_start: usize,
+    key_end: usize,
+    /// Inside an array that is the value of a top-level member, whose
+    /// current element starts at `member_elem_start`.
+    member_array: bool,
+    member_elem_start: usize,
+    member_elems: Vec<std::ops::Range<usize>>,
+}
+
+impl Outliner {
+    /// Takes in byte `b`, outside strings and whitespace, at minified
+    /// position `pos`.
+    fn structural(&mut self, b: u8, pos: usize) {
+        match b {
+            b'[' | b'{' => self.open(b, pos),
+            b']' | b'}' => self.close(b, pos),
+            b',' => self.comma(pos),
+            b':' if self.depth == 1 => self.key_end = pos,
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, b: u8, pos: usize) {
+        self.depth += 1;
+        if self.depth == 1 {
+            self.outline.top = b;
+            self.elem_start = pos + 1;
+            self.member_start = pos + 1;
+        } else if self.depth == 2 && self.outline.top == b'{' && b == b'[' {
+            self.member_array = true;
+            self.member_elem_start = pos + 1;
+            self.member_elems.clear();
+        }
+    }
+
+    /// An empty container or array value ends with no item to record.
+    fn close(&mut self, b: u8, pos: usize) {
+        if self.depth == 1 {
+            if self.outline.top == b'[' && pos > self.elem_start {
+                self.outline.elements.push(self.elem_start..pos);
+            }
+            if self.outline.top == b'{' && pos > self.member_start {
+                self.end_member(pos);
+            }
+        } else if self.depth == 2 && self.member_array && b == b']' {
+            if pos > self.member_elem_start {
+                self.member_elems.push(self.member_elem_start..pos);
+            }
+            self.member_array = false;
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn comma(&mut self, pos: usize) {
+        if self.depth == 1 && self.outline.top == b'[' {
+            self.outline.elements.push(self.elem_start..pos);
+            self.elem_start = pos + 1;
+        } else if self.depth == 1 {
+            self.end_member(pos);
+            self.member_start = pos + 1;
+        } else if self.depth == 2 && self.member_array {
+            self.member_elems.push(self.member_elem_start..pos);
+            self.member_elem_start = pos + 1;
+        }
+    }
+
+    /// The member that started at `member_start` ends at `pos`.
+    fn end_member(&mut self, pos: usize) {
+        self.outline.members.push(Member {
+            key: self.member_start..self.key_end,
+            value: self.key_end + 1..pos,
+            elements: std::mem::take(&mut self.member_elems),
+        });
+    }
 }
 
 /// The position just after the string literal whose contents start at

@@ -355,120 +355,158 @@ struct Roles<'s> {
     date: Option<&'s str>,
 }
 
+// Well-known names of each role, most telling first.
+const ID_NAMES: [&str; 4] = ["id", "uuid", "key", "_id"];
+const LABEL_NAMES: [&str; 7] = [
+    "title", "name", "subject", "summary", "label", "message", "msg",
+];
+const DATE_NAMES: [&str; 7] = [
+    "created",
+    "created_at",
+    "timestamp",
+    "time",
+    "date",
+    "modified",
+    "updated_at",
+];
+const TEXT_NAMES: [&str; 6] = [
+    "content",
+    "text",
+    "body",
+    "message",
+    "description",
+    "summary",
+];
+
+/// The role each field plays, as far as the statistics tell.
 fn roles(stats: &RecordStats) -> Roles<'_> {
-    let common = |f: &FieldStats| f.present * 2 >= stats.objects;
-    let fields = &stats.fields;
-    let string_field = |names: &[&str]| {
-        names.iter().find_map(|n| {
-            fields
-                .get_key_value(*n)
-                .filter(|(_, f)| f.strings > 0 && common(f))
-                .map(|(k, _)| k.as_str())
-        })
-    };
-    let id = ["id", "uuid", "key", "_id"]
-        .iter()
-        .find_map(|n| {
-            fields
-                .get_key_value(*n)
-                .filter(|(_, f)| common(f))
-                .map(|(k, _)| k.as_str())
-        })
-        .or_else(|| {
-            fields
-                .iter()
-                .find(|(k, f)| common(f) && (k.ends_with("_id") || k.ends_with("Id")))
-                .map(|(k, _)| k.as_str())
-        });
-    let label = string_field(&[
-        "title", "name", "subject", "summary", "label", "message", "msg",
-    ]);
-    let date_names = [
-        "created",
-        "created_at",
-        "timestamp",
-        "time",
-        "date",
-        "modified",
-        "updated_at",
-    ];
-    let date = date_names
-        .iter()
-        .find_map(|n| {
-            fields
-                .get_key_value(*n)
-                .filter(|(_, f)| f.dates > 0 && f.dates * 2 >= f.strings)
-                .map(|(k, _)| k.as_str())
-        })
-        .or_else(|| {
-            fields
-                .iter()
-                .find(|(_, f)| f.dates > 0 && f.dates * 2 >= f.present && common(f))
-                .map(|(k, _)| k.as_str())
-        });
-    let text = string_field(&[
-        "content",
-        "text",
-        "body",
-        "message",
-        "description",
-        "summary",
-    ])
-    .or_else(|| {
-        fields
-            .iter()
-            .filter(|(k, f)| f.strings > 0 && Some(k.as_str()) != date)
-            .max_by_key(|(_, f)| f.string_bytes / f.strings.max(1))
-            .map(|(k, _)| k.as_str())
-    });
-    let category = stats.category_field().and_then(|k| {
-        let f = fields.get(k)?;
-        let (top, _) = *f.top_values(1).first()?;
-        Some((k, top.to_owned()))
-    });
-    let (number, number_name) = match stats.score_field() {
-        Some(("provenance.confidence", _)) => (
-            Some(".provenance.confidence".to_owned()),
-            Some("provenance.confidence"),
-        ),
-        Some((k, _)) => (Some(path(k)), Some(k)),
-        None => fields
-            .iter()
-            .find(|(k, f)| f.numbers > 0 && common(f) && Some(k.as_str()) != id)
-            .map(|(k, _)| (Some(path(k)), Some(k.as_str())))
-            .unwrap_or((None, None)),
-    };
+    let fields = RoleFinder { stats };
+    let id = fields.id();
+    let date = fields.date();
+    let (number, number_name) = fields.number(id);
     Roles {
         id,
-        label,
-        text,
-        category,
+        label: fields.common_string(&LABEL_NAMES),
+        text: fields.text(date),
+        category: fields.category(),
         number,
         number_name,
         date,
     }
 }
 
+/// Finds each role among the fields of object records: a well-known name
+/// first, else any field that fits.
+struct RoleFinder<'s> {
+    stats: &'s RecordStats,
+}
+
+impl<'s> RoleFinder<'s> {
+    /// Present in at least half of the object records.
+    fn common(&self, f: &FieldStats) -> bool {
+        f.present * 2 >= self.stats.objects
+    }
+
+    /// The first of `names` that is a common field holding strings.
+    fn common_string(&self, names: &[&str]) -> Option<&'s str> {
+        names.iter().find_map(|n| {
+            self.stats
+                .fields
+                .get_key_value(*n)
+                .filter(|(_, f)| f.strings > 0 && self.common(f))
+                .map(|(k, _)| k.as_str())
+        })
+    }
+
+    /// A common field with a well-known id name, else the first common
+    /// `*_id` or `*Id` field.
+    fn id(&self) -> Option<&'s str> {
+        let fields = &self.stats.fields;
+        ID_NAMES
+            .iter()
+            .find_map(|n| {
+                fields
+                    .get_key_value(*n)
+                    .filter(|(_, f)| self.common(f))
+                    .map(|(k, _)| k.as_str())
+            })
+            .or_else(|| {
+                fields
+                    .iter()
+                    .find(|(k, f)| self.common(f) && (k.ends_with("_id") || k.ends_with("Id")))
+                    .map(|(k, _)| k.as_str())
+            })
+    }
+
+    /// A field with a well-known date name whose strings are mostly dates,
+    /// else the first common field whose values are mostly dates.
+    fn date(&self) -> Option<&'s str> {
+        let fields = &self.stats.fields;
+        DATE_NAMES
+            .iter()
+            .find_map(|n| {
+                fields
+                    .get_key_value(*n)
+                    .filter(|(_, f)| f.dates > 0 && f.dates * 2 >= f.strings)
+                    .map(|(k, _)| k.as_str())
+            })
+            .or_else(|| {
+                fields
+                    .iter()
+                    .find(|(_, f)| f.dates > 0 && f.dates * 2 >= f.present && self.common(f))
+                    .map(|(k, _)| k.as_str())
+            })
+    }
+
+    /// A common string field with a well-known text name, else the string
+    /// field (the date aside) with the longest strings on average.
+    fn text(&self, date: Option<&str>) -> Option<&'s str> {
+        self.common_string(&TEXT_NAMES).or_else(|| {
+            self.stats
+                .fields
+                .iter()
+                .filter(|(k, f)| f.strings > 0 && Some(k.as_str()) != date)
+                .max_by_key(|(_, f)| f.string_bytes / f.strings.max(1))
+                .map(|(k, _)| k.as_str())
+        })
+    }
+
+    /// The category field and its most common value.
+    fn category(&self) -> Option<(&'s str, String)> {
+        let name = self.stats.category_field()?;
+        let (top, _) = *self.stats.fields.get(name)?.top_values(1).first()?;
+        Some((name, top.to_owned()))
+    }
+
+    /// The score-like field, else the first common numeric field that is
+    /// not the id: its jq path and its name.
+    fn number(&self, id: Option<&str>) -> (Option<String>, Option<&'s str>) {
+        match self.stats.score_field() {
+            Some(("provenance.confidence", _)) => (
+                Some(".provenance.confidence".to_owned()),
+                Some("provenance.confidence"),
+            ),
+            Some((k, _)) => (Some(path(k)), Some(k)),
+            None => self
+                .stats
+                .fields
+                .iter()
+                .find(|(k, f)| f.numbers > 0 && self.common(f) && Some(k.as_str()) != id)
+                .map(|(k, _)| (Some(path(k)), Some(k.as_str())))
+                .unwrap_or((None, None)),
+        }
+    }
+}
+
+/// Recipes for records that are (mostly) objects, built on their roles;
+/// the order is the order they are offered in.
 fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
     if stats.objects < stats.count {
         b.each = "objects | ";
         b.all = "map(objects) | ";
     }
     let r = roles(stats);
-    let shown: Vec<&str> = [r.id, r.label, r.category.as_ref().map(|c| c.0)]
-        .into_iter()
-        .flatten()
-        .fold(Vec::new(), |mut v, f| {
-            if !v.contains(&f) {
-                v.push(f);
-            }
-            v
-        });
-    let shown = if shown.is_empty() {
-        stats.fields.keys().take(3).map(String::as_str).collect()
-    } else {
-        shown
-    };
+    let shown = shown_fields(&r, stats);
     if !shown.is_empty() {
         b.each(
             format!("Extract {} only", shown.join(", ")),
@@ -484,53 +522,13 @@ fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
         );
     }
     if let Some(text) = r.text {
-        let sample = records
-            .iter()
-            .take(KEYWORD_SAMPLE)
-            .filter_map(|rec| serde_json::from_str::<Value>(rec).ok())
-            .filter_map(|v| v.get(text).and_then(Value::as_str).map(str::to_owned))
-            .collect::<Vec<_>>();
-        let kw = keyword_or_default(pick_keyword(sample.iter().map(String::as_str)));
-        b.each(
-            format!("Search {text} for \"{kw}\" (case-insensitive)"),
-            "-c",
-            format!(
-                "select({} | strings | test({}; \"i\"))",
-                path(text),
-                lit(&kw)
-            ),
-        );
+        search_recipe(b, text, records);
     }
     if let Some((cat, _)) = &r.category {
-        b.all(
-            format!("Count by {cat}"),
-            "",
-            format!(
-                "group_by({p}) | map({{{k}: .[0]{s}, count: length}})",
-                p = path(cat),
-                s = suffix(cat),
-                k = lit(cat)
-            ),
-        );
-        b.all(
-            format!("List unique values of {cat}"),
-            "",
-            format!("map({}) | unique", path(cat)),
-        );
+        category_recipes(b, cat);
     }
     if let (Some(num), Some(name)) = (&r.number, r.number_name) {
-        b.all(
-            format!("Sort by {name} descending (top 10)"),
-            "",
-            format!("sort_by({num}) | reverse | .[:10]"),
-        );
-        b.all(
-            format!("Min, max and mean of {name}"),
-            "",
-            format!(
-                "map({num} | numbers) | {{min: min, max: max, mean: (if length > 0 then add / length else null end)}}"
-            ),
-        );
+        number_recipes(b, num, name);
     }
     if let Some(date) = r.date {
         b.all(
@@ -546,16 +544,87 @@ fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
             format!("{} | strings", path(label)),
         );
     }
-    for (name, f) in stats.fields.iter() {
-        if f.present < stats.objects {
-            b.each(
-                format!("Records that have {name}"),
-                "-c",
-                format!("select(has({}))", lit(name)),
-            );
-            break;
+    if let Some((name, _)) = stats.fields.iter().find(|(_, f)| f.present < stats.objects) {
+        b.each(
+            format!("Records that have {name}"),
+            "-c",
+            format!("select(has({}))", lit(name)),
+        );
+    }
+}
+
+/// The id, label and category fields, each once; else the first three fields.
+fn shown_fields<'s>(r: &Roles<'s>, stats: &'s RecordStats) -> Vec<&'s str> {
+    let mut shown: Vec<&str> = Vec::new();
+    for f in [r.id, r.label, r.category.as_ref().map(|c| c.0)]
+        .into_iter()
+        .flatten()
+    {
+        if !shown.contains(&f) {
+            shown.push(f);
         }
     }
+    if shown.is_empty() {
+        stats.fields.keys().take(3).map(String::as_str).collect()
+    } else {
+        shown
+    }
+}
+
+/// A case-insensitive search of the text field, for a keyword taken from
+/// the first records.
+fn search_recipe(b: &mut Builder, text: &str, records: &[String]) {
+    let sample = records
+        .iter()
+        .take(KEYWORD_SAMPLE)
+        .filter_map(|rec| serde_json::from_str::<Value>(rec).ok())
+        .filter_map(|v| v.get(text).and_then(Value::as_str).map(str::to_owned))
+        .collect::<Vec<_>>();
+    let kw = keyword_or_default(pick_keyword(sample.iter().map(String::as_str)));
+    b.each(
+        format!("Search {text} for \"{kw}\" (case-insensitive)"),
+        "-c",
+        format!(
+            "select({} | strings | test({}; \"i\"))",
+            path(text),
+            lit(&kw)
+        ),
+    );
+}
+
+/// Counts by category, and its distinct values.
+fn category_recipes(b: &mut Builder, cat: &str) {
+    b.all(
+        format!("Count by {cat}"),
+        "",
+        format!(
+            "group_by({p}) | map({{{k}: .[0]{s}, count: length}})",
+            p = path(cat),
+            s = suffix(cat),
+            k = lit(cat)
+        ),
+    );
+    b.all(
+        format!("List unique values of {cat}"),
+        "",
+        format!("map({}) | unique", path(cat)),
+    );
+}
+
+/// The top ten by the numeric field `num` (a jq path), and its min, max and mean.
+fn number_recipes(b: &mut Builder, num: &str, name: &str) {
+    b.all(
+        format!("Sort by {name} descending (top 10)"),
+        "",
+        format!("sort_by({num}) | reverse | .[:10]"),
+    );
+    b.all(
+        format!("Min, max and mean of {name}"),
+        "",
+        format!(
+            "map({num} | numbers) | {{min: min, max: max, mean: (if length > 0 then add / length else null end)}}"
+        ),
+    );
 }
 
 fn scalar_recipes(b: &mut Builder, stats: &RecordStats) {

@@ -78,30 +78,32 @@ impl<'a> RawResult<'a> {
         {
             // Debug builds (the tests, the property tests) check it against the careful way.
             #[cfg(debug_assertions)]
-            if let Ok(slow) = Self::parse_slow(json, null_text) {
-                let raw = |o: &RawObject<'a>| -> Vec<(String, String)> {
-                    o.iter()
-                        .map(|(k, v)| {
-                            (
-                                k.clone(),
-                                if k == "content" {
-                                    String::new()
-                                } else {
-                                    v.get().to_owned()
-                                },
-                            )
-                        })
-                        .collect()
-                };
-                assert_eq!(raw(&slow.top), raw(&top), "top-level fields differ");
-                let blocks: Vec<Vec<(String, String)>> = objects.iter().map(raw).collect();
-                let slow_blocks: Vec<Vec<(String, String)>> =
-                    slow.blocks.iter().map(|b| raw(&b.fields)).collect();
-                assert_eq!(slow_blocks, blocks, "content blocks differ");
-            }
+            Self::check_fast(json, null_text, &top, &objects);
             return Self::from_parts(top, objects, null_text);
         }
         Self::parse_slow(json, null_text)
+    }
+
+    /// Asserts that the one-pass parse found the fields the careful way
+    /// finds (`content` aside, a placeholder on the fast way).
+    #[cfg(debug_assertions)]
+    fn check_fast(json: &'a str, null_text: bool, top: &RawObject<'a>, objects: &[RawObject<'a>]) {
+        let Ok(slow) = Self::parse_slow(json, null_text) else {
+            return;
+        };
+        let raw = |o: &RawObject<'a>| -> Vec<(String, String)> {
+            o.iter()
+                .map(|(k, v)| {
+                    let v = if k == "content" { "" } else { v.get() };
+                    (k.clone(), v.to_owned())
+                })
+                .collect()
+        };
+        assert_eq!(raw(&slow.top), raw(top), "top-level fields differ");
+        let blocks: Vec<Vec<(String, String)>> = objects.iter().map(raw).collect();
+        let slow_blocks: Vec<Vec<(String, String)>> =
+            slow.blocks.iter().map(|b| raw(&b.fields)).collect();
+        assert_eq!(slow_blocks, blocks, "content blocks differ");
     }
 
     /// The careful way: the top level, then `content`, each with its error.

@@ -1,0 +1,427 @@
+//! From a parsed result to records, and the [`Rebuild`] that puts it back.
+//!
+//! The steps, in order: the record array of `structuredContent`; each text
+//! block classified (and its JSON shaped) once; the text blocks that copy
+//! structured records; the records of the other text blocks, under the
+//! [`Precedence`] rules; a `structuredContent` field that copies a source
+//! block's text; the envelope, the original result with every source nulled.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{BuildHasher, BuildHasherDefault};
+
+use serde_json::value::RawValue;
+
+use crate::json::{minify_outline, trim_parts};
+use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
+
+use super::shape::{JsonShape, TextKind, classify_text, json_shape_outlined};
+use super::{
+    Extraction, Rebuild, RecordKind, Segment, Shape, StructuredCopy, TextFormat, with_field,
+};
+
+/// Takes a parsed result apart. `is_large` says whether a plain text block is
+/// big enough to become records even when JSON records exist elsewhere.
+pub(crate) fn extract(
+    result: &RawResult<'_>,
+    is_large: impl Fn(&str) -> bool,
+) -> Result<Extraction, ResultError> {
+    let (found, structured) = find_records(result, is_large);
+    let kind = found.kind();
+    let text_copy = structured_text_copy(result, &found);
+    let nulled_structured = match &text_copy {
+        Some((_, emptied)) => Some(emptied.as_str()),
+        None => found.has_structured_source().then_some("null"),
+    };
+    let envelope = envelope(result, &found.is_source, nulled_structured)?;
+    let kept_blocks = (0..result.blocks.len())
+        .filter(|&i| !found.is_source[i])
+        .collect();
+    let structured_copy = text_copy.map(|(copy, _)| copy);
+    Ok(Extraction {
+        records: found.records,
+        kind,
+        structured_copy_key: structured_copy.as_ref().map(|c| c.key.clone()),
+        rebuild: Rebuild {
+            result: envelope,
+            segments: found.segments,
+            structured_copy,
+        },
+        kept_blocks,
+        structured_slim: structured.map(|s| s.slim),
+    })
+}
+
+/// The records of `structuredContent`, then those of each text block, in
+/// block order.
+fn find_records(
+    result: &RawResult<'_>,
+    is_large: impl Fn(&str) -> bool,
+) -> (Found, Option<StructuredArray>) {
+    let mut found = Found::new(result.blocks.len());
+    let structured = result
+        .structured()
+        .and_then(|raw| found.structured_array(raw));
+    let structured_minified = structured.as_ref().map(|s| s.minified.as_str());
+    let kinds: Vec<Option<TextKind>> = result
+        .blocks
+        .iter()
+        .map(|b| {
+            b.text
+                .as_deref()
+                .map(|t| classify_text(t, structured_minified))
+        })
+        .collect();
+    let element_copies = element_copies(&found, &kinds);
+    let mut shapes = shape_json_texts(&kinds);
+    let precedence = Precedence::new(&found, &kinds, &shapes);
+    // Each text block gives at most one segment.
+    for (i, kind) in kinds.iter().enumerate() {
+        let Some(kind) = kind else { continue };
+        let text = result.blocks[i].text.as_deref().unwrap_or_default();
+        match (kind, element_copies[i]) {
+            (TextKind::Copy, _) => found.structured_copy_text(i, text, structured.as_ref()),
+            (TextKind::Json { minified, .. }, Some(element)) => {
+                found.element_copy_text(i, element, text, minified)
+            }
+            (TextKind::Json { minified, .. }, None) => match shapes[i].take() {
+                Some(JsonShape::Array {
+                    before,
+                    after,
+                    elements,
+                }) => found.array_text(i, text, minified, (before, after), &elements),
+                Some(JsonShape::Single) if precedence.takes_value(text, &is_large) => {
+                    found.value_text(i, text, minified)
+                }
+                Some(JsonShape::Single) | None => {}
+            },
+            (TextKind::Jsonl { lines }, _) => found.jsonl_text(i, text, lines),
+            (TextKind::Plain, _) if precedence.takes_plain(text, &is_large) => {
+                found.plain_text(i, text)
+            }
+            (TextKind::Plain, _) => {}
+        }
+    }
+    (found, structured)
+}
+
+/// The record array of `structuredContent`, when it holds one.
+struct StructuredArray {
+    /// `structuredContent` minified: a text block that minifies to exactly
+    /// this is its backwards-compatible copy.
+    minified: String,
+    /// `structuredContent` with the record array emptied.
+    slim: String,
+}
+
+/// The records and segments found so far, and which blocks gave them.
+struct Found {
+    records: Vec<String>,
+    /// In file order. A segment of a block that copies records (of the
+    /// structured array) points at them instead of adding its own.
+    segments: Vec<Segment>,
+    /// `is_source[i]`: content block `i` gave (or copies) records, so its
+    /// text is nulled in the envelope and it leaves the rewritten result.
+    is_source: Vec<bool>,
+}
+
+impl Found {
+    fn new(blocks: usize) -> Found {
+        Found {
+            records: Vec::new(),
+            segments: Vec::new(),
+            is_source: vec![false; blocks],
+        }
+    }
+
+    /// Adds `records` as a new segment of `block` (`None`: `structuredContent`).
+    fn add(
+        &mut self,
+        block: Option<usize>,
+        records: impl IntoIterator<Item = String>,
+        shape: Shape,
+    ) {
+        let start = self.records.len();
+        self.records.extend(records);
+        self.segments.push(Segment {
+            block,
+            start,
+            count: self.records.len() - start,
+            shape,
+        });
+        if let Some(i) = block {
+            self.is_source[i] = true;
+        }
+    }
+
+    /// Adds a segment of `block` that repeats records already found.
+    fn repeat(&mut self, block: usize, start: usize, count: usize, shape: Shape) {
+        self.segments.push(Segment {
+            block: Some(block),
+            start,
+            count,
+            shape,
+        });
+        self.is_source[block] = true;
+    }
+
+    /// Takes the elements of `structuredContent`'s record array, if any. It
+    /// comes first: the structured segment, when there is one, is segment 0.
+    fn structured_array(&mut self, raw: &RawValue) -> Option<StructuredArray> {
+        let (minified, outline) = minify_outline(raw.get());
+        let JsonShape::Array {
+            before,
+            after,
+            elements,
+        } = json_shape_outlined(&minified, &outline)
+        else {
+            return None;
+        };
+        let slim = format!("{before}[]{after}");
+        let shape = json_shape(before, after, None);
+        self.add(None, elements.iter().map(|e| (*e).to_owned()), shape);
+        Some(StructuredArray { minified, slim })
+    }
+
+    /// A text copy of `structuredContent` (the spec's backwards-compatible
+    /// text): it repeats the structured records, laid out as the text was.
+    fn structured_copy_text(&mut self, block: usize, text: &str, array: Option<&StructuredArray>) {
+        let (Some(first), Some(array)) = (self.segments.first(), array) else {
+            return;
+        };
+        let Shape::Json { before, after, .. } = &first.shape else {
+            return;
+        };
+        let format = TextFormat::detect(text, &array.minified);
+        let shape = json_shape(before, after, Some(format));
+        let (start, count) = (first.start, first.count);
+        self.repeat(block, start, count, shape);
+    }
+
+    /// A JSON text equal to structured record `element`: it repeats it.
+    fn element_copy_text(&mut self, block: usize, element: usize, text: &str, minified: &str) {
+        let format = Some(TextFormat::detect(text, minified));
+        self.repeat(block, element, 1, Shape::Value { format });
+    }
+
+    /// A JSON text holding a record array: its elements.
+    fn array_text(
+        &mut self,
+        block: usize,
+        text: &str,
+        minified: &str,
+        (before, after): (&str, &str),
+        elements: &[&str],
+    ) {
+        let shape = json_shape(before, after, Some(TextFormat::detect(text, minified)));
+        self.add(Some(block), elements.iter().map(|e| (*e).to_owned()), shape);
+    }
+
+    /// A JSON text holding one value: that value, one record.
+    fn value_text(&mut self, block: usize, text: &str, minified: &str) {
+        let format = Some(TextFormat::detect(text, minified));
+        self.add(Some(block), [minified.to_owned()], Shape::Value { format });
+    }
+
+    /// JSON lines: one record per line. The text is kept verbatim unless it
+    /// is exactly its compact lines joined by `\n`, with at most a final `\n`.
+    fn jsonl_text(&mut self, block: usize, text: &str, lines: &[String]) {
+        let (lead, core, trail) = trim_parts(text);
+        let joined = lines.join("\n");
+        let trailing_newline = trail == "\n";
+        let exact = lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
+        let shape = Shape::Jsonl {
+            trailing_newline,
+            verbatim: (!exact).then(|| text.to_owned()),
+        };
+        self.add(Some(block), lines.iter().cloned(), shape);
+    }
+
+    /// Plain text: one `{"line": n, "text": "..."}` record per line, a final
+    /// `\n` noted rather than giving an empty last line.
+    fn plain_text(&mut self, block: usize, text: &str) {
+        let mut parts: Vec<&str> = text.split('\n').collect();
+        let trailing_newline = parts.len() > 1 && parts.last() == Some(&"");
+        if trailing_newline {
+            parts.pop();
+        }
+        let records = parts
+            .iter()
+            .enumerate()
+            .map(|(n, line)| line_record(n + 1, line));
+        self.add(Some(block), records, Shape::Lines { trailing_newline });
+    }
+
+    /// `Lines` when every segment is plain text, else `Json`.
+    fn kind(&self) -> RecordKind {
+        if !self.segments.is_empty()
+            && self
+                .segments
+                .iter()
+                .all(|s| matches!(s.shape, Shape::Lines { .. }))
+        {
+            RecordKind::Lines
+        } else {
+            RecordKind::Json
+        }
+    }
+
+    fn has_structured_source(&self) -> bool {
+        self.segments.iter().any(|s| s.block.is_none())
+    }
+}
+
+/// A [`Shape::Json`] from the text around the record array.
+fn json_shape(before: &str, after: &str, format: Option<TextFormat>) -> Shape {
+    Shape::Json {
+        before: before.to_owned(),
+        after: after.to_owned(),
+        format,
+    }
+}
+
+/// `{"line":n,"text":"..."}`.
+fn line_record(n: usize, line: &str) -> String {
+    let mut rec = String::with_capacity(line.len() + 24);
+    rec.push_str("{\"line\":");
+    rec.push_str(&n.to_string());
+    rec.push_str(",\"text\":");
+    crate::json::push_json_string(&mut rec, line);
+    rec.push('}');
+    rec
+}
+
+/// For each text block, the structured record it equals, when it is a JSON
+/// text holding one element of the structured array (the Python SDK sends a
+/// list as one text block per element). Looked for only when some JSON text
+/// is not an array.
+fn element_copies(found: &Found, kinds: &[Option<TextKind>]) -> Vec<Option<usize>> {
+    // Keyed by hash, not by borrowed record; a hit is compared in full.
+    let hash = |s: &str| BuildHasherDefault::<DefaultHasher>::default().hash_one(s);
+    let single_json_texts = kinds
+        .iter()
+        .any(|k| matches!(k, Some(TextKind::Json { minified, .. }) if !minified.starts_with('[')));
+    let element_of: HashMap<u64, usize> = match found.segments.first() {
+        // Reversed: of equal records, the first one wins.
+        Some(seg) if seg.block.is_none() && single_json_texts => found
+            .records
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(n, r)| (hash(r), n))
+            .collect(),
+        _ => HashMap::new(),
+    };
+    kinds
+        .iter()
+        .map(|k| match k {
+            Some(TextKind::Json { minified, .. }) if !element_of.is_empty() => element_of
+                .get(&hash(minified))
+                .copied()
+                .filter(|&n| found.records[n] == *minified),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every JSON text shaped (parsed for its record array) once, here.
+fn shape_json_texts(kinds: &[Option<TextKind>]) -> Vec<Option<JsonShape<'_>>> {
+    kinds
+        .iter()
+        .map(|k| match k {
+            Some(TextKind::Json { minified, outline }) => {
+                Some(json_shape_outlined(minified, outline))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Which blocks that hold no array still become records. Array records
+/// (`structuredContent`'s, a JSON array text's, JSON lines) win over a text
+/// holding a single JSON value, and any JSON text wins over plain text,
+/// unless the losing block is large itself.
+struct Precedence {
+    /// Some records come from an array.
+    array_records: bool,
+    /// Some records come from an array, or some text is JSON.
+    json_records: bool,
+}
+
+impl Precedence {
+    fn new(found: &Found, kinds: &[Option<TextKind>], shapes: &[Option<JsonShape<'_>>]) -> Self {
+        let array_texts = shapes
+            .iter()
+            .any(|s| matches!(s, Some(JsonShape::Array { .. })))
+            || kinds
+                .iter()
+                .any(|k| matches!(k, Some(TextKind::Jsonl { .. })));
+        let json_texts = kinds
+            .iter()
+            .any(|k| matches!(k, Some(TextKind::Json { .. } | TextKind::Copy)));
+        let array_records = !found.records.is_empty() || array_texts;
+        Precedence {
+            array_records,
+            json_records: array_records || json_texts,
+        }
+    }
+
+    /// Whether a text holding a single JSON value becomes a record.
+    fn takes_value(&self, text: &str, is_large: impl Fn(&str) -> bool) -> bool {
+        !self.array_records || is_large(text)
+    }
+
+    /// Whether a plain text block becomes line records.
+    fn takes_plain(&self, text: &str, is_large: impl Fn(&str) -> bool) -> bool {
+        !self.json_records || is_large(text)
+    }
+}
+
+/// When `structuredContent` gave no records, the string field of it that
+/// repeats the text of a source block (the Python SDK's `{"result":
+/// "<text>"}`), and the object with that field emptied, for the envelope.
+fn structured_text_copy(result: &RawResult<'_>, found: &Found) -> Option<(StructuredCopy, String)> {
+    let raw = result.structured()?;
+    if found.has_structured_source() || !raw.get().trim_start().starts_with('{') {
+        return None;
+    }
+    let object = serde_json::from_str::<RawObject<'_>>(raw.get()).ok()?;
+    for (key, value) in &object {
+        if !value.get().starts_with('"') {
+            continue;
+        }
+        let Ok(field) = serde_json::from_str::<String>(value.get()) else {
+            continue;
+        };
+        let copied = (0..result.blocks.len()).find(|&i| {
+            found.is_source[i] && result.blocks[i].text.as_deref() == Some(field.as_str())
+        });
+        if let Some(block) = copied {
+            let copy = StructuredCopy {
+                key: key.clone(),
+                block,
+            };
+            return Some((copy, with_field(&object, key, "\"\"")));
+        }
+    }
+    None
+}
+
+/// The original result with every source text block's `text` nulled and,
+/// when `structured` is `Some`, that in place of `structuredContent`.
+fn envelope(
+    result: &RawResult<'_>,
+    is_source: &[bool],
+    structured: Option<&str>,
+) -> Result<Box<RawValue>, ResultError> {
+    let blocks: Vec<BlockOut<'_>> = (0..result.blocks.len())
+        .map(|i| {
+            if is_source[i] {
+                BlockOut::WithText(i, None)
+            } else {
+                BlockOut::Original(i)
+            }
+        })
+        .collect();
+    RawValue::from_string(result.write(&blocks, structured)).map_err(ResultError::NotJson)
+}
