@@ -58,8 +58,8 @@
 //! * The spec's types: [`OffloadHeader`], [`OffloadResponse`],
 //!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`Detail`],
 //!   [`HEADER_TYPE`], [`guidance`].
-//! * Reading files back: [`rebuild`], [`rebuild_file`], [`Rebuild`],
-//!   [`RebuildError`].
+//! * Reading files back: [`rebuild`], [`rebuild_at`], [`rebuild_file`],
+//!   [`Rebuild`], [`RebuildError`].
 //! * Estimation: [`TokenEstimator`], [`ScriptAwareEstimator`] (default),
 //!   [`CharsPerTokenEstimator`], `O200kEstimator` (feature `o200k`).
 //! * Storage: [`Store`], [`FsStore`], [`StoreError`], [`FILE_PREFIX`],
@@ -93,7 +93,7 @@ pub use engine::descriptor::{
 pub use engine::estimate::O200kEstimator;
 pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use engine::events::{EventHook, OffloadEvent, PassReason};
-pub use engine::rebuild::{rebuild, rebuild_file};
+pub use engine::rebuild::{rebuild, rebuild_at, rebuild_file};
 pub use engine::records::{Rebuild, RebuildError};
 pub use engine::store::{
     FILE_EXTENSION, FILE_PREFIX, FsStore, Store, StoreError, is_offload_file_name,

@@ -13,8 +13,16 @@ use super::store::parse_file_name;
 
 /// Rebuilds the original `CallToolResult` JSON from the contents of an
 /// offloaded file. The result equals the original as JSON; every literal is
-/// as the server wrote it.
+/// as the server wrote it. Refuses a file whose header's `expires_at` has
+/// passed.
 pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
+    rebuild_at(jsonl, Utc::now())
+}
+
+/// [`rebuild`], as if the time were `now`: the header's `expires_at` is
+/// compared with `now` instead of the system clock (for callers with their
+/// own clock, and for tests of expiry that do not wait).
+pub fn rebuild_at(jsonl: &str, now: DateTime<Utc>) -> Result<String, RebuildError> {
     let mut lines = jsonl.split('\n');
     let header_line = lines
         .next()
@@ -31,7 +39,7 @@ pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
         let expired_at = DateTime::parse_from_rfc3339(expires_at)
             .map_err(|_| RebuildError::Corrupt(format!("bad expires_at {expires_at:?}")))?
             .with_timezone(&Utc);
-        if Utc::now() >= expired_at {
+        if now >= expired_at {
             return Err(RebuildError::Expired { expired_at });
         }
     }
@@ -64,6 +72,17 @@ impl Offloader {
         &self,
         path: impl AsRef<std::path::Path>,
     ) -> Result<PathBuf, RebuildError> {
+        self.check_readable_at(path, Utc::now())
+    }
+
+    /// [`check_readable`](Self::check_readable), as if the time were `now`
+    /// (for callers with their own clock, and for tests of expiry that do
+    /// not wait).
+    pub fn check_readable_at(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        now: DateTime<Utc>,
+    ) -> Result<PathBuf, RebuildError> {
         let path = path.as_ref();
         let not_ours = || RebuildError::NotOurs(path.to_owned());
         let name = path
@@ -82,7 +101,7 @@ impl Offloader {
             return Err(not_ours());
         }
         let expired_at = expiry(ulid.datetime().into(), self.config.ttl);
-        if Utc::now() >= expired_at {
+        if now >= expired_at {
             return Err(RebuildError::Expired { expired_at });
         }
         Ok(dir.join(name))
@@ -91,8 +110,18 @@ impl Offloader {
     /// Rebuilds the original `CallToolResult` JSON from one of this engine's
     /// files, after [`check_readable`](Self::check_readable).
     pub fn rebuild_file(&self, path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
-        let path = self.check_readable(path)?;
-        rebuild_file(path)
+        self.rebuild_file_at(path, Utc::now())
+    }
+
+    /// [`rebuild_file`](Self::rebuild_file), as if the time were `now`:
+    /// [`check_readable_at`](Self::check_readable_at), then [`rebuild_at`].
+    pub fn rebuild_file_at(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        now: DateTime<Utc>,
+    ) -> Result<String, RebuildError> {
+        let path = self.check_readable_at(path, now)?;
+        rebuild_at(&std::fs::read_to_string(path)?, now)
     }
 }
 
