@@ -1357,7 +1357,6 @@ async fn debug_shows_settings_and_counts_never_sessions_arguments_or_data() {
 /// `Debug` (src/engine/records) and prints the result's envelope: here
 /// the `_meta` value. `OffloadHeader`'s own `Debug` leaves it out.
 #[test]
-#[ignore = "Rebuild's Debug is derived and prints the result envelope (src/engine/records, owned by another agent)"]
 fn rebuild_debug_shows_no_result_data() {
     let dir = tempfile::tempdir().unwrap();
     let offloader =

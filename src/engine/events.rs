@@ -1,24 +1,5 @@
-//! Observability events: what happened to each tool result and each file.
-//!
-//! Every event is emitted as a `tracing` event with target `tower_lro`, a
-//! stable `event` field holding its name, and the fields listed on its
-//! variant (names stable across releases):
-//!
-//! | `event` | level | fields |
-//! |---|---|---|
-//! | `Offloaded` | INFO | `tool`, `path`, `count`, `estimated_tokens`, `bytes` |
-//! | `OffloadWriteFailed` | WARN | `tool`, `error`, `kept`, `total`, `estimated_tokens` |
-//! | `OffloadFileExpired` | INFO | `path`, `created_at`, `age_seconds` |
-//! | `PassedThrough` | DEBUG, WARN when [notable](PassReason::is_notable) | `tool`, `reason` (see [`PassReason::as_str`]), `detail` |
-//!
-//! Names, paths and messages in events (a tool name is the client's text)
-//! are made safe for a log line: control characters escaped, at most 200
-//! characters.
-//!
-//! An optional hook receives the same events as [`OffloadEvent`] values, for
-//! metrics: a callback ([`EventHook::callback`]) or a bounded tokio channel
-//! ([`EventHook::channel`], which never blocks and counts what it drops when
-//! the receiver falls behind).
+//! Observability events: what happened to each tool result and each file
+//! (see [`OffloadEvent`] for their tracing form).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,7 +7,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 
-/// One observability event. See the [module docs](self) for the tracing form.
+/// One observability event.
+///
+/// Every event is emitted as a `tracing` event with target `tower_lro`, a
+/// stable `event` field holding its name, and the fields listed on its
+/// variant (names stable across releases):
+///
+/// | `event` | level | fields |
+/// |---|---|---|
+/// | `Offloaded` | INFO | `tool`, `path`, `count`, `estimated_tokens`, `bytes` |
+/// | `OffloadWriteFailed` | WARN | `tool`, `error`, `kept`, `total`, `estimated_tokens` |
+/// | `OffloadFileExpired` | INFO | `path`, `created_at`, `age_seconds` |
+/// | `PassedThrough` | DEBUG, WARN when [notable](PassReason::is_notable) | `tool`, `reason` (see [`PassReason::as_str`]), `detail` |
+///
+/// Names, paths and messages in events (a tool name is the client's text)
+/// are made safe for a log line: control characters escaped, at most 200
+/// characters.
+///
+/// An optional hook receives the same events as [`OffloadEvent`] values, for
+/// metrics: a callback ([`EventHook::callback`]) or a bounded tokio channel
+/// ([`EventHook::channel`], which never blocks and counts what it drops when
+/// the receiver falls behind).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum OffloadEvent {

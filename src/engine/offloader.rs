@@ -61,7 +61,7 @@ impl Offloader {
         self
     }
 
-    /// Sends every event (see [`crate::lifecycle::events`]) to `hook` too.
+    /// Sends every event (see [`OffloadEvent`](crate::OffloadEvent)) to `hook` too.
     pub fn with_event_hook(mut self, hook: EventHook) -> Self {
         self.events = Events::new(Some(hook));
         self

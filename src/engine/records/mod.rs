@@ -32,8 +32,9 @@ pub(crate) use extract::extract;
 /// The part of a file header that lets the original result be rebuilt.
 ///
 /// It holds the original `CallToolResult` with each value that records came
-/// from replaced by `null`, and one `Segment` per such value.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// from replaced by `null`, and one `Segment` per such value. Its `Debug`
+/// shows sizes only (the envelope is the server's data).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Rebuild {
     /// The original result, minified, record sources set to `null`.
     pub(crate) result: Box<RawValue>,
@@ -43,6 +44,15 @@ pub struct Rebuild {
     /// record-source block (the Python SDK's `{"result": "<text>"}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) structured_copy: Option<StructuredCopy>,
+}
+
+impl std::fmt::Debug for Rebuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rebuild")
+            .field("result_bytes", &self.result.get().len())
+            .field("segments", &self.segments.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// `structuredContent[key]` is the text of content block `block`.
