@@ -38,7 +38,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Offloader;
 use crate::engine::events::{EventHook, Events, OffloadEvent};
 use crate::engine::rebuild::expiry;
-use crate::engine::store::{FILE_EXTENSION, FILE_PREFIX, parse_file_name};
+use crate::engine::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, parse_file_name};
 
 /// Deletes expired offloaded files in one directory.
 #[derive(Debug, Clone)]
@@ -63,12 +63,13 @@ pub struct CleanupReport {
 }
 
 impl Custodian {
-    /// A custodian of `dir` (empty: the system temp dir) deleting files
-    /// older than `ttl`; events go to `tracing` only.
+    /// A custodian of `dir` (empty: [`FsStore::default_dir`], where a store
+    /// given an empty path writes) deleting files older than `ttl`; events
+    /// go to `tracing` only.
     pub fn new(dir: impl Into<PathBuf>, ttl: Duration) -> Self {
         let dir: PathBuf = dir.into();
         let dir = if dir.as_os_str().is_empty() {
-            std::env::temp_dir()
+            FsStore::default_dir()
         } else {
             dir
         };
