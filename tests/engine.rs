@@ -3,18 +3,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use common::{
-    check_recipe6, counts_by, file_header, file_records, json_stream, require_jq, run_recipe,
+    FullDisk, check_recipe6, counts_by, descriptor_json, file_header, file_records, json_stream,
+    require_jq, run_recipe,
 };
 use serde_json::{Value, json};
 use tower_lro::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{
-    OffloadConfig, Offloaded, Offloader, Outcome, PassReason, Store, StoreError, ToolCall,
-    rebuild_file,
-};
+use tower_lro::{OffloadConfig, Offloaded, Offloader, Outcome, PassReason, ToolCall, rebuild_file};
 
 fn offloader(dir: &std::path::Path) -> Offloader {
     Offloader::new(OffloadConfig::default().output_dir(dir))
@@ -36,11 +33,6 @@ fn assert_rebuilds(off: &Offloaded, original: &Value) {
         &rebuilt, original,
         "rebuilt result differs from the original"
     );
-}
-
-fn descriptor_of(result: &str) -> Value {
-    let v: Value = serde_json::from_str(result).unwrap();
-    serde_json::from_str(v["content"][0]["text"].as_str().unwrap()).unwrap()
 }
 
 const SPEC_RECIPES_1_8: [&str; 8] = [
@@ -183,7 +175,10 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
         );
         assert_eq!(rewritten["isError"], false);
         assert_eq!(rewritten["content"].as_array().unwrap().len(), 1);
-        assert_eq!(descriptor_of(&off.result), serde_json::to_value(d).unwrap());
+        assert_eq!(
+            descriptor_json(&rewritten),
+            serde_json::to_value(d).unwrap()
+        );
     }
 }
 
@@ -579,21 +574,6 @@ fn files_are_private_and_named_by_operation() {
         std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
         0o700
     );
-}
-
-/// A store whose disk is always full.
-struct FullDisk(PathBuf);
-
-impl Store for FullDisk {
-    fn write(&self, file_name: &str, _: &[u8]) -> Result<PathBuf, StoreError> {
-        Err(StoreError::Write {
-            path: self.0.join(file_name),
-            source: std::io::Error::from(std::io::ErrorKind::StorageFull),
-        })
-    }
-    fn dir(&self) -> &std::path::Path {
-        &self.0
-    }
 }
 
 #[test]

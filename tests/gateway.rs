@@ -18,13 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use common::mcp::sse_messages;
-use common::{json_stream, require_jq, run_recipe};
-use rmcp::ServiceExt;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-};
-use rmcp::transport::StreamableHttpClientTransport;
+use common::mcp::{rmcp_call, sse_messages, tools_call};
+use common::{checked_descriptor, json_stream, output_within_blocking, require_jq, run_recipe};
 use serde_json::{Value, json};
 use tower_lro::{OffloadResponse, rebuild_file};
 
@@ -184,9 +179,10 @@ fn example_binary(name: &str) -> PathBuf {
 }
 
 /// The Python SDK server on a free port (`extra`: `--json`, `--stateless`);
-/// returns it and its port.
-fn python_server(extra: &[&str]) -> (Proc, u16) {
-    let dir = common::interop_setup();
+/// returns it and its port. `None`: skipped (no interop tooling; see
+/// `common::require`).
+fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
+    let dir = common::interop_setup()?;
     let mut cmd = Command::new(dir.join(".venv/bin/python"));
     cmd.arg(dir.join("py_server.py")).arg("0").args(extra);
     let (proc, port) = spawn_ready(
@@ -197,7 +193,7 @@ fn python_server(extra: &[&str]) -> (Proc, u16) {
     );
     let port: u16 = port.parse().expect("port number");
     wait_for_port(SocketAddr::from(([127, 0, 0, 1], port)));
-    (proc, port)
+    Some((proc, port))
 }
 
 /// The gateway in front of `upstream`, writing files into `dir`.
@@ -235,23 +231,26 @@ struct Stack {
     dir: tempfile::TempDir,
 }
 
-fn stack() -> Stack {
+/// [`stack_with`] no server options.
+fn stack() -> Option<Stack> {
     stack_with(&[])
 }
 
-fn stack_with(python_args: &[&str]) -> Stack {
+/// The stack, the Python server started with `python_args`. `None`: skipped
+/// (no interop tooling; see `common::require`).
+fn stack_with(python_args: &[&str]) -> Option<Stack> {
     let dir = tempfile::tempdir().unwrap();
-    let (python, port) = python_server(python_args);
+    let (python, port) = python_server(python_args)?;
     let upstream = format!("http://127.0.0.1:{port}/mcp");
     let (gateway_proc, addr) = gateway(&upstream, dir.path());
-    Stack {
+    Some(Stack {
         gateway_proc,
         _python: python,
         gateway: format!("http://{addr}/mcp"),
         upstream,
         upstream_port: port,
         dir,
-    }
+    })
 }
 
 /// Waits (at most 5 s) until the stderr of `proc` satisfies `done`; returns it.
@@ -281,33 +280,6 @@ fn expected_categories(count: usize) -> BTreeMap<String, u64> {
         *m.entry(CATEGORIES[(i * i) % 5].to_owned()).or_insert(0) += 1;
     }
     m
-}
-
-async fn rmcp_call(url: &str, tool: &str, args: Value) -> CallToolResult {
-    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-    let client = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("gateway-test", "1.0"),
-    )
-    .serve(transport)
-    .await
-    .unwrap_or_else(|e| panic!("rmcp client connects to {url}: {e}"));
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().cloned().unwrap_or_default());
-    let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(params))
-        .await
-        .expect("tool call in time")
-        .expect("tool call succeeds");
-    let _ = client.cancel().await;
-    result
-}
-
-fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
-    let mut params = json!({"name": tool, "arguments": args});
-    if let Some(m) = meta {
-        params["_meta"] = m;
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
 fn http() -> reqwest::Client {
@@ -355,20 +327,12 @@ fn response_with_id(body: &str, id: u64) -> Value {
         .unwrap_or_else(|| panic!("no response {id} in:\n{body}"))
 }
 
-fn descriptor_of(result: &Value) -> OffloadResponse {
-    let text = result["content"][0]["text"].as_str().expect("text block");
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not a descriptor ({e}): {text}"))
-}
-
 /// Descriptor, file, jq recipes and rebuild of an offloaded `records` result.
 fn check_offloaded(result: &Value, original: &Value, count: usize, dir: &Path) {
     require_jq();
-    let d = descriptor_of(result);
-    assert!(d.offloaded);
+    let d = checked_descriptor(result, "gateway");
     assert_eq!(d.summary.count, count);
-    assert_eq!(d.jq_recipes.len(), 10);
     let path = Path::new(&d.file_path);
-    assert!(path.is_file(), "{} exists", d.file_path);
     assert_eq!(path.parent(), Some(dir), "file in --output-dir");
     let recipe = |desc: &str| {
         d.jq_recipes
@@ -407,18 +371,20 @@ fn check_offloaded(result: &Value, original: &Value, count: usize, dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_through_the_gateway_small_inline_large_offloaded() {
-    let s = stack();
+    let Some(s) = stack() else {
+        return;
+    };
     // Small: identical to calling the Python server directly.
-    let small = rmcp_call(&s.gateway, "greet", json!({"name": "lro"})).await;
-    let direct = rmcp_call(&s.upstream, "greet", json!({"name": "lro"})).await;
+    let small = rmcp_call(&s.gateway, None, "greet", json!({"name": "lro"})).await;
+    let direct = rmcp_call(&s.upstream, None, "greet", json!({"name": "lro"})).await;
     assert_eq!(small, direct);
     assert_eq!(
         serde_json::to_value(&small).unwrap()["content"][0]["text"],
         "hello, lro"
     );
     // Large: a descriptor whose file and recipes give the right answers.
-    let large = rmcp_call(&s.gateway, "records", json!({"count": 300})).await;
-    let original = rmcp_call(&s.upstream, "records", json!({"count": 300})).await;
+    let large = rmcp_call(&s.gateway, None, "records", json!({"count": 300})).await;
+    let original = rmcp_call(&s.upstream, None, "records", json!({"count": 300})).await;
     let original_text = serde_json::to_value(&original).unwrap()["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -448,7 +414,9 @@ async fn rmcp_client_through_the_gateway_small_inline_large_offloaded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_and_headers_are_forwarded_both_ways() {
-    let s = stack();
+    let Some(s) = stack() else {
+        return;
+    };
     let session = initialize(&s.gateway).await;
     // The session id came from the Python server: it works there directly.
     let direct = post(
@@ -526,7 +494,9 @@ async fn sessions_and_headers_are_forwarded_both_ways() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_arrives_before_the_offloaded_result() {
-    let s = stack();
+    let Some(s) = stack() else {
+        return;
+    };
     let session = initialize(&s.gateway).await;
     let body = tools_call(
         7,
@@ -563,7 +533,9 @@ async fn progress_arrives_before_the_offloaded_result() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_event_stream_delivers_events_as_they_are_sent() {
-    let s = stack();
+    let Some(s) = stack() else {
+        return;
+    };
     let session = initialize(&s.gateway).await;
     let mut stream = open_get_stream(&s.gateway, &session, None).await;
     // Ask the server to send a notification on the standalone stream.
@@ -649,7 +621,9 @@ async fn event_id_of(stream: &mut reqwest::Response, needle: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_stream_resumes_with_last_event_id() {
-    let s = stack_with(&["--resumable"]);
+    let Some(s) = stack_with(&["--resumable"]) else {
+        return;
+    };
     let session = initialize(&s.gateway).await;
     let mut first = open_get_stream(&s.gateway, &session, None).await;
     announce(&s.gateway, &session, 10).await;
@@ -670,7 +644,9 @@ async fn a_get_stream_resumes_with_last_event_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_header_gets_the_upstream_bytes_untouched() {
-    let s = stack();
+    let Some(s) = stack() else {
+        return;
+    };
     let via_session = initialize(&s.gateway).await;
     let direct_session = initialize(&s.upstream).await;
     let body = tools_call(5, "records", json!({"count": 300}), None);
@@ -715,7 +691,9 @@ async fn the_proxy_header_gets_the_upstream_bytes_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_responses_of_a_stateless_server() {
-    let s = stack_with(&["--json", "--stateless"]);
+    let Some(s) = stack_with(&["--json", "--stateless"]) else {
+        return;
+    };
     let small = tools_call(1, "greet", json!({"name": "json"}), None);
     let via = post(&s.gateway, &small, &[]).await;
     assert_eq!(via.headers()["content-type"], "application/json");
@@ -929,39 +907,15 @@ fn bad_arguments_are_named() {
 fn run_demo(name: &str) -> String {
     let bin = example_binary(name);
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(&bin)
-        .env("TOWER_LRO_DEMO_DIR", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
-    let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
-    let proc = Proc {
-        name: name.to_owned(),
-        child,
-        stderr: Arc::default(),
-    };
-    let mut proc = proc;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = proc.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name} still running after 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = out.join().unwrap();
-    let stderr = err.join().unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.env("TOWER_LRO_DEMO_DIR", dir.path());
+    let out = output_within_blocking(cmd, Duration::from_secs(120), name);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        status.success(),
-        "{name} exited with {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        out.status.success(),
+        "{name} exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
     );
     // The offloaded file it reports is in the directory it was given.
     let file = stdout

@@ -12,7 +12,6 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -21,9 +20,9 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use common::mcp::{Mode, mcp_service, memories, serve, serve_with_and_without};
-use common::{check_recipe6, file_records, interop_setup};
+use common::{check_recipe6, checked_descriptor, file_records, interop_setup, output_within};
 use serde_json::{Value, json};
-use tower_lro::Detail;
+use tower_lro::{Detail, OffloadResponse};
 
 /// How long one client subprocess may run before the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
@@ -82,19 +81,9 @@ async fn servers(mode: Mode) -> Servers {
 /// it prints.
 async fn run_client(program: &Path, args: &[String]) -> Value {
     let started = Instant::now();
-    let child = tokio::process::Command::new(program)
-        .args(args)
-        .current_dir(common::interop_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} starts: {e}", program.display()));
-    let out = tokio::time::timeout(CLIENT_TIMEOUT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("client {args:?} did not finish in {CLIENT_TIMEOUT:?}"))
-        .expect("client output");
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).current_dir(common::interop_dir());
+    let out = output_within(cmd, CLIENT_TIMEOUT, &format!("client {args:?}")).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -126,25 +115,26 @@ fn urls(s: &Servers) -> [String; 3] {
 }
 
 /// Runs the TypeScript client; the servers (and the offloaded files) are
-/// returned so they outlive the checks.
-async fn ts_client(mode: Mode) -> (Value, Servers) {
-    let dir = interop_setup();
+/// returned so they outlive the checks. `None`: skipped (see
+/// `common::require`).
+async fn ts_client(mode: Mode) -> Option<(Value, Servers)> {
+    let dir = interop_setup()?;
     let s = servers(mode).await;
     let mut args = vec![dir.join("client.mjs").display().to_string()];
     args.extend(urls(&s));
-    (run_client(Path::new("node"), &args).await, s)
+    Some((run_client(Path::new("node"), &args).await, s))
 }
 
-/// Runs the Python client (`legacy` or `auto` negotiation).
-async fn py_client(mode: Mode, negotiation: &str) -> (Value, Servers) {
-    let dir = interop_setup();
+/// Runs the Python client (`legacy` or `auto` negotiation). `None`: skipped.
+async fn py_client(mode: Mode, negotiation: &str) -> Option<(Value, Servers)> {
+    let dir = interop_setup()?;
     let s = servers(mode).await;
     let mut args = vec![
         dir.join("client.py").display().to_string(),
         negotiation.to_owned(),
     ];
     args.extend(urls(&s));
-    (run_client(&dir.join(".venv/bin/python"), &args).await, s)
+    Some((run_client(&dir.join(".venv/bin/python"), &args).await, s))
 }
 
 // ---- checks -----------------------------------------------------------------
@@ -159,29 +149,12 @@ fn ok<'a>(v: &'a Value, what: &str) -> &'a Value {
     &v["ok"]
 }
 
-/// The descriptor in the first content block of an offloaded result.
-fn descriptor(result: &Value, what: &str) -> Value {
-    let text = result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{what}: first block is not text: {result}"));
-    let d: Value = serde_json::from_str(text)
-        .unwrap_or_else(|e| panic!("{what}: first block is not a descriptor ({e}): {text:.300}"));
-    assert_eq!(d["offloaded"], true, "{what}: {d}");
-    assert_eq!(d["jq_recipes"].as_array().map(Vec::len), Some(10), "{what}");
-    assert!(
-        Path::new(d["file_path"].as_str().unwrap()).is_file(),
-        "{what}: file"
-    );
-    d
-}
-
 /// The file rebuilt into the original result: its blocks and structured
 /// content equal what the client got from the server without the layer.
-fn check_rebuilt(d: &Value, plain: &Value, what: &str) {
-    let rebuilt: Value = serde_json::from_str(
-        &tower_lro::rebuild_file(d["file_path"].as_str().unwrap()).expect("file rebuilds"),
-    )
-    .unwrap();
+fn check_rebuilt(d: &OffloadResponse, plain: &Value, what: &str) {
+    let rebuilt: Value =
+        serde_json::from_str(&tower_lro::rebuild_file(&d.file_path).expect("file rebuilds"))
+            .unwrap();
     assert_eq!(
         rebuilt["content"], plain["content"],
         "{what}: rebuilt content"
@@ -270,10 +243,10 @@ fn check_client(v: &Value, protocol: &str) {
     // A large tool: descriptor, file, jq, rebuild.
     let large = ok(&with["large"], "large");
     let plain = ok(&without["large"], "large plain");
-    let d = descriptor(large, &format!("{name} large"));
-    assert_eq!(d["summary"]["count"], COUNT, "{name}");
+    let d = checked_descriptor(large, &format!("{name} large"));
+    assert_eq!(d.summary.count, COUNT, "{name}");
     check_recipe6(
-        d["jq_recipes"][5]["command"].as_str().unwrap(),
+        &d.jq_recipes[5].command,
         &memories(COUNT, Detail::Full),
         &format!("{name} large"),
     );
@@ -295,9 +268,9 @@ fn check_client(v: &Value, protocol: &str) {
         Some(COUNT),
         "{name}: the server without the layer sends {COUNT} records"
     );
-    let d = descriptor(structured, &format!("{name} structured"));
+    let d = checked_descriptor(structured, &format!("{name} structured"));
     check_recipe6(
-        d["jq_recipes"][5]["command"].as_str().unwrap(),
+        &d.jq_recipes[5].command,
         &memories(COUNT, Detail::Full),
         &format!("{name} structured"),
     );
@@ -322,7 +295,7 @@ fn check_client(v: &Value, protocol: &str) {
     // An image and a large text: the image intact, the text offloaded.
     let chart = ok(&with["chart"], "chart");
     let plain = ok(&without["chart"], "chart plain");
-    let d = descriptor(chart, &format!("{name} chart"));
+    let d = checked_descriptor(chart, &format!("{name} chart"));
     assert_eq!(
         image_blocks(chart),
         image_blocks(plain),
@@ -330,7 +303,7 @@ fn check_client(v: &Value, protocol: &str) {
     );
     assert_eq!(image_blocks(chart).len(), 1, "{name}");
     assert_eq!(
-        file_records(Path::new(d["file_path"].as_str().unwrap())).len(),
+        file_records(Path::new(&d.file_path)).len(),
         600,
         "{name}: chart rows in the file"
     );
@@ -340,9 +313,9 @@ fn check_client(v: &Value, protocol: &str) {
     check_progress(&without["slow"], &format!("{name} slow (no layer)"));
     check_progress(&with["slow"], &format!("{name} slow"));
     let slow = ok(&with["slow"], "slow");
-    let d = descriptor(slow, &format!("{name} slow"));
+    let d = checked_descriptor(slow, &format!("{name} slow"));
     check_recipe6(
-        d["jq_recipes"][5]["command"].as_str().unwrap(),
+        &d.jq_recipes[5].command,
         &memories(COUNT, Detail::Full),
         &format!("{name} slow"),
     );
@@ -352,36 +325,48 @@ fn check_client(v: &Value, protocol: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_sse_session() {
-    let (v, _servers) = ts_client(Mode::StatefulSse).await;
+    let Some((v, _servers)) = ts_client(Mode::StatefulSse).await else {
+        return;
+    };
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_json_stateless() {
-    let (v, _servers) = ts_client(Mode::StatelessJson).await;
+    let Some((v, _servers)) = ts_client(Mode::StatelessJson).await else {
+        return;
+    };
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_sse_session() {
-    let (v, _servers) = py_client(Mode::StatefulSse, "legacy").await;
+    let Some((v, _servers)) = py_client(Mode::StatefulSse, "legacy").await else {
+        return;
+    };
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_json_stateless() {
-    let (v, _servers) = py_client(Mode::StatelessJson, "legacy").await;
+    let Some((v, _servers)) = py_client(Mode::StatelessJson, "legacy").await else {
+        return;
+    };
     check_client(&v, "2025-11-25");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_2026_07_28_sse_server() {
-    let (v, _servers) = py_client(Mode::StatefulSse, "auto").await;
+    let Some((v, _servers)) = py_client(Mode::StatefulSse, "auto").await else {
+        return;
+    };
     check_client(&v, "2026-07-28");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_2026_07_28_json_server() {
-    let (v, _servers) = py_client(Mode::StatelessJson, "auto").await;
+    let Some((v, _servers)) = py_client(Mode::StatelessJson, "auto").await else {
+        return;
+    };
     check_client(&v, "2026-07-28");
 }

@@ -12,10 +12,12 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post as on_post;
+use common::descriptor;
+use common::mcp::tools_call;
 use serde_json::{Value, json};
 use tower_lro::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
+use tower_lro::{OffloadLayer, rebuild_file};
 
 fn big_result() -> Value {
     memory_tool_result(&MemoryGenerator::new(77).memories(150, Detail::Medium))
@@ -57,17 +59,7 @@ async fn sse_handler(body: Bytes) -> Response {
     // a priming event and a progress event, cut into chunks mid-line and
     // between CR and LF.
     let pretty = serde_json::to_string_pretty(&answer(&req)).unwrap();
-    let data: String = pretty
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i % 2 == 0 {
-                format!("data: {l}\r\n")
-            } else {
-                format!("data:{l}\r\n")
-            }
-        })
-        .collect();
+    let data = common::data_lines(&pretty);
     let result_event = format!("event: message\r\nid: 2\r\n{data}\r\n");
     let (a, b) = result_event.split_at(result_event.len() / 2);
     let (a, b) = (a.to_owned(), b.to_owned());
@@ -187,20 +179,16 @@ async fn serve(layer: Option<OffloadLayer>) -> SocketAddr {
         .route("/sse", on_post(sse_handler))
         .route("/echo", on_post(echo_handler))
         .route("/broken", on_post(broken_handler));
-    let app = match layer {
+    common::mcp::serve(match layer {
         Some(l) => router.layer(l),
         None => router,
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
+    })
+    .await
 }
 
+/// A `tools/call` of `name` without arguments.
 fn call(id: u64, name: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+    tools_call(id, name, json!({}), None)
 }
 
 async fn post(addr: SocketAddr, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
@@ -243,8 +231,7 @@ fn layer(dir: &std::path::Path) -> OffloadLayer {
 }
 
 fn check_descriptor(result: &Value) {
-    let d: OffloadResponse =
-        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    let d = descriptor(result);
     assert_eq!(d.summary.count, 150);
     let rebuilt: Value = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(rebuilt, big_result());
@@ -443,8 +430,7 @@ async fn a_task_result_is_offloaded_as_its_call() {
         let v = message(&body_of(with, path, fetch.to_string()).await);
         assert_eq!(v["id"], n + 10);
         check_descriptor(&v["result"]);
-        let d: OffloadResponse =
-            serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        let d = descriptor(&v["result"]);
         let name = std::path::Path::new(&d.file_path)
             .file_name()
             .unwrap()

@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use common::mcp::{
-    Mode, mcp_service, memories, post, post_with, response_message, serve, tools_call,
+    Mode, mcp_service, memories, post, post_with, response_message, serve, serve_mcp, tools_call,
 };
+use common::try_descriptor;
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 use tower_lro::Detail;
 use tower_lro::fixtures::memory_tool_result;
 use tower_lro::{
-    EventHook, FsStore, OffloadEvent, OffloadLayer, OffloadResponse, PassReason, Store, StoreError,
-    rebuild_file,
+    EventHook, FsStore, OffloadEvent, OffloadLayer, PassReason, Store, StoreError, rebuild_file,
 };
 
 /// The file names in `dir`, sorted.
@@ -36,30 +36,13 @@ fn names_in(dir: &Path) -> Vec<String> {
     v
 }
 
-fn descriptor_in(message: &Value) -> Option<OffloadResponse> {
-    let text = message["result"]["content"][0]["text"].as_str()?;
-    serde_json::from_str(text).ok()
-}
-
-async fn layered(mode: Mode, layer: OffloadLayer) -> SocketAddr {
-    serve(
-        Router::new().route_service(
-            "/mcp",
-            ServiceBuilder::new()
-                .layer(layer)
-                .service(mcp_service(mode)),
-        ),
-    )
-    .await
-}
-
 /// 200 large calls at once: each response answers its own request, each
 /// file is its own and complete, nothing temporary is left.
 async fn concurrent_large_calls(mode: Mode) {
     const CALLS: u64 = 200;
     let dir = tempfile::tempdir().unwrap();
     let layer = OffloadLayer::builder().output_dir(dir.path()).build();
-    let addr = layered(mode, layer.clone()).await;
+    let addr = serve_mcp(mcp_service(mode), Some(layer.clone())).await;
     let client = reqwest::Client::new();
     let mut tasks = Vec::new();
     for i in 0..CALLS {
@@ -88,7 +71,8 @@ async fn concurrent_large_calls(mode: Mode) {
     let mut paths = HashSet::new();
     for t in tasks {
         let (i, count, msg) = t.await.unwrap();
-        let d = descriptor_in(&msg).unwrap_or_else(|| panic!("call {i}: no descriptor: {msg}"));
+        let d = try_descriptor(&msg["result"])
+            .unwrap_or_else(|| panic!("call {i}: no descriptor: {msg}"));
         assert_eq!(d.summary.count, count, "call {i}");
         let path = PathBuf::from(&d.file_path);
         let header = common::file_header(&path);
@@ -162,8 +146,8 @@ async fn past_the_buffer_cap_a_response_passes_through_untouched() {
             .max_buffered_bytes(64 * 1024)
             .event_hook(hook)
             .build();
-        let with = layered(mode, layer.clone()).await;
-        let without = serve(Router::new().route_service("/mcp", mcp_service(mode))).await;
+        let with = serve_mcp(mcp_service(mode), Some(layer.clone())).await;
+        let without = serve_mcp(mcp_service(mode), None).await;
         // ~300 KB: over the cap.
         let big = tools_call(1, "recall_memories", json!({"count": 200}), None);
         let a = post(with, &big, &[]).await.bytes().await.unwrap();
@@ -175,7 +159,13 @@ async fn past_the_buffer_cap_a_response_passes_through_untouched() {
         let small = tools_call(2, "recall_memories", json!({"count": 12}), None);
         let text = post(with, &small, &[]).await.text().await.unwrap();
         let msg = response_message(&text, 2).unwrap();
-        assert_eq!(descriptor_in(&msg).expect("offloaded").summary.count, 12);
+        assert_eq!(
+            try_descriptor(&msg["result"])
+                .expect("offloaded")
+                .summary
+                .count,
+            12
+        );
         assert_eq!(layer.buffered_bytes(), 0, "{mode:?}");
     }
 }
@@ -190,7 +180,7 @@ async fn the_buffer_cap_holds_across_concurrent_responses() {
         .max_buffered_bytes(1 << 20)
         .event_hook(hook)
         .build();
-    let addr = layered(Mode::StatelessJson, layer.clone()).await;
+    let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer.clone())).await;
     let original = memory_tool_result(&memories(200, Detail::Full));
     let client = reqwest::Client::new();
     let calls: Vec<_> = (0..16u64)
@@ -210,7 +200,7 @@ async fn the_buffer_cap_holds_across_concurrent_responses() {
     let (mut offloaded, mut untouched) = (0, 0);
     for c in calls {
         let msg = c.await.unwrap();
-        match descriptor_in(&msg) {
+        match try_descriptor(&msg["result"]) {
             Some(d) if d.offloaded => offloaded += 1,
             _ => {
                 assert_eq!(msg["result"], original, "an untouched result is whole");
@@ -235,7 +225,7 @@ async fn a_failed_write_still_answers_with_a_truncated_result() {
         .event_hook(hook)
         .build();
     for mode in [Mode::StatelessJson, Mode::StatelessSse] {
-        let addr = layered(mode, layer.clone()).await;
+        let addr = serve_mcp(mcp_service(mode), Some(layer.clone())).await;
         let body = tools_call(7, "recall_memories", json!({"count": 100}), None);
         let resp = post(addr, &body, &[]).await;
         assert!(resp.status().is_success());
@@ -310,7 +300,7 @@ async fn a_client_leaving_mid_response_leaves_no_file_behind() {
                 written: Mutex::new(written_tx),
             })
             .build();
-        let addr = layered(mode, layer).await;
+        let addr = serve_mcp(mcp_service(mode), Some(layer)).await;
         let body = tools_call(1, "recall_memories", json!({"count": 200}), None);
         let client = reqwest::Client::new();
         let request = tokio::spawn(async move {
@@ -327,6 +317,10 @@ async fn a_client_leaving_mid_response_leaves_no_file_behind() {
         // The client goes away (its connection closes) mid-response.
         request.abort();
         let _ = request.await;
+        // A real sleep, kept: the server must notice the closed TCP
+        // connection and drop the response before the write ends. That is
+        // the OS and hyper at work, and nothing the test can observe tells
+        // when it has happened.
         tokio::time::sleep(Duration::from_millis(300)).await;
         open.send(()).unwrap();
         // The file exists once written; only then can its removal be seen.

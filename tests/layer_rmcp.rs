@@ -7,54 +7,30 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::mcp::{
-    Mode, memories, post, serve_pair, serve_with_and_without, sse_messages, tools_call,
+    Mode, memories, post, rmcp_call, serve_pair, serve_with_and_without, sse_messages, tools_call,
 };
-use common::{check_recipe6, require_jq};
-use rmcp::ServiceExt;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    ProtocolVersion,
-};
-use rmcp::transport::StreamableHttpClientTransport;
+use common::{check_recipe6, checked_descriptor, descriptor, require_jq};
+use rmcp::model::{CallToolResult, ProtocolVersion};
 use serde_json::{Value, json};
 use tower_lro::Detail;
 use tower_lro::fixtures::memory_tool_result;
-use tower_lro::{OffloadLayer, OffloadResponse, rebuild_file};
+use tower_lro::{OffloadLayer, rebuild_file};
 
+/// One rmcp client call to the server at `addr`, speaking `version`.
 async fn call(
     addr: SocketAddr,
     version: ProtocolVersion,
     tool: &str,
     args: Value,
 ) -> CallToolResult {
-    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
-    let info = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("lro-test", "1.0"),
-    )
-    .with_protocol_version(version);
-    let client = info.serve(transport).await.expect("client connects");
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().cloned().unwrap_or_default());
-    let result = client.call_tool(params).await.expect("tool call succeeds");
-    let _ = client.cancel().await;
-    result
-}
-
-fn descriptor(result: &CallToolResult) -> OffloadResponse {
-    let v = serde_json::to_value(result).unwrap();
-    serde_json::from_str(v["content"][0]["text"].as_str().expect("text block"))
-        .expect("descriptor JSON")
+    rmcp_call(&format!("http://{addr}/mcp"), Some(version), tool, args).await
 }
 
 /// The checks every large result must pass: descriptor, file, jq, rebuild.
 fn check_large(result: &CallToolResult, original: &CallToolResult, count: usize) {
     require_jq();
-    let d = descriptor(result);
-    assert!(d.offloaded);
+    let d = checked_descriptor(result, "layer");
     assert_eq!(d.summary.count, count);
-    assert_eq!(d.jq_recipes.len(), 10);
-    assert!(std::path::Path::new(&d.file_path).is_file());
     check_recipe6(
         &d.jq_recipes[5].command,
         &memories(count, Detail::Full),

@@ -14,7 +14,7 @@ use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 use tower_lro::{ConfigError, DEFAULT_CLEANUP_INTERVAL};
 use tower_lro::{
     EventHook, FsStore, OffloadConfig, OffloadEvent, Offloader, Outcome, PassReason, RebuildError,
-    Store, ToolCall, ToolPolicy, rebuild_file,
+    Store, ToolCall, ToolPolicy, rebuild_at, rebuild_file,
 };
 
 const HOUR_MS: u64 = 3_600_000;
@@ -173,36 +173,51 @@ fn cleanup_reports_an_unreadable_directory_and_goes_on() {
     assert!(report.deleted.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// Lets every task and every run on the blocking pool finish: with tokio's
+/// clock paused, a sleep ends only when the runtime has nothing else to do
+/// and no blocking task is in flight (those hold the paused clock).
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn cleanup_task_runs_on_its_interval_and_stops_on_shutdown_or_drop() {
+    // Tokio's clock is paused: the task's hour-long interval passes when the
+    // test moves the clock on, at once. (The files' ages come from the ULIDs
+    // in their names, so nothing here waits for the wall clock either.)
+    const INTERVAL: Duration = Duration::from_secs(3600);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_owned();
     let first = d.join(name_aged(2 * HOUR_MS, 1));
     touch(&first);
     let custodian = Custodian::new(&d, Duration::from_secs(3600));
 
-    let handle = custodian.clone().spawn(Duration::from_millis(50));
+    let handle = custodian.clone().spawn(INTERVAL);
     // The first run is at once.
     common::eventually("first expired file deleted", || !first.exists()).await;
     // Later runs pick up new expired files.
+    settle().await;
     let second = d.join(name_aged(2 * HOUR_MS, 2));
     touch(&second);
+    tokio::time::advance(INTERVAL).await;
     common::eventually("second expired file deleted", || !second.exists()).await;
     assert!(!handle.is_finished());
     handle.shutdown().await;
     let third = d.join(name_aged(2 * HOUR_MS, 3));
     touch(&third);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Three intervals: a task still running would have run (and finished
+    // its run: a run in flight holds the paused clock) before this ends.
+    tokio::time::sleep(3 * INTERVAL).await;
     assert!(third.exists(), "no run after shutdown");
 
     // Dropping the handle stops the task too.
-    let handle = custodian.spawn(Duration::from_millis(50));
+    let handle = custodian.spawn(INTERVAL);
     common::eventually("third expired file deleted", || !third.exists()).await;
     drop(handle);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    settle().await;
     let fourth = d.join(name_aged(2 * HOUR_MS, 4));
     touch(&fourth);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(3 * INTERVAL).await;
     assert!(fourth.exists(), "no run after the handle was dropped");
 }
 
@@ -230,18 +245,19 @@ fn expired_files_are_refused_before_the_cleanup_runs() {
     assert!(offloader.rebuild_file(&path).is_ok());
     let header = common::file_header(&path);
     assert!(header["expires_at"].is_string(), "{header}");
-    std::thread::sleep(Duration::from_millis(2100));
+    // 2.1 s later, by the clock the readers and the cleanup are given.
+    let later = Utc::now() + chrono::Duration::milliseconds(2100);
     assert!(path.exists(), "still on disk: the cleanup has not run");
     assert!(matches!(
-        rebuild_file(&path),
+        rebuild_at(&std::fs::read_to_string(&path).unwrap(), later),
         Err(RebuildError::Expired { .. })
     ));
     assert!(matches!(
-        offloader.rebuild_file(&path),
+        offloader.rebuild_file_at(&path, later),
         Err(RebuildError::Expired { .. })
     ));
     // And the cleanup deletes it.
-    let report = Custodian::for_offloader(&offloader).run_once();
+    let report = Custodian::for_offloader(&offloader).run_once_at(later);
     assert_eq!(report.deleted, vec![path]);
 }
 
@@ -351,11 +367,16 @@ fn toml_section_environment_and_defaults() {
         assert_eq!(both.tools[t].enabled, Some(false), "{t}");
     }
     assert_eq!(both.tools["query_logs"].threshold_tokens, Some(100));
-    // An empty output_dir means the system temp dir.
+    // An empty output_dir means the per-user default directory in the
+    // system temp dir, for the store and for the cleanup alike.
     assert_eq!(both.output_dir, PathBuf::new());
     assert_eq!(
         FsStore::new(both.output_dir.clone()).dir(),
-        std::path::absolute(std::env::temp_dir()).unwrap()
+        std::path::absolute(FsStore::default_dir()).unwrap()
+    );
+    assert_eq!(
+        Custodian::new(both.output_dir.clone(), both.ttl).dir(),
+        FsStore::new(both.output_dir.clone()).dir()
     );
     let defaults = OffloadConfig::default().apply_env_vars(env).unwrap();
     assert_eq!(defaults.ttl, Duration::from_secs(3600));
@@ -536,21 +557,6 @@ fn error_results_stay_inline_unless_the_tool_allows_them() {
     ));
 }
 
-/// A store that fails like a full disk.
-struct FullDisk(PathBuf);
-
-impl Store for FullDisk {
-    fn write(&self, file_name: &str, _: &[u8]) -> Result<PathBuf, tower_lro::StoreError> {
-        Err(tower_lro::StoreError::Write {
-            path: self.0.join(file_name),
-            source: std::io::Error::from_raw_os_error(28), // ENOSPC
-        })
-    }
-    fn dir(&self) -> &Path {
-        &self.0
-    }
-}
-
 #[test]
 fn events_reach_the_hook_with_their_fields() {
     let dir = tempfile::tempdir().unwrap();
@@ -585,7 +591,7 @@ fn events_reach_the_hook_with_their_fields() {
     // Disk full, through the store interface.
     let (hook, mut rx) = EventHook::channel(8);
     let full = Offloader::new(OffloadConfig::default())
-        .with_store(FullDisk(dir.path().to_owned()))
+        .with_store(common::FullDisk(dir.path().to_owned()))
         .with_event_hook(hook);
     assert!(matches!(
         outcome(&full, "recall_memories", &big),

@@ -1,13 +1,25 @@
 //! A real MCP server (rmcp's streamable-http service with the memory tools)
 //! on loopback, and raw HTTP helpers to talk to it.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
+use axum::extract::Request;
+use axum::response::IntoResponse;
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion,
+};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
+use tower::{Layer, Service};
+use tower_lro::{OffloadLayer, OffloadService};
 
 #[path = "../../examples/support/memory_server.rs"]
 pub mod memory_server;
@@ -42,24 +54,35 @@ pub fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessi
 /// Serves the memory server in `mode` twice on 127.0.0.1: behind an
 /// `OffloadLayer` writing into `dir`, and without it. Returns (with, without).
 pub async fn serve_with_and_without(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
-    serve_pair(
-        mode,
-        tower_lro::OffloadLayer::builder().output_dir(dir).build(),
-    )
-    .await
+    serve_pair(mode, OffloadLayer::builder().output_dir(dir).build()).await
 }
 
 /// Serves the memory server in `mode` twice on 127.0.0.1: behind `layer`,
 /// and without it. Returns (with, without).
-pub async fn serve_pair(mode: Mode, layer: tower_lro::OffloadLayer) -> (SocketAddr, SocketAddr) {
-    let with = Router::new().route_service(
-        "/mcp",
-        tower::ServiceBuilder::new()
-            .layer(layer)
-            .service(mcp_service(mode)),
-    );
-    let without = Router::new().route_service("/mcp", mcp_service(mode));
-    (serve(with).await, serve(without).await)
+pub async fn serve_pair(mode: Mode, layer: OffloadLayer) -> (SocketAddr, SocketAddr) {
+    (
+        serve_mcp(mcp_service(mode), Some(layer)).await,
+        serve_mcp(mcp_service(mode), None).await,
+    )
+}
+
+/// Serves `service` at `/mcp` on 127.0.0.1 (a free port) in the background,
+/// wrapped in `layer` when there is one: the layer sees the service's own
+/// body types, as in a `tower::ServiceBuilder` stack.
+pub async fn serve_mcp<S>(service: S, layer: Option<OffloadLayer>) -> SocketAddr
+where
+    S: Service<Request, Error = Infallible> + Clone + Send + Sync + 'static,
+    S::Response: IntoResponse + 'static,
+    S::Future: Send + 'static,
+    OffloadService<S>: Service<Request, Error = Infallible> + Clone + Send + Sync + 'static,
+    <OffloadService<S> as Service<Request>>::Response: IntoResponse + 'static,
+    <OffloadService<S> as Service<Request>>::Future: Send + 'static,
+{
+    let app = match layer {
+        Some(layer) => Router::new().route_service("/mcp", layer.layer(service)),
+        None => Router::new().route_service("/mcp", service),
+    };
+    serve(app).await
 }
 
 /// Serves `app` on 127.0.0.1 (a free port) in the background.
@@ -79,6 +102,37 @@ pub fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Valu
         params["_meta"] = m;
     }
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// One `tools/call` of `tool` by rmcp's client over streamable HTTP at `url`
+/// (a fresh session, `version` or the client's default protocol version);
+/// fails the test if it does not succeed within 30 s.
+pub async fn rmcp_call(
+    url: &str,
+    version: Option<ProtocolVersion>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    let mut info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("lro-test", "1.0"),
+    );
+    if let Some(version) = version {
+        info = info.with_protocol_version(version);
+    }
+    let client = info
+        .serve(transport)
+        .await
+        .unwrap_or_else(|e| panic!("rmcp client connects to {url}: {e}"));
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(params))
+        .await
+        .expect("tool call in time")
+        .expect("tool call succeeds");
+    let _ = client.cancel().await;
+    result
 }
 
 /// POSTs `body` to `http://{addr}/mcp` as an MCP client would.
@@ -147,7 +201,6 @@ pub async fn progress_then_result(
     resp: &mut reqwest::Response,
     start: std::time::Instant,
 ) -> String {
-    use std::time::Duration;
     let mut text = String::new();
     let mut progress_at = None;
     let mut result_at = None;

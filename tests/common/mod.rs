@@ -2,10 +2,13 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
+use tower_lro::{OffloadResponse, Store, StoreError};
 
 pub mod mcp;
 
@@ -30,6 +33,22 @@ pub fn json_stream(s: &str) -> Vec<Value> {
     serde_json::Deserializer::from_str(s)
         .into_iter::<Value>()
         .map(|v| v.expect("jq printed JSON"))
+        .collect()
+}
+
+/// Each line of `text` as an SSE data line ending in CRLF, alternately
+/// `data: ` and `data:` (both are valid): a message spread awkwardly over
+/// many lines of one event.
+pub fn data_lines(text: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i % 2 == 0 {
+                format!("data: {l}\r\n")
+            } else {
+                format!("data:{l}\r\n")
+            }
+        })
         .collect()
 }
 
@@ -60,18 +79,73 @@ pub fn require_jq() {
     );
 }
 
+/// Whether a test that needs `what` can run here: true when `available`.
+/// Otherwise the test is skipped (this returns false and the test returns
+/// early), after saying why on stderr: past the test harness's capture, so
+/// the skip shows in a plain `cargo test`. Never with the `CI` environment
+/// variable set: there every test must run, so a missing tool fails the
+/// test with `why`.
+pub fn require(what: &str, available: bool, why: &str) -> bool {
+    if available {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "this test needs {what}: {why} (CI is set, so it fails instead of being skipped)"
+    );
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped {test}: it needs {what}: {why} (with CI set it would fail)"
+    );
+    false
+}
+
+/// [`require`] for a command on PATH: `tool --version` must run and succeed.
+pub fn require_tool(tool: &str) -> bool {
+    require(
+        &format!("`{tool}`"),
+        runs(tool),
+        &format!("`{tool} --version` does not run (not on PATH?)"),
+    )
+}
+
+/// Whether `tool --version` runs and succeeds.
+fn runs(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// The folder of the interop tooling (`tests/interop`): the official MCP SDKs
 /// and the conformance suite, installed there by `tests/interop/setup.sh`.
-pub fn interop_dir() -> std::path::PathBuf {
+pub fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
 }
 
 /// Runs `tests/interop/setup.sh` once per test process (it is idempotent and
 /// locks against other processes), so `cargo test` works on a fresh machine:
 /// Node packages go to `tests/interop/node_modules`, Python packages to
-/// `tests/interop/.venv`. Panics with the installer's output if it fails.
-pub fn interop_setup() -> std::path::PathBuf {
+/// `tests/interop/.venv`. Returns the folder, or `None` (the test skips)
+/// when `node`, `npm` or `python3`, which the script needs, is missing; see
+/// [`require`]. Panics with the installer's output if it fails.
+pub fn interop_setup() -> Option<PathBuf> {
     static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    let tools_run = ["node", "npm", "python3"].into_iter().all(|tool| {
+        require(
+            &format!("`{tool}`"),
+            runs(tool),
+            &format!(
+                "`{tool} --version` does not run, and tests/interop/setup.sh installs the \
+                 interop tooling with node, npm and python3"
+            ),
+        )
+    });
+    if !tools_run {
+        return None;
+    }
     let dir = interop_dir();
     DONE.get_or_init(|| {
         let out = Command::new("bash")
@@ -85,7 +159,99 @@ pub fn interop_setup() -> std::path::PathBuf {
             String::from_utf8_lossy(&out.stderr)
         );
     });
-    dir
+    Some(dir)
+}
+
+/// Runs `cmd` to its end (stdin closed, stdout and stderr captured) and
+/// returns its output; kills it and fails the test, naming it `what`, if it
+/// is not done within `timeout`.
+pub async fn output_within(
+    cmd: impl Into<tokio::process::Command>,
+    timeout: Duration,
+    what: &str,
+) -> Output {
+    let mut cmd: tokio::process::Command = cmd.into();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish in {timeout:?}"))
+        .unwrap_or_else(|e| panic!("{what}: no output: {e}"))
+}
+
+/// [`output_within`] for a test that runs no tokio runtime of its own.
+pub fn output_within_blocking(cmd: Command, timeout: Duration, what: &str) -> Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(output_within(cmd, timeout, what))
+}
+
+/// A store whose disk is always full: every write fails with `ENOSPC`.
+pub struct FullDisk(pub PathBuf);
+
+impl Store for FullDisk {
+    fn write(&self, file_name: &str, _: &[u8]) -> Result<PathBuf, StoreError> {
+        Err(StoreError::Write {
+            path: self.0.join(file_name),
+            source: std::io::Error::from_raw_os_error(28), // ENOSPC
+        })
+    }
+    fn dir(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// The JSON in the first content block of `result` (a `CallToolResult` as
+/// JSON): an offloaded result's descriptor. Panics when that block is not
+/// text holding JSON.
+pub fn descriptor_json(result: &Value) -> Value {
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the first block is not text: {result}"));
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("the first block is not JSON ({e}): {text:.300}"))
+}
+
+/// The descriptor in the first content block of `result` (an rmcp
+/// `CallToolResult` or its JSON), if that block holds one.
+pub fn try_descriptor(result: &impl serde::Serialize) -> Option<OffloadResponse> {
+    let result = serde_json::to_value(result).ok()?;
+    serde_json::from_str(result["content"][0]["text"].as_str()?).ok()
+}
+
+/// The descriptor in the first content block of `result` (an rmcp
+/// `CallToolResult` or its JSON); panics when there is none.
+pub fn descriptor(result: &impl serde::Serialize) -> OffloadResponse {
+    let result = serde_json::to_value(result).expect("a result serialises");
+    let d = descriptor_json(&result);
+    serde_json::from_value(d.clone()).unwrap_or_else(|e| {
+        panic!(
+            "the first block is not a descriptor ({e}): {:.300}",
+            d.to_string()
+        )
+    })
+}
+
+/// [`descriptor`], checked as every offloaded result must be: `offloaded`
+/// is true, there are 10 jq recipes, the file exists. `what` names the
+/// result in failure messages.
+pub fn checked_descriptor(result: &impl serde::Serialize, what: &str) -> OffloadResponse {
+    let d = descriptor(result);
+    assert!(d.offloaded, "{what}: {d:?}");
+    assert_eq!(d.jq_recipes.len(), 10, "{what}: jq recipes");
+    assert!(
+        Path::new(&d.file_path).is_file(),
+        "{what}: {} is a file",
+        d.file_path
+    );
+    d
 }
 
 /// Waits until `cond` holds, checking every 20 ms; fails the test after 10 s.
