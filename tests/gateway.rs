@@ -112,6 +112,7 @@ fn wait_for_port(addr: SocketAddr) {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return;
         }
+        // A real process starting up: polled on the wall clock.
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("{addr} does not accept connections after 5 s");
@@ -265,6 +266,7 @@ async fn wait_for_log(proc: &Proc, done: impl Fn(&str) -> bool) -> String {
             Instant::now() < deadline,
             "{proc:?}: expected log lines missing:\n{log}"
         );
+        // A real process writing its log: polled on the wall clock.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -262,6 +262,8 @@ pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
             start.elapsed() < std::time::Duration::from_secs(10),
             "timed out: {what}"
         );
+        // A poll interval, not a wait for time to pass: on a paused tokio
+        // clock it ends once the runtime is idle.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
