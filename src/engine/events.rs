@@ -319,22 +319,26 @@ fn trace(event: &OffloadEvent) {
             age_seconds,
             "expired offload file deleted"
         ),
-        OffloadEvent::PassedThrough { tool, reason } if reason.is_notable() => tracing::warn!(
-            target: "tower_lro",
-            event = "PassedThrough",
-            tool = tool.as_deref().unwrap_or(""),
-            reason = reason.as_str(),
-            detail = %reason.detail(),
-            "tool result passed through"
-        ),
-        OffloadEvent::PassedThrough { tool, reason } => tracing::debug!(
-            target: "tower_lro",
-            event = "PassedThrough",
-            tool = tool.as_deref().unwrap_or(""),
-            reason = reason.as_str(),
-            detail = %reason.detail(),
-            "tool result passed through"
-        ),
+        OffloadEvent::PassedThrough { tool, reason } => {
+            // One form, two levels (a tracing level must be known statically).
+            macro_rules! passed {
+                ($level:ident) => {
+                    tracing::$level!(
+                        target: "tower_lro",
+                        event = "PassedThrough",
+                        tool = tool.as_deref().unwrap_or(""),
+                        reason = reason.as_str(),
+                        detail = %reason.detail(),
+                        "tool result passed through"
+                    )
+                };
+            }
+            if reason.is_notable() {
+                passed!(warn)
+            } else {
+                passed!(debug)
+            }
+        }
     }
 }
 
