@@ -403,8 +403,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
     let layer = layer.build();
     let config = layer.offloader().config().clone();
-    // offload_cleanup: expired files go every cleanup interval (default 1 h).
-    let _cleanup = layer.spawn_cleanup();
+    // The layer runs offload_cleanup itself: expired files go every cleanup
+    // interval (default 1 h).
 
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(30))

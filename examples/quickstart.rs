@@ -37,13 +37,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
+    // The layer also runs the spec's offload_cleanup task (expired files go
+    // every hour) from its first request until it is dropped.
     let layer = OffloadLayer::builder()
         .threshold_tokens(1600)
         .output_dir(&output_dir)
         .build();
-    // The spec's offload_cleanup task: deletes expired files every hour
-    // until the handle is dropped.
-    let _cleanup = layer.spawn_cleanup();
     let app = Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;

@@ -2,9 +2,11 @@
 //! time-to-live has passed.
 //!
 //! [`Custodian::run_once`] scans the output directory for
-//! `atlatl-{operation}-{ulid}.jsonl` files, reads each file's creation time
-//! from the ULID in its name (no file is opened), and deletes those whose
-//! `created_at + ttl` has passed, emitting `OffloadFileExpired` for each. It
+//! `atlatl-{operation}-{ulid}.jsonl` files and deletes those whose time has
+//! passed: the `expires_at` of the file's header line when it has one
+//! (processes with different TTLs may share a directory), else the creation
+//! time from the ULID in its name plus the ttl. It emits
+//! `OffloadFileExpired` for each. It
 //! also deletes our own temporary files (`.atlatl-….jsonl.tmp`, left only
 //! if the process died mid-write) once they are as old. It never touches
 //! anything else: other names, symlinks (even named like ours),
@@ -147,7 +149,8 @@ impl Custodian {
                 }
             }
             report.scanned += 1;
-            if now < expiry(created_at, self.ttl) {
+            let expires_at = header_expiry(&path).unwrap_or_else(|| expiry(created_at, self.ttl));
+            if now < expires_at {
                 continue;
             }
             match std::fs::remove_file(&path) {
@@ -216,6 +219,35 @@ impl Custodian {
             task: Some(task),
         }
     }
+}
+
+/// The `expires_at` of a file's header line, when it has one: files written
+/// by processes with other TTLs share a directory, and each file says when
+/// it expires. Read without following a symlink, at most the first 64 KB.
+fn header_expiry(path: &Path) -> Option<DateTime<Utc>> {
+    use std::io::Read;
+    #[derive(serde::Deserialize)]
+    struct Header {
+        expires_at: Option<String>,
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut head = Vec::with_capacity(4096);
+    options
+        .open(path)
+        .ok()?
+        .take(64 << 10)
+        .read_to_end(&mut head)
+        .ok()?;
+    let line = &head[..memchr::memchr(b'\n', &head)?];
+    let header: Header = serde_json::from_slice(line).ok()?;
+    let at = DateTime::parse_from_rfc3339(&header.expires_at?).ok()?;
+    Some(at.with_timezone(&Utc))
 }
 
 /// The creation time of one of our files, from the ULID in its name:

@@ -221,6 +221,101 @@ async fn cleanup_task_runs_on_its_interval_and_stops_on_shutdown_or_drop() {
     assert!(fourth.exists(), "no run after the handle was dropped");
 }
 
+/// A file whose header says when it expires.
+fn touch_expiring(path: &Path, expires_at: chrono::DateTime<Utc>) {
+    let header = json!({"type": "lro_header", "expires_at": expires_at.to_rfc3339()});
+    std::fs::write(path, format!("{header}\n{{}}\n")).unwrap();
+}
+
+#[test]
+fn cleanup_honours_each_files_own_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let custodian = Custodian::new(d, Duration::from_secs(3600));
+    // Written a minute ago by a process whose ttl was 10 s: expired.
+    let short = d.join(name_aged(60_000, 1));
+    touch_expiring(&short, Utc::now() - chrono::Duration::seconds(50));
+    // Written two hours ago by a process whose ttl is a day: kept.
+    let long = d.join(name_aged(2 * HOUR_MS, 2));
+    touch_expiring(&long, Utc::now() + chrono::Duration::hours(22));
+    // No expires_at in its header: the configured ttl decides.
+    let plain = d.join(name_aged(2 * HOUR_MS, 3));
+    touch(&plain);
+    let report = custodian.run_once();
+    assert!(!short.exists(), "its own expiry passed");
+    assert!(long.exists(), "its own expiry is still ahead");
+    assert!(!plain.exists(), "older than the configured ttl");
+    assert_eq!(report.deleted.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
+    use tower::{Service, ServiceExt};
+    const INTERVAL: Duration = Duration::from_secs(3600);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    let first = d.join(name_aged(2 * HOUR_MS, 1));
+    touch(&first);
+    let inner = tower::service_fn(
+        |_req: http::Request<tower_lro::RequestBody<String>>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        },
+    );
+    let layer = tower_lro::OffloadLayer::builder()
+        .output_dir(&d)
+        .cleanup_interval(INTERVAL)
+        .build();
+    let mut service = tower::Layer::layer(&layer, inner);
+    assert!(first.exists(), "nothing runs before the layer is used");
+    let req = || http::Request::get("/mcp").body(String::new()).unwrap();
+    service.ready().await.unwrap().call(req()).await.unwrap();
+    common::eventually("expired file deleted by the layer's own task", || {
+        !first.exists()
+    })
+    .await;
+    // One task however many requests and clones.
+    let mut clone = service.clone();
+    clone.ready().await.unwrap().call(req()).await.unwrap();
+    let alive = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    assert_eq!(alive, 1, "one cleanup task");
+    // It runs on its interval...
+    settle().await;
+    let second = d.join(name_aged(2 * HOUR_MS, 2));
+    touch(&second);
+    tokio::time::advance(INTERVAL).await;
+    common::eventually("second expired file deleted", || !second.exists()).await;
+    // ...and stops when the layer and every service made from it are gone.
+    drop((layer, service, clone));
+    settle().await;
+    let third = d.join(name_aged(2 * HOUR_MS, 3));
+    touch(&third);
+    tokio::time::sleep(3 * INTERVAL).await;
+    assert!(third.exists(), "no run after the last clone was dropped");
+    assert_eq!(
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks(),
+        0
+    );
+
+    // Switched off: no task at all.
+    let layer = tower_lro::OffloadLayer::builder()
+        .output_dir(&d)
+        .auto_cleanup(false)
+        .build();
+    let inner = tower::service_fn(
+        |_req: http::Request<tower_lro::RequestBody<String>>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        },
+    );
+    let service = tower::Layer::layer(&layer, inner);
+    service.oneshot(req()).await.unwrap();
+    tokio::time::sleep(3 * INTERVAL).await;
+    assert!(third.exists(), "auto_cleanup(false) starts nothing");
+}
+
 #[test]
 fn expired_files_are_refused_before_the_cleanup_runs() {
     let dir = tempfile::tempdir().unwrap();

@@ -15,6 +15,7 @@
 //! offload_errors = false         # may results with isError: true be offloaded?
 //! max_tool_output_bytes = 0      # byte trigger beside the token one (0: off)
 //! cleanup_interval_seconds = 3600
+//! auto_cleanup = true            # the layer starts the cleanup task itself
 //! max_buffered_bytes = 536870912 # cap on response bytes buffered at once, all responses together
 //! exclude_tools = ["read_secret"]
 //!
@@ -89,6 +90,10 @@ pub struct OffloadConfig {
     pub tools: BTreeMap<String, ToolPolicy>,
     /// Interval of the cleanup task (default one hour).
     pub cleanup_interval: Duration,
+    /// Whether a layer starts the cleanup task by itself, in the runtime it
+    /// is first used in (`auto_cleanup`, default true); it stops when the
+    /// last clone of the layer and its services is dropped.
+    pub auto_cleanup: bool,
     /// Cap on the response bytes the layer buffers at once, across all
     /// in-flight responses (default 512 MiB). Past it a response passes
     /// through untouched.
@@ -109,6 +114,7 @@ impl Default for OffloadConfig {
             max_tool_output_bytes: None,
             tools: BTreeMap::new(),
             cleanup_interval: DEFAULT_CLEANUP_INTERVAL,
+            auto_cleanup: true,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
         }
     }
@@ -424,6 +430,7 @@ impl OffloadConfig {
                 self.cleanup_interval = Duration::from_secs(integer(v, name, 1, u64::MAX)?);
             }
             "max_buffered_bytes" => self.max_buffered_bytes = integer(v, name, 0, u64::MAX)?,
+            "auto_cleanup" => self.auto_cleanup = v.boolean(name)?,
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }
         Ok(())

@@ -96,10 +96,12 @@ impl OffloadLayer {
         &self.shared.offloader
     }
 
-    /// Starts the `offload_cleanup` task for this layer's files, every
+    /// Starts an `offload_cleanup` task for this layer's files, every
     /// `cleanup_interval` of the configuration (default one hour; the first
     /// run at once). It stops when the handle is shut down or dropped. Must
-    /// be called within a tokio runtime.
+    /// be called within a tokio runtime. The layer starts one by itself
+    /// unless `auto_cleanup` is off: use this to hold the task's handle
+    /// yourself (e.g. to await its shutdown).
     pub fn spawn_cleanup(&self) -> CleanupHandle {
         let offloader = &self.shared.offloader;
         Custodian::for_offloader(offloader).spawn(offloader.config().cleanup_interval)
@@ -247,7 +249,14 @@ impl OffloadLayerBuilder {
         self.config.max_buffered_bytes = bytes;
         self
     }
-    /// Interval of the cleanup task started by [`OffloadLayer::spawn_cleanup`].
+    /// Whether the layer starts the cleanup task by itself, with its first
+    /// request (default true; see [`OffloadConfig::auto_cleanup`]).
+    pub fn auto_cleanup(mut self, on: bool) -> Self {
+        self.config.auto_cleanup = on;
+        self
+    }
+    /// Interval of the cleanup task (started by the layer itself, or by
+    /// [`OffloadLayer::spawn_cleanup`]).
     pub fn cleanup_interval(mut self, interval: Duration) -> Self {
         self.config.cleanup_interval = interval;
         self

@@ -88,6 +88,7 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let shared = &self.shared;
+        shared.ensure_cleanup();
         let session = req
             .headers()
             .get(SESSION_HEADER)

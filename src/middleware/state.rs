@@ -2,7 +2,7 @@
 //! watched for.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::HeaderName;
@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::budget::BufferBudget;
 use super::sessions::ProxySessions;
+use crate::cleanup::{CleanupHandle, Custodian};
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
 use crate::wire::jsonrpc::{RawCall, Watched};
@@ -35,6 +36,9 @@ pub(crate) struct Shared {
     pub sessions: ProxySessions,
     pub tasks: TaskCalls,
     pub buffers: BufferBudget,
+    /// The cleanup task started by the first request (when the
+    /// configuration's `auto_cleanup` is on); stopped when this is dropped.
+    pub cleanup: OnceLock<CleanupHandle>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -47,6 +51,7 @@ impl std::fmt::Debug for Shared {
             .field("sessions", &self.sessions)
             .field("tasks", &self.tasks)
             .field("buffers", &self.buffers)
+            .field("cleanup_started", &self.cleanup.get().is_some())
             .finish()
     }
 }
@@ -74,7 +79,22 @@ impl Shared {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             sessions: ProxySessions::new(DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_PROXY_SESSION_TTL),
             tasks: TaskCalls::default(),
+            cleanup: OnceLock::new(),
         }
+    }
+
+    /// Starts the cleanup task, once, if the configuration asks for it and
+    /// a tokio runtime is running here (else it is tried again next time).
+    pub(crate) fn ensure_cleanup(&self) {
+        if self.cleanup.get().is_some() || !self.offloader.config().auto_cleanup {
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let interval = self.offloader.config().cleanup_interval;
+        self.cleanup
+            .get_or_init(|| Custodian::for_offloader(&self.offloader).spawn(interval));
     }
 
     /// The watched requests of a body, ready for the response (a
