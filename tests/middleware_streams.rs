@@ -1397,3 +1397,83 @@ fn jq_recipe_debug_shows_no_result_data() {
         assert_clean("JqRecipe", &format!("{r:?}"));
     }
 }
+
+// ---------------------------------------------------------------------------
+// A result replayed on a resumed GET stream
+// ---------------------------------------------------------------------------
+
+/// A server that answers the POST of a session with an event stream the
+/// client drops after the priming event, and a later `GET` with
+/// `Last-Event-ID` with a replay of the result: the replayed result is
+/// offloaded as it would have been on the POST stream. A resumed stream of
+/// another session, or a plain GET stream, is not watched.
+#[tokio::test]
+async fn a_result_replayed_on_a_resumed_get_stream_is_offloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let original = memories(150, Detail::Medium);
+    let id = json!(5);
+    let request = tools_call(id.clone(), "recall_memories", json!({"query": "q"}));
+    let with_session = |mut req: Request<TestBody>, session: &str| {
+        req.headers_mut()
+            .insert("mcp-session-id", session.parse().unwrap());
+        req
+    };
+    // The POST stream: a priming event, then the client goes away.
+    let (_tx, stream) = channel();
+    let mut first = Some(stream);
+    let service = layer
+        .clone()
+        .layer(service_fn(move |req: Request<RequestBody<TestBody>>| {
+            let body = first.take().expect("one call");
+            async move {
+                let mut req_body = req.into_body();
+                read_request(&mut req_body).await;
+                Ok::<_, Infallible>(sse_response(body))
+            }
+        }));
+    let post_req = with_session(post(body_of([data(request.to_string())])), "s-1");
+    let response = service.oneshot(post_req).await.unwrap();
+    drop(response);
+
+    // The replay, on a GET resumed after the priming event.
+    let replay = format!("id: e2\ndata: {}\n\n", answer(&id, &original));
+    let get = |session: &str, resumed: bool| {
+        let mut req = Request::get("/mcp").body(body_of([])).unwrap();
+        if resumed {
+            req.headers_mut()
+                .insert("last-event-id", "e1".parse().unwrap());
+        }
+        with_session(req, session)
+    };
+    let replaying = |replay: String| {
+        service_fn(move |_req: Request<RequestBody<TestBody>>| {
+            let replay = replay.clone();
+            async move { Ok::<_, Infallible>(sse_response(body_of([data(replay)]))) }
+        })
+    };
+    // Another session's resumed stream and a plain GET stream: untouched.
+    for (session, resumed) in [("s-2", true), ("s-1", false)] {
+        let response = layer
+            .clone()
+            .layer(replaying(replay.clone()))
+            .oneshot(get(session, resumed))
+            .await
+            .unwrap();
+        let (got, _) = read_response(&mut response.into_body()).await;
+        assert_eq!(got, replay.as_bytes(), "{session} resumed={resumed}");
+    }
+    // The session's resumed stream: the replayed result is offloaded.
+    let response = layer
+        .clone()
+        .layer(replaying(replay.clone()))
+        .oneshot(get("s-1", true))
+        .await
+        .unwrap();
+    let (got, _) = read_response(&mut response.into_body()).await;
+    let got = String::from_utf8(got).unwrap();
+    assert!(got.starts_with("id: e2\n"), "{got:.200}");
+    let message: Value =
+        serde_json::from_str(event_data(got.as_bytes()).unwrap().as_str()).unwrap();
+    assert_offloaded(&message, &id, &original);
+}

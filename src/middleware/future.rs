@@ -11,8 +11,8 @@ use pin_project_lite::pin_project;
 
 use super::body::OffloadBody;
 use super::request_body::Capture;
-use super::respond::{Next, drop_conflicting_length, respond};
-use super::state::Shared;
+use super::respond::{Next, drop_conflicting_length, respond, respond_resumed};
+use super::state::{Shared, Watch};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -37,6 +37,14 @@ pin_project! {
             #[pin]
             inner: F,
             capture: Capture,
+            session: Option<String>,
+            shared: Arc<Shared>,
+        },
+        Resumed {
+            #[pin]
+            inner: F,
+            watched: Vec<Watch>,
+            session: String,
             shared: Arc<Shared>,
         },
         Reading { inner: BoxFuture<Response<OffloadBody<B>>> },
@@ -50,11 +58,34 @@ impl<F, B: Body> ResponseFuture<F, B> {
         }
     }
 
-    pub(crate) fn watching(inner: F, capture: Capture, shared: Arc<Shared>) -> Self {
+    pub(crate) fn watching(
+        inner: F,
+        capture: Capture,
+        session: Option<String>,
+        shared: Arc<Shared>,
+    ) -> Self {
         ResponseFuture {
             kind: Kind::Watching {
                 inner,
                 capture,
+                session,
+                shared,
+            },
+        }
+    }
+
+    /// A resumed `GET` stream of `session` that may replay `watched`.
+    pub(crate) fn resumed(
+        inner: F,
+        watched: Vec<Watch>,
+        session: String,
+        shared: Arc<Shared>,
+    ) -> Self {
+        ResponseFuture {
+            kind: Kind::Resumed {
+                inner,
+                watched,
+                session,
                 shared,
             },
         }
@@ -81,13 +112,24 @@ where
                 KindProj::Watching {
                     inner,
                     capture,
+                    session,
                     shared,
                 } => {
                     let response = ready!(inner.poll(cx))?;
-                    match respond(shared, capture, response) {
+                    match respond(shared, capture, session.take(), response) {
                         Next::Ready(response) => return Poll::Ready(Ok(response)),
                         Next::Read(inner) => kind.set(Kind::Reading { inner }),
                     }
+                }
+                KindProj::Resumed {
+                    inner,
+                    watched,
+                    session,
+                    shared,
+                } => {
+                    let response = ready!(inner.poll(cx))?;
+                    let (watched, session) = (std::mem::take(watched), std::mem::take(session));
+                    return Poll::Ready(Ok(respond_resumed(shared, watched, session, response)));
                 }
                 KindProj::Reading { inner } => return inner.as_mut().poll(cx).map(Ok),
             }

@@ -155,7 +155,7 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
         if w.task_augmented
             && let Some(task) = created_task_id(&text[range.clone()])
         {
-            shared.tasks.insert(&task, &w.call);
+            shared.tasks.insert(&task, w.call.kept());
             continue;
         }
         let outcome = shared

@@ -17,6 +17,7 @@ mod future;
 mod json_response;
 #[allow(clippy::module_inception)]
 mod layer;
+mod memo;
 mod replay;
 mod request_body;
 mod respond;

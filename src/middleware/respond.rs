@@ -14,7 +14,7 @@ use super::body::OffloadBody;
 use super::json_response::read_json;
 use super::request_body::Capture;
 use super::sse_rewrite::SseRewriter;
-use super::state::{SESSION_HEADER, Shared};
+use super::state::{SESSION_HEADER, Shared, Watch};
 use crate::engine::events::{OffloadEvent, PassReason};
 use crate::wire::jsonrpc::classify;
 
@@ -77,7 +77,12 @@ pub(crate) enum Next<B: Body> {
 
 /// Decides what to do with a response, given the request body the inner
 /// service read (published in `capture` if it ended within the cap).
-pub(crate) fn respond<B>(shared: &Arc<Shared>, capture: &Capture, response: Response<B>) -> Next<B>
+pub(crate) fn respond<B>(
+    shared: &Arc<Shared>,
+    capture: &Capture,
+    session: Option<String>,
+    response: Response<B>,
+) -> Next<B>
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Send + 'static,
@@ -123,7 +128,7 @@ where
     match media(&parts.headers) {
         Media::EventStream => {
             parts.headers.remove(CONTENT_LENGTH);
-            let rewriter = SseRewriter::new(watched, shared.clone());
+            let rewriter = SseRewriter::new(watched, session, shared.clone());
             Next::Ready(Response::from_parts(
                 parts,
                 OffloadBody::sse(body, rewriter),
@@ -138,4 +143,31 @@ where
         }
         Media::Other => Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body))),
     }
+}
+
+/// A `GET` stream resumed with `Last-Event-ID` may replay the results of
+/// `watched`, calls of `session` whose own stream went before they came.
+pub(crate) fn respond_resumed<B>(
+    shared: &Arc<Shared>,
+    watched: Vec<Watch>,
+    session: String,
+    response: Response<B>,
+) -> Response<OffloadBody<B>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Send + 'static,
+{
+    let (mut parts, body) = response.into_parts();
+    drop_conflicting_length(&mut parts.headers);
+    let readable = parts.status.is_success()
+        && media(&parts.headers) == Media::EventStream
+        && encoding(&parts.headers).is_none();
+    if !readable {
+        // Not a replay: the calls may still be answered on another one.
+        shared.remember_unanswered(&session, watched);
+        return Response::from_parts(parts, OffloadBody::passthrough(body));
+    }
+    parts.headers.remove(CONTENT_LENGTH);
+    let rewriter = SseRewriter::new(watched, Some(session), shared.clone());
+    Response::from_parts(parts, OffloadBody::sse(body, rewriter))
 }

@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, HeaderValue};
-use http::{Method, Request, Response};
+use http::{HeaderName, Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
@@ -66,6 +66,9 @@ impl<S> OffloadService<S> {
     }
 }
 
+/// The `Last-Event-ID` header of a resumed event stream.
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
 fn is_truthy(v: &HeaderValue) -> bool {
     let v = v.as_bytes();
     v == b"1" || v.eq_ignore_ascii_case(b"true")
@@ -99,15 +102,27 @@ where
             shared.sessions.forget(id);
         }
         let pass = !shared.offloader.config().enabled
-            || req.method() != Method::POST
             || req
                 .headers()
                 .get(&shared.proxy_header)
                 .is_some_and(is_truthy)
             || session.is_some_and(|id| shared.sessions.contains(id));
-        if pass {
+        if !pass
+            && req.method() == Method::GET
+            && req.headers().contains_key(LAST_EVENT_ID)
+            && let Some(id) = session
+        {
+            let watched = shared.take_unanswered(id);
+            if !watched.is_empty() {
+                let session = id.to_owned();
+                let inner = self.inner.call(req.map(RequestBody::original));
+                return ResponseFuture::resumed(inner, watched, session, shared.clone());
+            }
+        }
+        if pass || req.method() != Method::POST {
             return ResponseFuture::passthrough(self.inner.call(req.map(RequestBody::original)));
         }
+        let session = session.map(str::to_owned);
         // The request goes on at once; its chunks are kept as the inner
         // service reads them, and classified when the response arrives.
         // Its answer must be readable: identity, not compressed.
@@ -117,6 +132,6 @@ where
         let capture = Capture::default();
         let cap = shared.max_request_bytes;
         let req = req.map(|b| RequestBody::teed(b, cap, capture.clone()));
-        ResponseFuture::watching(self.inner.call(req), capture, shared.clone())
+        ResponseFuture::watching(self.inner.call(req), capture, session, shared.clone())
     }
 }

@@ -28,6 +28,9 @@ type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
 /// byte; only the event carrying a watched result is held and rewritten;
 /// after the last watched result the stream is forwarded untouched.
 pub(crate) struct SseRewriter<E> {
+    /// The `Mcp-Session-Id` of the request: results still watched when the
+    /// stream goes are remembered for a resumed stream of this session.
+    session: Option<String>,
     splitter: EventSplitter,
     /// The responses still watched for.
     watched: Vec<Watch>,
@@ -48,8 +51,9 @@ pub(crate) struct SseRewriter<E> {
 }
 
 impl<E> SseRewriter<E> {
-    pub(crate) fn new(watched: Vec<Watch>, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(watched: Vec<Watch>, session: Option<String>, shared: Arc<Shared>) -> Self {
         SseRewriter {
+            session,
             splitter: EventSplitter::default(),
             watched,
             shared,
@@ -174,7 +178,7 @@ impl<E> SseRewriter<E> {
         if watch.task_augmented
             && let Some(task) = created_task_id(result.get())
         {
-            self.shared.tasks.insert(&task, &watch.call);
+            self.shared.tasks.insert(&task, watch.call.kept());
             return None;
         }
         // Known now: this answer is a result, not a task.
@@ -317,6 +321,19 @@ impl<E> SseRewriter<E> {
         let rest = self.splitter.take_rest();
         if !rest.is_empty() {
             self.ready.push_back(Frame::data(rest));
+        }
+    }
+}
+
+impl<E> Drop for SseRewriter<E> {
+    /// Results not seen on this stream (it ended, failed, or the client
+    /// went away) may come on a resumed stream of the same session.
+    fn drop(&mut self) {
+        if let Some(session) = &self.session
+            && !self.watched.is_empty()
+        {
+            self.shared
+                .remember_unanswered(session, std::mem::take(&mut self.watched));
         }
     }
 }

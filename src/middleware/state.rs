@@ -1,14 +1,14 @@
 //! What the services of one layer share, and the requests a response is
 //! watched for.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use http::HeaderName;
 use serde_json::Value;
 
 use super::budget::BufferBudget;
+use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
 use crate::cleanup::{CleanupHandle, Custodian};
 use crate::engine::Offloader;
@@ -35,6 +35,7 @@ pub(crate) struct Shared {
     pub max_request_bytes: usize,
     pub sessions: ProxySessions,
     pub tasks: TaskCalls,
+    pub unanswered: Unanswered,
     pub buffers: BufferBudget,
     /// The cleanup task started by the first request (when the
     /// configuration's `auto_cleanup` is on); stopped when this is dropped.
@@ -50,6 +51,7 @@ impl std::fmt::Debug for Shared {
             .field("max_request_bytes", &self.max_request_bytes)
             .field("sessions", &self.sessions)
             .field("tasks", &self.tasks)
+            .field("unanswered", &self.unanswered)
             .field("buffers", &self.buffers)
             .field("cleanup_started", &self.cleanup.get().is_some())
             .finish()
@@ -78,7 +80,8 @@ impl Shared {
             proxy_header: HeaderName::from_static(DEFAULT_PROXY_HEADER),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             sessions: ProxySessions::new(DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_PROXY_SESSION_TTL),
-            tasks: TaskCalls::default(),
+            tasks: TaskCalls::new(TASK_BOUNDS),
+            unanswered: Unanswered::new(UNANSWERED_BOUNDS),
             cleanup: OnceLock::new(),
         }
     }
@@ -154,185 +157,55 @@ impl Shared {
 
 /// Calls that answered with `CreateTaskResult`, by task id, until their
 /// `tasks/result`: only what the engine reads of each call is kept
-/// ([`RawCall::kept`], a few KB at most), for at most [`TaskCalls::TTL`],
-/// at most [`TaskCalls::CAPACITY`] tasks and [`TaskCalls::MAX_BYTES`] in
-/// all; past a bound the oldest is forgotten first (its result is then
-/// still evaluated, under the name `tasks_result`).
-#[derive(Default)]
-pub(crate) struct TaskCalls {
-    inner: Mutex<TaskMap>,
-}
+/// ([`RawCall::kept`], a few KB at most); past a bound the oldest is
+/// forgotten first (its result is then still evaluated, under the name
+/// `tasks_result`).
+pub(crate) type TaskCalls = Memo<RawCall>;
 
-#[derive(Default)]
-struct TaskMap {
-    calls: HashMap<String, RawCall>,
-    /// Task ids with the time they were remembered, oldest first (each once).
-    order: VecDeque<(String, Instant)>,
-    /// Bytes held by `calls` (ids and kept calls).
-    bytes: usize,
-}
+/// Bounds of [`TaskCalls`].
+pub(crate) const TASK_BOUNDS: Bounds = Bounds {
+    capacity: 10_000,
+    max_bytes: 4 << 20,
+    ttl: Duration::from_secs(3600),
+};
 
-impl std::fmt::Debug for TaskCalls {
-    /// Counts only: task ids and arguments are the clients' data.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let map = self.lock();
-        f.debug_struct("TaskCalls")
-            .field("len", &map.calls.len())
-            .field("bytes", &map.bytes)
-            .finish()
-    }
-}
+/// Calls whose event stream ended (or was dropped by the client) before
+/// their result came, by session, with their JSON-RPC ids: a server may
+/// replay the result on a `GET` stream resumed with `Last-Event-ID`.
+pub(crate) type Unanswered = Memo<Vec<(Value, RawCall)>>;
 
-impl TaskMap {
-    /// Forgets the oldest task.
-    fn pop_oldest(&mut self) {
-        if let Some((task, _)) = self.order.pop_front()
-            && let Some(call) = self.calls.remove(&task)
-        {
-            self.bytes -= task.len() + call.size();
-        }
-    }
+/// Bounds of [`Unanswered`].
+pub(crate) const UNANSWERED_BOUNDS: Bounds = Bounds {
+    capacity: 10_000,
+    max_bytes: 4 << 20,
+    ttl: Duration::from_secs(3600),
+};
 
-    /// Forgets tasks remembered before `deadline`, and the oldest while
-    /// over a bound.
-    fn evict(&mut self, deadline: Option<Instant>) {
-        while let Some((_, at)) = self.order.front() {
-            let expired = deadline.is_some_and(|d| *at < d);
-            if !expired
-                && self.order.len() <= TaskCalls::CAPACITY
-                && self.bytes <= TaskCalls::MAX_BYTES
-            {
-                break;
-            }
-            self.pop_oldest();
-        }
-    }
-}
+/// Calls remembered per session at most.
+const UNANSWERED_PER_SESSION: usize = 16;
 
-impl TaskCalls {
-    pub(crate) const CAPACITY: usize = 10_000;
-    pub(crate) const MAX_BYTES: usize = 4 << 20;
-    pub(crate) const TTL: Duration = Duration::from_secs(3600);
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, TaskMap> {
-        // A panic while holding the lock leaves a valid map; keep using it.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+impl Shared {
+    /// Remembers the calls of `session` still watched when its stream went.
+    pub(crate) fn remember_unanswered(&self, session: &str, watched: Vec<Watch>) {
+        self.unanswered.update(session, |known| {
+            let mut calls = known.unwrap_or_default();
+            calls.extend(watched.into_iter().map(|w| (w.id, w.call.kept())));
+            let over = calls.len().saturating_sub(UNANSWERED_PER_SESSION);
+            calls.drain(..over);
+            calls
+        });
     }
 
-    /// Remembers the call a task runs (what the engine reads of it).
-    pub(crate) fn insert(&self, task: &str, call: &RawCall) {
-        self.insert_at(task, call, Instant::now());
-    }
-
-    fn insert_at(&self, task: &str, call: &RawCall, now: Instant) {
-        let task = cut_id(task);
-        let call = call.kept();
-        let mut map = self.lock();
-        let added = task.len() + call.size();
-        match map.calls.insert(task.to_owned(), call) {
-            Some(old) => map.bytes -= task.len() + old.size(),
-            None => map.order.push_back((task.to_owned(), now)),
-        }
-        map.bytes += added;
-        map.evict(now.checked_sub(Self::TTL));
-    }
-
-    /// The call of `task`, if remembered (and not expired).
-    pub(crate) fn get(&self, task: &str) -> Option<RawCall> {
-        self.get_at(task, Instant::now())
-    }
-
-    fn get_at(&self, task: &str, now: Instant) -> Option<RawCall> {
-        let mut map = self.lock();
-        map.evict(now.checked_sub(Self::TTL));
-        map.calls.get(cut_id(task)).cloned()
-    }
-}
-
-/// A task id as remembered: ids longer than any real one are cut (they
-/// still match themselves).
-fn cut_id(task: &str) -> &str {
-    let mut end = task.len().min(256);
-    while !task.is_char_boundary(end) {
-        end -= 1;
-    }
-    &task[..end]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn task_calls_forget_the_oldest_first() {
-        let tasks = TaskCalls::default();
-        for i in 0..TaskCalls::CAPACITY + 5 {
-            tasks.insert(&format!("t{i}"), &RawCall::named(format!("tool{i}")));
-        }
-        // Inserting a known task again does not count twice.
-        tasks.insert("t7", &RawCall::named("again"));
-        for i in 0..5 {
-            assert!(tasks.get(&format!("t{i}")).is_none(), "t{i} is the oldest");
-        }
-        assert_eq!(tasks.get("t5").unwrap().name, "tool5");
-        assert_eq!(tasks.get("t7").unwrap().name, "again");
-        let last = TaskCalls::CAPACITY + 4;
-        assert_eq!(
-            tasks.get(&format!("t{last}")).unwrap().name,
-            format!("tool{last}")
-        );
-        assert_eq!(tasks.lock().calls.len(), TaskCalls::CAPACITY);
-    }
-}
-
-#[cfg(test)]
-mod bounds {
-    use bytes::Bytes;
-
-    use super::*;
-
-    fn call_with(arguments: &str) -> RawCall {
-        RawCall {
-            name: "tool".into(),
-            arguments: Some(Bytes::copy_from_slice(arguments.as_bytes())),
-        }
-    }
-
-    #[test]
-    fn only_the_arguments_the_engine_reads_are_kept_and_cut() {
-        let big = "x".repeat(1 << 20);
-        let args = format!(r#"{{"detail":"full","query":"{big}","blob":"{big}","n":3}}"#);
-        let tasks = TaskCalls::default();
-        tasks.insert("t", &call_with(&args));
-        let kept = tasks.get("t").unwrap();
-        let value: serde_json::Value =
-            serde_json::from_slice(kept.arguments.as_ref().unwrap()).unwrap();
-        assert_eq!(value["detail"], "full");
-        assert_eq!(value["query"].as_str().unwrap().len(), 256);
-        assert!(value.get("blob").is_none() && value.get("n").is_none());
-        assert!(kept.size() < 1024, "{}", kept.size());
-    }
-
-    #[test]
-    fn tasks_expire_and_total_bytes_are_bounded() {
-        let tasks = TaskCalls::default();
-        let start = Instant::now();
-        tasks.insert_at("old", &RawCall::named("a"), start);
-        assert!(tasks.get_at("old", start + TaskCalls::TTL / 2).is_some());
-        assert!(tasks.get_at("old", start + TaskCalls::TTL * 2).is_none());
-        // Each call holds ~1.5 KB at most: 10,000 of them stay under the cap,
-        // and the byte count never passes it.
-        let query = "q".repeat(4096);
-        let call = call_with(&format!(
-            r#"{{"query":"{query}","filter":"{query}","q":"{query}","pattern":"{query}","search":"{query}","detail":"{query}"}}"#
-        ));
-        for i in 0..TaskCalls::CAPACITY + 10 {
-            tasks.insert_at(&format!("task-{i}-{}", "i".repeat(300)), &call, start);
-            assert!(tasks.lock().bytes <= TaskCalls::MAX_BYTES);
-        }
-        let map = tasks.lock();
-        assert!(map.calls.len() <= TaskCalls::CAPACITY);
-        let counted: usize = map.calls.iter().map(|(k, c)| k.len() + c.size()).sum();
-        assert_eq!(counted, map.bytes);
+    /// The calls of `session` whose results a resumed stream may replay.
+    pub(crate) fn take_unanswered(&self, session: &str) -> Vec<Watch> {
+        let calls = self.unanswered.take(session).unwrap_or_default();
+        calls
+            .into_iter()
+            .map(|(id, call)| Watch {
+                id,
+                call,
+                task_augmented: false,
+            })
+            .collect()
     }
 }

@@ -506,6 +506,23 @@ mod tests {
     }
 
     #[test]
+    fn only_the_arguments_the_engine_reads_are_kept_and_cut() {
+        let big = "x".repeat(1 << 20);
+        let args = format!(r#"{{"detail":"full","query":"{big}","blob":"{big}","n":3}}"#);
+        let call = RawCall {
+            name: "t".repeat(10_000),
+            arguments: Some(Bytes::from(args)),
+        };
+        let kept = call.kept();
+        let value: Value = serde_json::from_slice(kept.arguments.as_ref().unwrap()).unwrap();
+        assert_eq!(value["detail"], "full");
+        assert_eq!(value["query"].as_str().unwrap().len(), KEPT_CHARS);
+        assert!(value.get("blob").is_none() && value.get("n").is_none());
+        assert_eq!(kept.name.len(), KEPT_CHARS);
+        assert!(kept.size() < 1024, "{}", kept.size());
+    }
+
+    #[test]
     fn server_requests_are_not_responses_and_broken_messages_are_named() {
         // A server request may reuse the id of the client's call.
         let req = r#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}"#;
