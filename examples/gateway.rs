@@ -53,8 +53,12 @@ REQUIRED:
 
 OPTIONS:
     --threshold-tokens N      offload tool results estimated over N tokens (default 1600)
-    --output-dir DIR          where the JSONL files go (default: the system temp dir)
+    --output-dir DIR          where the JSONL files go (default: a private per-user
+                              directory in the system temp dir)
     --ttl-seconds N           time-to-live of the files in seconds (default 3600)
+    --max-request-bytes N     requests up to N bytes are read to find the tool calls
+                              to watch (default 1048576); the answers to larger
+                              requests pass through, never offloaded
     -h, --help                print this help
 
 Logs go to stderr, one line per request; RUST_LOG filters them (default: info).
@@ -68,6 +72,7 @@ struct Args {
     threshold_tokens: Option<usize>,
     output_dir: Option<PathBuf>,
     ttl_seconds: Option<u64>,
+    max_request_bytes: Option<usize>,
 }
 
 /// Where requests go.
@@ -129,6 +134,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
     let mut threshold_tokens = None;
     let mut output_dir = None;
     let mut ttl_seconds = None;
+    let mut max_request_bytes = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         if arg == "-h" || arg == "--help" {
@@ -144,6 +150,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
             "--threshold-tokens",
             "--output-dir",
             "--ttl-seconds",
+            "--max-request-bytes",
         ];
         if !known.contains(&flag.as_str()) {
             return Err(format!("unknown argument `{arg}` (see --help)"));
@@ -181,6 +188,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
                 output_dir = Some(PathBuf::from(value));
             }
             "--ttl-seconds" => ttl_seconds = Some(number(&value)?),
+            "--max-request-bytes" => {
+                let n = number(&value)?;
+                max_request_bytes =
+                    Some(usize::try_from(n).map_err(|_| format!("{flag}: too large"))?);
+            }
             _ => unreachable!("checked against `known`"),
         }
     }
@@ -190,6 +202,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
         threshold_tokens,
         output_dir,
         ttl_seconds,
+        max_request_bytes,
     }))
 }
 
@@ -400,6 +413,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
     if let Some(s) = args.ttl_seconds {
         layer = layer.ttl(Duration::from_secs(s));
+    }
+    if let Some(n) = args.max_request_bytes {
+        layer = layer.max_request_bytes(n);
     }
     let layer = layer.build();
     let config = layer.offloader().config().clone();

@@ -848,9 +848,21 @@ fn bad_arguments_are_named() {
     let (code, stdout, _) = run(&["--help"]);
     assert_eq!(code, Some(0));
     assert!(stdout.contains("--upstream URL") && stdout.contains("--threshold-tokens"));
+    assert!(
+        stdout.contains("--max-request-bytes N"),
+        "the classification cap is configurable"
+    );
     let up = ["--upstream", "http://127.0.0.1:1/mcp"];
     let cases: &[(&[&str], &[&str])] = &[
         (&["--listen", "127.0.0.1:0"], &["--upstream", "required"]),
+        (
+            &[
+                &up[..],
+                &["--listen", "127.0.0.1:0", "--max-request-bytes", "lots"],
+            ]
+            .concat(),
+            &["--max-request-bytes", "lots"],
+        ),
         (
             &[&up[..], &["--listen", "nowhere"]].concat(),
             &["--listen", "nowhere"],
