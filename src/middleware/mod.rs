@@ -8,8 +8,9 @@
 //! a JSON body) → `body` (the response body) → `sse_rewrite` (the event
 //! stream rewriter) → `replay` (held frames played back); below all of
 //! them `request_body` (the request tee), `state` (what the services of one
-//! layer share: the engine, proxy sessions, task calls), `sessions` and
-//! `budget` (the cap on buffered bytes).
+//! layer share: the engine, proxy sessions, task calls), `memo` (what is
+//! remembered between requests, bounded), `sessions` and `budget` (the cap
+//! on buffered bytes).
 
 mod body;
 mod budget;
