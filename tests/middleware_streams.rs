@@ -6,6 +6,8 @@
 //! `Debug` output of the public types (never a session id, a tool argument
 //! or result data).
 
+mod common;
+
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -727,17 +729,7 @@ async fn events_before_the_result_reach_the_client_before_it_byte_for_byte() {
 /// the result.
 fn awkward_stream(id: &Value, result: &Value) -> (Vec<String>, usize) {
     let pretty = serde_json::to_string_pretty(&answer(id, result)).unwrap();
-    let data: String = pretty
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i % 2 == 0 {
-                format!("data: {l}\r\n")
-            } else {
-                format!("data:{l}\r\n")
-            }
-        })
-        .collect();
+    let data = common::data_lines(&pretty);
     let events = vec![
         "id: prime\r\nretry: 500\r\ndata:\r\n\r\n".to_owned(),
         ": keep-alive\r\n\r\n".to_owned(),
@@ -1270,7 +1262,7 @@ async fn debug_shows_settings_and_counts_never_sessions_arguments_or_data() {
             debug.contains("ProxySessions { len: 1,"),
             "one session: {debug}"
         );
-        assert!(debug.contains("TaskCalls { len: 1"), "one task: {debug}");
+        assert!(debug.contains("tasks: Memo { len: 1,"), "one task: {debug}");
     }
 
     // A call, and what the engine makes of a result.
@@ -1353,11 +1345,12 @@ async fn debug_shows_settings_and_counts_never_sessions_arguments_or_data() {
     }
 }
 
-/// `Rebuild` (the header's rebuild section, a public type) derives its
-/// `Debug` (src/engine/records) and prints the result's envelope: here
-/// the `_meta` value. `OffloadHeader`'s own `Debug` leaves it out.
+/// The types of an offloaded file and its descriptor that carry data when
+/// shown in full: the header's `Rebuild` section (the result's envelope,
+/// here the `_meta` value) and the recipes (for records that are not
+/// memories, a command quotes values of the data).
 #[test]
-fn rebuild_debug_shows_no_result_data() {
+fn rebuild_and_recipe_debug_show_no_result_data() {
     let dir = tempfile::tempdir().unwrap();
     let offloader =
         tower_lro::Offloader::new(tower_lro::OffloadConfig::default().output_dir(dir.path()));
@@ -1375,24 +1368,6 @@ fn rebuild_debug_shows_no_result_data() {
     assert_clean("OffloadHeader (read back)", &format!("{header:?}"));
     let rebuild = header.rebuild.as_ref().expect("a rebuild section");
     assert_clean("Rebuild", &format!("{rebuild:?}"));
-}
-
-/// `JqRecipe`'s command, for records
-/// that are not memories quotes values of the data (recipe 2 filters on
-/// the most common category value). `OffloadResponse`'s `Debug` shows only
-/// the number of recipes.
-#[test]
-fn jq_recipe_debug_shows_no_result_data() {
-    let dir = tempfile::tempdir().unwrap();
-    let offloader =
-        tower_lro::Offloader::new(tower_lro::OffloadConfig::default().output_dir(dir.path()));
-    let call = ToolCall::new("search_docs", None);
-    let Outcome::Offloaded(o) = offloader
-        .process(&call, marked_result().to_string().as_bytes())
-        .unwrap()
-    else {
-        panic!("offloaded expected");
-    };
     for r in &o.response.jq_recipes {
         assert_clean("JqRecipe", &format!("{r:?}"));
     }
