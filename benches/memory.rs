@@ -1,8 +1,14 @@
 //! Peak heap while offloading a 100 MB result (a counting global allocator
-//! wrapping the system one), and the time to write one offload file for a
-//! 500-memory result (the LRO paper measured about 24 ms median).
+//! wrapping the system one); peak heap, time and file size for results of
+//! hostile shapes (many tiny records: newlines, arrays of zeros) beside
+//! normal ones; and the time to write one offload file for a 500-memory
+//! result (the LRO paper measured about 24 ms median).
 //!
-//! `LRO_BENCH_QUICK=1`: fewer repetitions (the 100 MB run is kept).
+//! The engine's bound, checked here on every shape: peak heap above what
+//! the caller holds is at most [`BOUND`] times the result's size.
+//!
+//! `LRO_BENCH_QUICK=1`: fewer repetitions (the 100 MB run is kept);
+//! `LRO_MEM_ONLY=shapes`: the shapes table only.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -144,23 +150,58 @@ fn clear(dir: &std::path::Path) {
 /// behind (allocator state, runtime caches) counts in another.
 const CASES: [&str; 5] = ["json", "sse", "engine", "value", "naive"];
 
+/// The stated bound: `Offloader::process` never holds more than this many
+/// times the result's size on the heap, whatever the result's shape.
+const BOUND: f64 = 3.0;
+
+/// Runs each case in a child process and collects the rows it prints.
+fn run_cases(cases: impl IntoIterator<Item = String>) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for case in cases {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("LRO_MEM_CASE", &case)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "memory case {case} failed");
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some(r) = line.strip_prefix("ROW\t") {
+                rows.push(r.split('\t').map(str::to_owned).collect());
+            }
+        }
+    }
+    rows
+}
+
 fn main() {
     let quick = support::quick();
     let Ok(case) = std::env::var("LRO_MEM_CASE") else {
-        let mut rows = Vec::new();
-        for case in CASES {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .env("LRO_MEM_CASE", case)
-                .stderr(std::process::Stdio::inherit())
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "memory case {case} failed");
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                if let Some(r) = line.strip_prefix("ROW\t") {
-                    rows.push(r.split('\t').map(str::to_owned).collect());
-                }
-            }
+        let shape_rows = run_cases(SHAPES.iter().map(|s| format!("shape:{}", s.0)));
+        support::print_table(
+            "shapes",
+            &format!(
+                "Offloader::process by result shape (counting allocator, one process per row; peak heap above the input the caller holds; bound ≤ {BOUND:.1} × result)"
+            ),
+            &[
+                "shape",
+                "result",
+                "records",
+                "peak heap above start",
+                "peak / result",
+                "held after (outcome alive)",
+                "peak RSS above start",
+                "time",
+                "file",
+                "file / result",
+                "bound",
+            ],
+            &shape_rows,
+        );
+        // `LRO_MEM_ONLY=shapes`: the shapes table alone.
+        if std::env::var("LRO_MEM_ONLY").is_ok_and(|v| v == "shapes") {
+            return;
         }
+        let rows = run_cases(CASES.iter().map(|c| (*c).to_owned()));
         support::print_table(
             "memory",
             "Peak heap while offloading a 100 MB result (counting allocator, one process per row; 'above start' excludes the response bytes the server already holds)",
@@ -178,6 +219,10 @@ fn main() {
         write_times(quick);
         return;
     };
+    if let Some(shape) = case.strip_prefix("shape:") {
+        shape_case(shape, quick);
+        return;
+    }
     let want = |c: &str| case == c;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -338,4 +383,152 @@ fn write_times(quick: bool) {
             ],
         ],
     );
+}
+
+/// A shape measured: its name and a builder of the result (compact JSON).
+type Shape = (&'static str, fn() -> Vec<u8>);
+
+/// The shapes measured.
+const SHAPES: [Shape; 6] = [
+    ("newlines, 20 MB text block", || newlines(20)),
+    ("newlines, 40 MB text block", || newlines(40)),
+    ("zeros array, 20 MB text block", || zeros(20, false)),
+    ("zeros array, 20 MB structuredContent", || zeros(20, true)),
+    ("200 full memories", || to_vec(&support::memory_result(200))),
+    ("10 MB of full memories", || {
+        to_vec(&support::memory_result(support::memories_for_bytes(
+            10_000_000,
+        )))
+    }),
+];
+
+fn to_vec(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(v).unwrap();
+    out.shrink_to_fit();
+    out
+}
+
+/// A text block of newlines only, `mb` MB of JSON (each `\n` is 2 bytes).
+fn newlines(mb: usize) -> Vec<u8> {
+    let text = "\n".repeat(mb * 1_000_000 / 2);
+    to_vec(&json!({"content": [{"type": "text", "text": text}]}))
+}
+
+/// A JSON array of zeros, `mb` MB: the text of a block, or a field of
+/// `structuredContent` (with a short text block beside it).
+fn zeros(mb: usize, structured: bool) -> Vec<u8> {
+    let n = mb * 1_000_000 / 2;
+    let mut array = String::with_capacity(2 * n + 2);
+    array.push('[');
+    for i in 0..n {
+        if i > 0 {
+            array.push(',');
+        }
+        array.push('0');
+    }
+    array.push(']');
+    let result = if structured {
+        format!(
+            r#"{{"content":[{{"type":"text","text":"{n} zeros"}}],"structuredContent":{{"values":{array}}}}}"#
+        )
+    } else {
+        let text = serde_json::to_string(&array).unwrap();
+        format!(r#"{{"content":[{{"type":"text","text":{text}}}]}}"#)
+    };
+    result.into_bytes()
+}
+
+/// Peak resident memory of this process since the last reset, in bytes
+/// (Linux: `VmHWM`; 0 elsewhere).
+fn peak_rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| {
+                v.trim()
+                    .trim_end_matches(" kB")
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+            })
+            .unwrap_or(0)
+    };
+    kb("VmHWM:") * 1024
+}
+
+/// Current resident memory (`VmRSS`) after resetting the peak to it.
+fn reset_peak_rss() -> usize {
+    // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    peak_rss()
+}
+
+/// One shape: peak heap and time of `Offloader::process`, file size.
+fn shape_case(name: &str, quick: bool) {
+    let (_, build) = SHAPES.iter().find(|s| s.0 == name).expect("known shape");
+    let dir = tempfile::tempdir().unwrap();
+    let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+    let call = ToolCall::new("hostile_tool", None);
+    let result = Bytes::from(build());
+    let size = result.len() as f64;
+    let base = live();
+    let rss_base = reset_peak_rss();
+    let start = Instant::now();
+    let (outcome, peak) = peak_during(|| offloader.process(&call, &result).unwrap());
+    let mut times = vec![start.elapsed().as_nanos() as f64];
+    let rss_peak = peak_rss();
+    let held = live() - base;
+    let Outcome::Offloaded(o) = outcome else {
+        panic!("{name}: not offloaded: {outcome:?}")
+    };
+    let file = std::fs::metadata(&o.file.path).unwrap().len() as f64;
+    let count = o.response.summary.count;
+    drop(o);
+    clear(dir.path());
+    // Small results: the median of more runs.
+    let reps = match result.len() {
+        n if n < 1_000_000 => {
+            if quick {
+                20
+            } else {
+                100
+            }
+        }
+        n if n < 15_000_000 => {
+            if quick {
+                2
+            } else {
+                5
+            }
+        }
+        _ => 0,
+    };
+    for _ in 0..reps {
+        let start = Instant::now();
+        let outcome = offloader.process(&call, &result).unwrap();
+        times.push(start.elapsed().as_nanos() as f64);
+        drop(outcome);
+        clear(dir.path());
+    }
+    times.sort_by(f64::total_cmp);
+    let ratio = (peak - base) as f64 / size;
+    let row = [
+        name.to_owned(),
+        format!("{:.2} MB", size / 1e6),
+        count.to_string(),
+        format!("{:.1} MB", (peak - base) as f64 / 1e6),
+        format!("{ratio:.2}"),
+        format!("{:.2} MB", held as f64 / 1e6),
+        format!("{:.1} MB", rss_peak.saturating_sub(rss_base) as f64 / 1e6),
+        support::fmt_ns(support::percentile(&times, 50.0)),
+        format!("{:.2} MB", file / 1e6),
+        format!("{:.2}", file / size),
+        format!(
+            "≤ {BOUND:.1} ({})",
+            if ratio <= BOUND { "met" } else { "MISSED" }
+        ),
+    ];
+    println!("ROW\t{}", row.join("\t"));
 }
