@@ -60,6 +60,10 @@
 //!   [`HEADER_TYPE`], [`guidance`].
 //! * Reading files back: [`rebuild`], [`rebuild_at`], [`rebuild_file`],
 //!   [`Rebuild`], [`RebuildError`].
+//! * Extraction (jq queries over a file, output as jq 1.6 prints it, by
+//!   pages, bounded in time, memory and output): [`Extractor`], [`Query`],
+//!   [`JqFlags`], [`Paging`], [`Page`], [`ExtractLimits`], [`ExtractError`],
+//!   [`RecipeCommand`].
 //! * Estimation: [`TokenEstimator`], [`ScriptAwareEstimator`] (default),
 //!   [`CharsPerTokenEstimator`], `O200kEstimator` (feature `o200k`).
 //! * Storage: [`Store`], [`FsStore`], [`StoreError`], [`FILE_PREFIX`],
@@ -93,6 +97,9 @@ pub use engine::descriptor::{
 pub use engine::estimate::O200kEstimator;
 pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 pub use engine::events::{EventHook, OffloadEvent, PassReason};
+pub use engine::extract::{
+    ExtractError, ExtractLimits, Extractor, JqFlags, Page, Paging, Query, RecipeCommand,
+};
 pub use engine::rebuild::{rebuild, rebuild_at, rebuild_file};
 pub use engine::records::{Rebuild, RebuildError};
 pub use engine::store::{

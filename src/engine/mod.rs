@@ -101,6 +101,7 @@ pub(crate) mod config;
 pub(crate) mod descriptor;
 pub(crate) mod estimate;
 pub(crate) mod events;
+pub(crate) mod extract;
 mod fallback;
 mod offloader;
 mod outcome;

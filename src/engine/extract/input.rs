@@ -1,0 +1,154 @@
+//! The input of a query: what `tail -n +2 FILE` gives jq, read as jq 1.6
+//! reads it: a stream of JSON values, every number a double, nesting up to
+//! 256 levels (jq's `MAX_PARSING_DEPTH`).
+
+use jaq_json::{Num, Rc, Val};
+
+use super::print::num_f64;
+use super::value::Jv;
+
+/// jq 1.6's `MAX_PARSING_DEPTH`.
+const MAX_DEPTH: usize = 256;
+
+/// What is wrong with the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InputError {
+    /// Value number `index` (from 0) is not valid JSON.
+    Invalid { index: usize, reason: String },
+    /// The input nests deeper than 256 levels.
+    TooDeep,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::Invalid { index, reason } => {
+                write!(f, "record {} is not valid JSON ({reason})", index + 1)
+            }
+            InputError::TooDeep => f.write_str("Exceeds depth limit for parsing"),
+        }
+    }
+}
+
+/// The bytes after the first line (`tail -n +2`): nothing when there is
+/// no line break.
+pub(crate) fn after_header(file: &[u8]) -> &[u8] {
+    match memchr::memchr(b'\n', file) {
+        Some(i) => &file[i + 1..],
+        None => &[],
+    }
+}
+
+/// Every JSON value of `text`, in order.
+pub(crate) fn values(text: &[u8]) -> Result<Vec<Val>, InputError> {
+    if !depth_within(text, MAX_DEPTH) {
+        return Err(InputError::TooDeep);
+    }
+    jaq_json::read::parse_many(text)
+        .enumerate()
+        .map(|(index, v)| {
+            let mut v = v.map_err(|e| InputError::Invalid {
+                index,
+                reason: e.to_string(),
+            })?;
+            normalize(&mut v);
+            Ok(v)
+        })
+        .collect()
+}
+
+/// Exactly one JSON value (`fromjson`).
+pub(crate) fn parse_one(text: &[u8]) -> Result<Jv, InputError> {
+    if !depth_within(text, MAX_DEPTH) {
+        return Err(InputError::TooDeep);
+    }
+    let mut v = jaq_json::read::parse_single(text).map_err(|e| InputError::Invalid {
+        index: 0,
+        reason: e.to_string(),
+    })?;
+    normalize(&mut v);
+    Ok(Jv(v))
+}
+
+/// Numbers become what jq 1.6 holds: a double (kept as an integer when it
+/// is one that a double holds exactly).
+fn normalize(v: &mut Val) {
+    match v {
+        Val::Num(n) => {
+            let exact = matches!(n, Num::Int(i) if i.unsigned_abs() <= 1 << 53);
+            if !exact && !matches!(n, Num::Float(_)) {
+                *v = Jv::num(num_f64(n)).0;
+            }
+        }
+        Val::Arr(a) => Rc::make_mut(a).iter_mut().for_each(normalize),
+        Val::Obj(o) => Rc::make_mut(o).values_mut().for_each(normalize),
+        _ => {}
+    }
+}
+
+/// Whether arrays and objects in `text` nest at most `max` deep (strings
+/// skipped, so brackets in them do not count).
+fn depth_within(text: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => i = string_end(text, i + 1),
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The index of the quote that closes the string starting at `i`.
+fn string_end(text: &[u8], mut i: usize) -> usize {
+    while let Some(j) = memchr::memchr2(b'"', b'\\', &text[i.min(text.len())..]) {
+        let at = i + j;
+        if text[at] == b'"' {
+            return at;
+        }
+        i = at + 2;
+    }
+    text.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        assert!(depth_within(br#"[["]]]]]\"[[[["]]"#, 2));
+        assert!(!depth_within(b"[[[1]]]", 2));
+        assert!(depth_within(b"[[1]]", 2));
+    }
+
+    #[test]
+    fn the_header_line_is_skipped() {
+        assert_eq!(after_header(b"{}\n1\n2\n"), b"1\n2\n");
+        assert_eq!(after_header(b"{}"), b"");
+    }
+
+    #[test]
+    fn numbers_become_doubles() {
+        let v = values(b"1 1.50 12345678901234567890 1e400").unwrap();
+        let shown: Vec<String> = v.into_iter().map(|v| Jv(v).to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "1",
+                "1.5",
+                "12345678901234567000",
+                "1.7976931348623157e+308"
+            ]
+        );
+    }
+}
