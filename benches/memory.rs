@@ -388,12 +388,31 @@ fn write_times(quick: bool) {
 /// A shape measured: its name and a builder of the result (compact JSON).
 type Shape = (&'static str, fn() -> Vec<u8>);
 
-/// The shapes measured.
-const SHAPES: [Shape; 6] = [
+/// The shapes measured: the issue's, normal results, and more hostile ones.
+const SHAPES: [Shape; 11] = [
     ("newlines, 20 MB text block", || newlines(20)),
     ("newlines, 40 MB text block", || newlines(40)),
     ("zeros array, 20 MB text block", || zeros(20, false)),
     ("zeros array, 20 MB structuredContent", || zeros(20, true)),
+    ("one-letter lines, 20 MB text block", || {
+        text_block(&"a\n".repeat(20_000_000 / 3))
+    }),
+    ("JSON lines [0], 20 MB text block", || {
+        text_block(&"[0]\n".repeat(20_000_000 / 5))
+    }),
+    ("zeros array, 20 MB text block, pretty", || {
+        let n = 20_000_000 / 6;
+        text_block(&serde_json::to_string_pretty(&vec![0; n]).unwrap())
+    }),
+    (
+        "zeros array, 20 MB text block, odd layout (kept verbatim)",
+        || text_block(&format!("[{}]", vec!["0"; 20_000_000 / 3].join(" ,"))),
+    ),
+    ("20 MB of empty text blocks (passes inline)", || {
+        let block = r#"{"type":"text","text":""}"#;
+        let blocks = vec![block; 20_000_000 / (block.len() + 1)].join(",");
+        format!(r#"{{"content":[{blocks}]}}"#).into_bytes()
+    }),
     ("200 full memories", || to_vec(&support::memory_result(200))),
     ("10 MB of full memories", || {
         to_vec(&support::memory_result(support::memories_for_bytes(
@@ -406,6 +425,11 @@ fn to_vec(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec(v).unwrap();
     out.shrink_to_fit();
     out
+}
+
+/// A result of one text block.
+fn text_block(text: &str) -> Vec<u8> {
+    to_vec(&json!({"content": [{"type": "text", "text": text}]}))
 }
 
 /// A text block of newlines only, `mb` MB of JSON (each `\n` is 2 bytes).
@@ -480,12 +504,14 @@ fn shape_case(name: &str, quick: bool) {
     let mut times = vec![start.elapsed().as_nanos() as f64];
     let rss_peak = peak_rss();
     let held = live() - base;
-    let Outcome::Offloaded(o) = outcome else {
-        panic!("{name}: not offloaded: {outcome:?}")
+    let (file, count) = match outcome {
+        Outcome::Offloaded(o) => (
+            std::fs::metadata(&o.file.path).unwrap().len() as f64,
+            o.response.summary.count.to_string(),
+        ),
+        Outcome::Inline(reason) => (0.0, format!("inline: {reason:?}")),
+        other => panic!("{name}: {other:?}"),
     };
-    let file = std::fs::metadata(&o.file.path).unwrap().len() as f64;
-    let count = o.response.summary.count;
-    drop(o);
     clear(dir.path());
     // Small results: the median of more runs.
     let reps = match result.len() {
@@ -517,7 +543,7 @@ fn shape_case(name: &str, quick: bool) {
     let row = [
         name.to_owned(),
         format!("{:.2} MB", size / 1e6),
-        count.to_string(),
+        count,
         format!("{:.1} MB", (peak - base) as f64 / 1e6),
         format!("{ratio:.2}"),
         format!("{:.2} MB", held as f64 / 1e6),

@@ -3,18 +3,21 @@
 
 use super::offloader::Offloader;
 use super::outcome::{Outcome, Truncated};
-use super::records::{self, Rebuild};
+use super::records::{self, Rebuild, RecordsView};
 use super::store::StoreError;
 use crate::wire::mcp::{BlockOut, RawResult};
 
 impl Offloader {
     /// The spec's write-failure fallback: inline, cut on record boundaries
     /// to fit the threshold, with a warning first.
+    ///
+    /// Bounded by the threshold, not by the records: only the records that
+    /// fit are looked at (each costs at least one token) and kept.
     pub(super) fn truncate(
         &self,
         parsed: &RawResult<'_>,
         rebuild: Option<&Rebuild>,
-        records: &[String],
+        records: RecordsView<'_>,
         error: StoreError,
         estimated_tokens: usize,
         threshold: usize,
@@ -32,21 +35,22 @@ impl Offloader {
             + rebuild.map_or(0, |r| self.estimator.estimate(r.result.get()));
         let budget = threshold.saturating_sub(overhead);
         let mut used = 0usize;
-        let mut kept = 0usize;
-        for rec in records {
+        let mut fitting: Vec<&str> = Vec::new();
+        for rec in records.iter() {
             let cost = self.estimator.estimate(rec) + 1;
             if used + cost > budget {
                 break;
             }
             used += cost;
-            kept += 1;
+            fitting.push(rec);
         }
+        let mut kept = fitting.len();
         // Records were costed minified; the text may be laid out more
         // loosely, so check the real estimate and shrink until it fits.
         let mut result = String::new();
         for _ in 0..24 {
             let warning = make_warning(kept);
-            result = self.truncated_result(parsed, rebuild, &records[..kept], &warning);
+            result = self.truncated_result(parsed, rebuild, &fitting[..kept], &warning);
             let tokens = RawResult::parse(&result).map_or(0, |r| self.estimate_parsed(&r));
             if tokens <= threshold || kept == 0 {
                 break;
@@ -67,12 +71,11 @@ impl Offloader {
         &self,
         parsed: &RawResult<'_>,
         rebuild: Option<&Rebuild>,
-        records: &[String],
+        records: &[&str],
         warning: &str,
     ) -> String {
-        let refs: Vec<&str> = records.iter().map(String::as_str).collect();
         let body = rebuild
-            .and_then(|r| records::assemble(r, &refs, false).ok())
+            .and_then(|r| records::assemble(r, records, false).ok())
             .unwrap_or_default();
         match RawResult::parse(&body) {
             Ok(truncated) => {

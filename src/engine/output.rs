@@ -12,7 +12,7 @@ use super::offloader::Offloader;
 use super::outcome::{Offloaded, Outcome};
 use super::rebuild::expiry;
 use super::recipes;
-use super::records::{self, Extraction, Rebuild, RecordKind};
+use super::records::{self, Extraction, Rebuild, RecordKind, Records, RecordsView};
 use super::stats::RecordStats;
 use super::store;
 use crate::json::push_json_string;
@@ -53,6 +53,11 @@ pub fn operation_name(tool: &str) -> String {
 impl Offloader {
     /// Writes the records to a file and builds the rewritten result; on a
     /// write failure, the spec's truncation fallback.
+    ///
+    /// Memory: the records are the file's body already (the texts they came
+    /// from left `parsed` during the extraction), and the header goes in
+    /// front of the records in their own buffer (see [`File`]), so nothing
+    /// here copies the records.
     pub(super) fn offload(
         &self,
         call: &ToolCall,
@@ -69,30 +74,23 @@ impl Offloader {
             structured_slim,
             structured_copy_key,
         } = extraction;
-        let stats = RecordStats::collect(records.iter().map(String::as_str));
+        let stats = RecordStats::collect(records.view().iter());
         let detail = detail_level(call, &stats);
         let id = ulid::Ulid::new();
         let header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild);
         let file_name = store::file_name(&header.operation, id);
-        let path = match self
-            .store
-            .write(&file_name, &file_contents(&header, &records))
-        {
+        let file = File::new(records, &header);
+        let path = match self.store.write(&file_name, &file.bytes) {
             Ok(path) => path,
             Err(error) => {
                 let rebuild = header.rebuild.as_ref();
                 let threshold = policy.threshold_tokens;
-                return self.truncate(
-                    parsed,
-                    rebuild,
-                    &records,
-                    error,
-                    estimated_tokens,
-                    threshold,
-                );
+                let records = file.records();
+                return self.truncate(parsed, rebuild, records, error, estimated_tokens, threshold);
             }
         };
-        let response = self.descriptor(&header, &path, &stats, kind, &records);
+        let response = self.descriptor(&header, &path, &stats, kind, file.records());
+        drop(file);
         let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
         let mut blocks = vec![BlockOut::NewText(&descriptor_json)];
         blocks.extend(kept_blocks.iter().map(|&i| BlockOut::Original(i)));
@@ -151,7 +149,7 @@ impl Offloader {
         path: &std::path::Path,
         stats: &RecordStats,
         kind: RecordKind,
-        records: &[String],
+        records: RecordsView<'_>,
     ) -> OffloadResponse {
         let (count, tokens, detail) = (records.len(), header.estimated_tokens, header.detail);
         let file_path = path.to_string_lossy().into_owned();
@@ -203,21 +201,62 @@ fn structured_copy(parsed: &RawResult<'_>, key: &str, descriptor_json: &str) -> 
     Some(records::with_field(&object, key, &value))
 }
 
-fn file_contents(header: &OffloadHeader, records: &[String]) -> Vec<u8> {
-    let size: usize = records.iter().map(|r| r.len() + 1).sum();
-    let mut out = Vec::with_capacity(size + 1024);
-    // Serialising our own types into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, header);
-    out.push(b'\n');
-    for r in records {
-        out.extend_from_slice(r.as_bytes());
-        out.push(b'\n');
+/// The file's contents: the header line, then the records. Made in the
+/// records' own buffer: it grows by the header's exact length, the records
+/// move up within it and the header is written in front.
+struct File {
+    bytes: Vec<u8>,
+    /// Where the records start, and how many there are.
+    records_at: usize,
+    count: usize,
+}
+
+impl File {
+    fn new(records: Records, header: &OffloadHeader) -> File {
+        let count = records.len();
+        let mut bytes = records.into_body().into_bytes();
+        let body = bytes.len();
+        let header_len = json_len(header);
+        bytes.reserve_exact(header_len + 1);
+        bytes.resize(body + header_len + 1, 0);
+        bytes.copy_within(..body, header_len + 1);
+        // Serialising our own types cannot fail; the slice has the exact room.
+        let _ = serde_json::to_writer(&mut bytes[..header_len], header);
+        bytes[header_len] = b'\n';
+        File {
+            bytes,
+            records_at: header_len + 1,
+            count,
+        }
     }
-    out
+
+    /// The records, as written.
+    fn records(&self) -> RecordsView<'_> {
+        // The records were a `String`: still UTF-8 (checked, not assumed).
+        let body = std::str::from_utf8(&self.bytes[self.records_at..]).unwrap_or_default();
+        RecordsView::new(body, self.count)
+    }
+}
+
+/// The length of `value` serialised as compact JSON, without building it.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// About the first `limit` characters of the data (records joined by newlines).
-fn preview(records: &[String], limit: usize) -> String {
+fn preview(records: RecordsView<'_>, limit: usize) -> String {
     if limit == 0 {
         return String::new();
     }

@@ -35,7 +35,7 @@ impl Offloader {
             }));
         }
         let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
-        let parsed = RawResult::parse(text)?;
+        let mut parsed = RawResult::parse(text)?;
         if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
             return Ok(Outcome::Inline(PassReason::IsError));
         }
@@ -49,7 +49,7 @@ impl Offloader {
             }));
         }
         let large = policy.threshold_tokens / 4;
-        let extraction = records::extract(&parsed, |t| self.estimator.estimate(t) > large)?;
+        let extraction = records::extract(&mut parsed, |t| self.estimator.estimate(t) > large)?;
         if extraction.records.is_empty() {
             return Ok(Outcome::Inline(PassReason::NoRecords));
         }

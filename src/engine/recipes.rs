@@ -1,18 +1,31 @@
 //! The ten jq recipes of a descriptor.
 //!
 //! Memory records (`id`, `title`, `namespace`, `memory_type`, ...) get the
-//! specification's table verbatim, recipes 9 and 10 chosen by detail level.
+//! specification's table verbatim, recipes 9 and 10 chosen by detail level,
+//! when every record fits it (see [`RecordStats::memory_recipes_fit`]).
 //! Any other records get ten recipes built from the fields they really have
 //! (most common category value, score-like numbers, dates, a keyword taken
 //! from the data), guarded so that every recipe runs without error under
-//! jq 1.6 on the file it describes, whatever the records hold.
+//! jq 1.6 on the file it describes, whatever the records hold:
+//!
+//! * field names are written `.["name"]` unless they are plain identifiers
+//!   that are no jq 1.6 keyword (`{module}` does not parse in jq 1.6);
+//! * per-record programs on mixed records start with `objects |`, slurped
+//!   ones with `map(objects) |`;
+//! * a nested path whose parent may be no object (`provenance` a string in
+//!   some records) is read with `?`;
+//! * records nested deeper than jq 1.6's parser allows would stop every
+//!   recipe at that line: then each recipe reads the lines as text (`-R`)
+//!   and parses them in jq, a record it cannot parse staying a string;
+//! * line records that hold groups of short lines are split back into
+//!   lines first, so line recipes see lines.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::descriptor::{Detail, JqRecipe};
-use super::records::RecordKind;
+use super::records::{RecordKind, RecordsView};
 use super::stats::{FieldStats, RecordStats};
 
 /// How many records are sampled to pick a keyword for search recipes.
@@ -36,18 +49,22 @@ pub(crate) fn build(
     stats: &RecordStats,
     kind: RecordKind,
     detail: Detail,
-    records: &[String],
+    records: RecordsView<'_>,
 ) -> Vec<JqRecipe> {
     let file = shell_quote(file);
     if kind == RecordKind::Json && stats.memory_recipes_fit(detail) {
         return memory_recipes(&file, detail);
     }
     let mut b = Builder::new(file);
+    b.raw = stats.too_deep > 0;
     match kind {
-        RecordKind::Lines => line_recipes(&mut b, records),
+        RecordKind::Lines => line_recipes(&mut b, records, false),
+        RecordKind::LineGroups => line_recipes(&mut b, records, true),
         RecordKind::Json if stats.objects > 0 => object_recipes(&mut b, stats, records),
         RecordKind::Json => scalar_recipes(&mut b, stats),
     }
+    b.each.clear();
+    b.all.clear();
     b.universal(stats);
     b.finish()
 }
@@ -117,10 +134,12 @@ fn memory_recipes(file: &str, detail: Detail) -> Vec<JqRecipe> {
         .collect()
 }
 
-/// jq keywords that cannot follow a dot or stand alone as an object key in jq 1.6.
-const JQ_KEYWORDS: [&str; 17] = [
+/// jq 1.6's keywords (its lexer's list, `__loc__` aside): none can stand
+/// alone as an object key (`{module}` is a syntax error), so fields of
+/// these names are always quoted.
+const JQ_KEYWORDS: [&str; 19] = [
     "and", "or", "not", "if", "then", "elif", "else", "end", "as", "def", "reduce", "foreach",
-    "try", "catch", "label", "import", "include",
+    "try", "catch", "label", "import", "include", "module", "break",
 ];
 
 /// `.name`, or `.["name"]` when the name is not a plain identifier.
@@ -173,18 +192,30 @@ struct Builder {
     file: String,
     out: Vec<JqRecipe>,
     /// Prefix for per-record programs (`objects | ` when records are mixed).
-    each: &'static str,
+    each: String,
     /// Prefix for slurped programs (`map(objects) | `).
-    all: &'static str,
+    all: String,
+    /// Read lines as text and parse them in jq (some record is too deep for
+    /// jq's parser).
+    raw: bool,
 }
+
+/// Parses a line read as text; a line jq cannot parse stays a string.
+const PARSE_LINE: &str = "(. as $line | try fromjson catch $line)";
+
+/// A line record as its lines: one `{line, text}` per non-empty line of a
+/// record that holds a group of them.
+const SPLIT_LINES: &str = ".line as $n | (.text | split(\"\\n\")) as $t \
+    | range(0; $t | length) | select($t[.] != \"\") | {line: ($n + .), text: $t[.]}";
 
 impl Builder {
     fn new(file: String) -> Self {
         Builder {
             file,
             out: Vec::new(),
-            each: "",
-            all: "",
+            each: String::new(),
+            all: String::new(),
+            raw: false,
         }
     }
 
@@ -192,6 +223,11 @@ impl Builder {
         if self.out.len() >= 10 || self.out.iter().any(|r| r.description == description) {
             return;
         }
+        let (flags, program) = if self.raw {
+            raw_form(flags, &program)
+        } else {
+            (flags.to_owned(), program)
+        };
         let program = format!("'{}'", program.replace('\'', "'\\''"));
         let jq = if flags.is_empty() {
             format!("jq {program}")
@@ -228,7 +264,7 @@ impl Builder {
             self.push(
                 "List all field names".into(),
                 "-s",
-                "map(objects | keys) | add | unique".into(),
+                "map(objects | keys) | add // [] | unique".into(),
             );
         }
         self.push("Show the first record".into(), "-s", ".[0]".into());
@@ -258,6 +294,24 @@ impl Builder {
 
     fn finish(self) -> Vec<JqRecipe> {
         self.out
+    }
+}
+
+/// `flags` and `program` for reading the lines as text: `-R`, each line
+/// parsed by [`PARSE_LINE`]; a slurping recipe (`-s`) collects them with
+/// `-n` and `[inputs | ...]` instead.
+fn raw_form(flags: &str, program: &str) -> (String, String) {
+    let mut out: Vec<&str> = flags.split_whitespace().filter(|f| *f != "-s").collect();
+    let slurp = out.len() < flags.split_whitespace().count();
+    if slurp {
+        out.extend(["-n", "-R"]);
+        (
+            out.join(" "),
+            format!("[inputs | {PARSE_LINE}] | {program}"),
+        )
+    } else {
+        out.push("-R");
+        (out.join(" "), format!("{PARSE_LINE} | {program}"))
     }
 }
 
@@ -298,50 +352,69 @@ fn keyword_or_default(k: Option<String>) -> String {
         .unwrap_or_else(|| "keyword".to_owned())
 }
 
-fn line_recipes(b: &mut Builder, records: &[String]) {
+/// Recipes for line records; `grouped`: some records hold several lines,
+/// split back into lines before every recipe.
+fn line_recipes(b: &mut Builder, records: RecordsView<'_>, grouped: bool) {
+    if grouped {
+        b.each = format!("{SPLIT_LINES} | ");
+        b.all = format!("map({SPLIT_LINES}) | ");
+    }
     let texts: Vec<String> = records
         .iter()
         .take(KEYWORD_SAMPLE)
         .filter_map(|r| serde_json::from_str::<Value>(r).ok())
         .filter_map(|v| v.get("text").and_then(Value::as_str).map(str::to_owned))
         .collect();
-    let kw = keyword_or_default(pick_keyword(texts.iter().map(String::as_str)));
+    // Lines, not groups: a word in every group may be in few lines.
+    let lines = texts
+        .iter()
+        .flat_map(|t| t.split('\n'))
+        .take(KEYWORD_SAMPLE * 4);
+    let kw = keyword_or_default(pick_keyword(lines));
     let kwl = lit(&kw);
-    b.push("Print the text".into(), "-r", ".text".into());
-    b.push(
+    b.each("Print the text".into(), "-r", ".text".into());
+    b.each(
         format!("Search lines for \"{kw}\" (with line numbers)"),
         "-r",
         format!("select(.text | test({kwl}; \"i\")) | \"\\(.line): \\(.text)\""),
     );
-    b.push(
+    b.all(
         format!("Count lines containing \"{kw}\""),
-        "-s",
+        "",
         format!("map(select(.text | test({kwl}; \"i\"))) | length"),
     );
-    b.push(
+    b.each(
         "Lines 1 to 20".into(),
         "-r",
         "select(.line >= 1 and .line <= 20) | .text".into(),
     );
-    b.push("Last 20 lines".into(), "-r -s", ".[-20:][] | .text".into());
-    b.push("Count lines".into(), "-s", "length".into());
-    b.push(
+    b.all(
+        "Last 20 non-empty lines".into(),
+        "-r",
+        ".[-20:][] | .text".into(),
+    );
+    b.all("Count non-empty lines".into(), "", "length".into());
+    b.all(
         "Most repeated lines (top 20)".into(),
-        "-s",
+        "",
         "group_by(.text) | map({text: .[0].text, count: length}) | sort_by(-.count) | .[:20]"
             .into(),
     );
-    b.push(
-        "Non-empty lines".into(),
+    b.each(
+        "Lines that are not blank".into(),
         "-c",
         "select(.text | test(\"\\\\S\"))".into(),
     );
-    b.push(
+    b.all(
         "Longest lines (top 10)".into(),
-        "-s",
+        "",
         "sort_by(.text | length) | reverse | .[:10]".into(),
     );
-    b.push("First 20 lines".into(), "-r -s", ".[:20][] | .text".into());
+    b.all(
+        "First 20 non-empty lines".into(),
+        "-r",
+        ".[:20][] | .text".into(),
+    );
 }
 
 /// Field roles found in object records.
@@ -482,8 +555,9 @@ impl<'s> RoleFinder<'s> {
     /// not the id: its jq path and its name.
     fn number(&self, id: Option<&str>) -> (Option<String>, Option<&'s str>) {
         match self.stats.score_field() {
+            // `?`: in some records `provenance` may be no object.
             Some(("provenance.confidence", _)) => (
-                Some(".provenance.confidence".to_owned()),
+                Some(".provenance.confidence?".to_owned()),
                 Some("provenance.confidence"),
             ),
             Some((k, _)) => (Some(path(k)), Some(k)),
@@ -500,10 +574,11 @@ impl<'s> RoleFinder<'s> {
 
 /// Recipes for records that are (mostly) objects, built on their roles;
 /// the order is the order they are offered in.
-fn object_recipes(b: &mut Builder, stats: &RecordStats, records: &[String]) {
-    if stats.objects < stats.count {
-        b.each = "objects | ";
-        b.all = "map(objects) | ";
+fn object_recipes(b: &mut Builder, stats: &RecordStats, records: RecordsView<'_>) {
+    // Records jq reads as strings (too deep) make the records mixed too.
+    if stats.objects < stats.count || stats.too_deep > 0 {
+        b.each = "objects | ".into();
+        b.all = "map(objects) | ".into();
     }
     let r = roles(stats);
     let shown = shown_fields(&r, stats);
@@ -573,7 +648,7 @@ fn shown_fields<'s>(r: &Roles<'s>, stats: &'s RecordStats) -> Vec<&'s str> {
 
 /// A case-insensitive search of the text field, for a keyword taken from
 /// the first records.
-fn search_recipe(b: &mut Builder, text: &str, records: &[String]) {
+fn search_recipe(b: &mut Builder, text: &str, records: RecordsView<'_>) {
     let sample = records
         .iter()
         .take(KEYWORD_SAMPLE)

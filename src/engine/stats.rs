@@ -1,16 +1,28 @@
 //! What the records hold: a JSON Schema of the lines, per-field statistics
-//! for the summary and the recipes, and whether they are memory records.
+//! for the summary and the recipes, whether they are memory records, and
+//! whether jq can read them all.
 //!
-//! One pass over the records; each is parsed, folded in and dropped, so the
-//! memory used does not grow with the number of records (distinct-value
-//! counts are capped).
+//! One streaming pass over the records: each is deserialized straight into
+//! the statistics (no `Value` is built; keys and strings are borrowed from
+//! the record unless escaped), so the work per record is one parse and the
+//! memory used does not grow with the number of records (fields, schema
+//! properties and distinct-value counts are capped). The counts are exact.
+//! Below the schema's depth values are skipped without being looked at.
+//!
+//! A record that fails midway (a number beyond `f64` where values are
+//! looked at) counts as opaque; what was folded in before the failure
+//! stays (the statistics are descriptive). Repeated keys in a record are
+//! each folded in; for the memory check the last one counts, as for jq.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use indexmap::IndexMap;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
 
 use super::descriptor::Detail;
+use super::records::string_end;
 
 /// Nesting depth down to which the line schema is described.
 const SCHEMA_DEPTH: usize = 6;
@@ -20,6 +32,12 @@ const SCHEMA_PROPERTIES: usize = 64;
 const TRACKED_FIELDS: usize = 256;
 /// Distinct string values counted per field.
 const DISTINCT_CAP: usize = 1024;
+/// Longer strings are not counted as distinct values (the field is then no
+/// category), so the counts hold short strings only.
+const DISTINCT_MAX_BYTES: usize = 128;
+/// Nesting that jq 1.6 surely parses: its parser stops past 256 levels,
+/// an object counting two, so 128 levels of anything.
+const JQ_SAFE_DEPTH: usize = 128;
 
 /// JSON types, as bit flags.
 mod ty {
@@ -30,18 +48,6 @@ mod ty {
     pub const STRING: u8 = 16;
     pub const ARRAY: u8 = 32;
     pub const OBJECT: u8 = 64;
-}
-
-fn type_of(v: &Value) -> u8 {
-    match v {
-        Value::Null => ty::NULL,
-        Value::Bool(_) => ty::BOOL,
-        Value::Number(n) if n.is_i64() || n.is_u64() => ty::INTEGER,
-        Value::Number(_) => ty::NUMBER,
-        Value::String(_) => ty::STRING,
-        Value::Array(_) => ty::ARRAY,
-        Value::Object(_) => ty::OBJECT,
-    }
 }
 
 /// A merged JSON Schema node.
@@ -55,35 +61,20 @@ struct SchemaNode {
 }
 
 impl SchemaNode {
-    fn observe(&mut self, v: &Value, depth: usize) {
-        self.types |= type_of(v);
-        if depth >= SCHEMA_DEPTH {
-            return;
-        }
-        match v {
-            Value::Object(map) => {
-                self.objects += 1;
-                for (k, child) in map {
-                    if let Some((node, n)) = self.properties.get_mut(k) {
-                        node.observe(child, depth + 1);
-                        *n += 1;
-                    } else if self.properties.len() < SCHEMA_PROPERTIES {
-                        let mut node = SchemaNode::default();
-                        node.observe(child, depth + 1);
-                        self.properties.insert(k.clone(), (node, 1));
-                    } else {
-                        self.more_properties = true;
-                    }
-                }
+    /// The node of property `key` of an object seen here, counted present;
+    /// `None` once the properties are capped.
+    fn child(&mut self, key: &str) -> Option<&mut SchemaNode> {
+        if !self.properties.contains_key(key) {
+            if self.properties.len() >= SCHEMA_PROPERTIES {
+                self.more_properties = true;
+                return None;
             }
-            Value::Array(items) => {
-                let node = self.items.get_or_insert_with(Default::default);
-                for item in items {
-                    node.observe(item, depth + 1);
-                }
-            }
-            _ => {}
+            self.properties
+                .insert(key.to_owned(), (SchemaNode::default(), 0));
         }
+        let (node, n) = self.properties.get_mut(key)?;
+        *n += 1;
+        Some(node)
     }
 
     fn to_schema(&self) -> Value {
@@ -154,7 +145,7 @@ pub(crate) struct FieldStats {
     pub string_bytes: usize,
     /// Occurrences of each distinct string value (capped).
     pub distinct: HashMap<String, usize>,
-    /// More distinct values than counted.
+    /// More distinct values than counted (or some too long to count).
     pub distinct_overflow: bool,
     /// Smallest and largest numeric value.
     pub min: f64,
@@ -162,38 +153,35 @@ pub(crate) struct FieldStats {
 }
 
 impl FieldStats {
-    fn observe(&mut self, v: &Value) {
+    fn observe_type(&mut self, t: u8) {
         self.present += 1;
-        self.types |= type_of(v);
-        match v {
-            Value::String(s) => {
-                self.strings += 1;
-                self.string_bytes += s.len();
-                if looks_like_date(s) {
-                    self.dates += 1;
-                }
-                if let Some(n) = self.distinct.get_mut(s.as_str()) {
-                    *n += 1;
-                } else if self.distinct.len() < DISTINCT_CAP {
-                    self.distinct.insert(s.clone(), 1);
-                } else {
-                    self.distinct_overflow = true;
-                }
-            }
-            Value::Number(n) => {
-                if let Some(f) = n.as_f64() {
-                    if self.numbers == 0 {
-                        self.min = f;
-                        self.max = f;
-                    } else {
-                        self.min = self.min.min(f);
-                        self.max = self.max.max(f);
-                    }
-                    self.numbers += 1;
-                }
-            }
-            _ => {}
+        self.types |= t;
+    }
+
+    fn observe_str(&mut self, s: &str) {
+        self.strings += 1;
+        self.string_bytes += s.len();
+        if looks_like_date(s) {
+            self.dates += 1;
         }
+        if let Some(n) = self.distinct.get_mut(s) {
+            *n += 1;
+        } else if self.distinct.len() < DISTINCT_CAP && s.len() <= DISTINCT_MAX_BYTES {
+            self.distinct.insert(s.to_owned(), 1);
+        } else {
+            self.distinct_overflow = true;
+        }
+    }
+
+    fn observe_number(&mut self, f: f64) {
+        if self.numbers == 0 {
+            self.min = f;
+            self.max = f;
+        } else {
+            self.min = self.min.min(f);
+            self.max = self.max.max(f);
+        }
+        self.numbers += 1;
     }
 
     /// Whether every value seen is a string.
@@ -237,6 +225,46 @@ struct MemoryCheck {
     provenance_shape: bool,
 }
 
+impl MemoryCheck {
+    /// Folds in the memory fields of one object record.
+    fn fold(&mut self, f: &MemoryFields) {
+        let string = |t: u8| t == ty::STRING;
+        self.core &= string(f.id) && string(f.title) && string(f.namespace) && f.memory_type != 0;
+        self.tags &= matches!(f.tags, 0 | ty::ARRAY | ty::NULL);
+        self.content &= string(f.content);
+        self.provenance_shape &= matches!(f.provenance, 0 | ty::NULL | ty::OBJECT);
+    }
+}
+
+/// The type of each memory field in one record (0: absent; of repeated
+/// keys, the last).
+#[derive(Default)]
+struct MemoryFields {
+    id: u8,
+    title: u8,
+    namespace: u8,
+    memory_type: u8,
+    tags: u8,
+    content: u8,
+    provenance: u8,
+}
+
+impl MemoryFields {
+    fn note(&mut self, key: &str, t: u8) {
+        let slot = match key {
+            "id" => &mut self.id,
+            "title" => &mut self.title,
+            "namespace" => &mut self.namespace,
+            "memory_type" => &mut self.memory_type,
+            "tags" => &mut self.tags,
+            "content" => &mut self.content,
+            "provenance" => &mut self.provenance,
+            _ => return,
+        };
+        *slot = t;
+    }
+}
+
 /// Everything learned from one pass over the records.
 #[derive(Debug)]
 pub(crate) struct RecordStats {
@@ -249,6 +277,8 @@ pub(crate) struct RecordStats {
     pub numbers: usize,
     /// Records that could not be parsed for inspection (numbers beyond f64).
     pub opaque: usize,
+    /// Records nested deeper than jq 1.6 surely parses.
+    pub too_deep: usize,
     schema: SchemaNode,
     /// Top-level fields of object records, in first-seen order.
     pub fields: IndexMap<String, FieldStats>,
@@ -266,6 +296,7 @@ impl RecordStats {
             strings: 0,
             numbers: 0,
             opaque: 0,
+            too_deep: 0,
             schema: SchemaNode::default(),
             fields: IndexMap::new(),
             provenance_confidence: FieldStats::default(),
@@ -277,14 +308,7 @@ impl RecordStats {
             },
         };
         for rec in records {
-            stats.count += 1;
-            match serde_json::from_str::<Value>(rec) {
-                Ok(v) => stats.observe(&v),
-                Err(_) => {
-                    stats.opaque += 1;
-                    stats.memory.core = false;
-                }
-            }
+            stats.fold(rec);
         }
         if stats.count == 0 {
             stats.memory.core = false;
@@ -292,54 +316,40 @@ impl RecordStats {
         stats
     }
 
-    fn observe(&mut self, v: &Value) {
-        self.schema.observe(v, 0);
-        match v {
-            Value::Object(map) => {
-                self.objects += 1;
-                for (k, child) in map {
-                    if let Some(f) = self.fields.get_mut(k) {
-                        f.observe(child);
-                    } else if self.fields.len() < TRACKED_FIELDS {
-                        let mut f = FieldStats::default();
-                        f.observe(child);
-                        self.fields.insert(k.clone(), f);
-                    }
-                }
-                let m = &mut self.memory;
-                m.core &= ["id", "title", "namespace"]
-                    .iter()
-                    .all(|k| map.get(*k).is_some_and(Value::is_string))
-                    && map.contains_key("memory_type");
-                m.tags &= map.get("tags").is_none_or(|t| t.is_array() || t.is_null());
-                m.content &= map.get("content").is_some_and(Value::is_string);
-                match map.get("provenance") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Object(p)) => {
-                        if let Some(c) = p.get("confidence") {
-                            self.provenance_confidence.observe(c);
-                        }
-                    }
-                    Some(_) => m.provenance_shape = false,
-                }
-            }
-            Value::String(_) => {
+    /// Folds one record in.
+    fn fold(&mut self, rec: &str) {
+        self.count += 1;
+        if too_deep_for_jq(rec) {
+            self.too_deep += 1;
+            self.memory.core = false;
+        }
+        let mut de = serde_json::Deserializer::from_str(rec);
+        match Root(self)
+            .deserialize(&mut de)
+            .and_then(|t| de.end().map(|()| t))
+        {
+            Ok(ty::OBJECT) => self.objects += 1,
+            Ok(ty::STRING) => {
                 self.strings += 1;
                 self.memory.core = false;
             }
-            Value::Number(_) => {
+            Ok(ty::INTEGER | ty::NUMBER) => {
                 self.numbers += 1;
                 self.memory.core = false;
             }
-            _ => self.memory.core = false,
+            Ok(_) => self.memory.core = false,
+            Err(_) => {
+                self.opaque += 1;
+                self.memory.core = false;
+            }
         }
     }
 
     /// Whether the records are memory records that the spec's recipes for
-    /// `detail` run on without error.
+    /// `detail` run on without error (jq 1.6 reads every one of them).
     pub fn memory_recipes_fit(&self, detail: Detail) -> bool {
         let m = self.memory;
-        let base = m.core && m.tags;
+        let base = m.core && m.tags && self.too_deep == 0;
         match detail {
             Detail::Light => base,
             Detail::Medium => base && m.content,
@@ -449,6 +459,261 @@ impl RecordStats {
     /// `(min, max)` of the score field.
     pub fn score_range(&self) -> Option<(f64, f64)> {
         self.score_field().map(|(_, f)| (f.min, f.max))
+    }
+}
+
+/// Whether `record` may nest deeper than jq 1.6 parses: more than
+/// [`JQ_SAFE_DEPTH`] levels. A byte walk, stopped as soon as it knows;
+/// records too short to nest that deep are not walked.
+fn too_deep_for_jq(record: &str) -> bool {
+    let bytes = record.as_bytes();
+    if bytes.len() <= 2 * JQ_SAFE_DEPTH {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i = string_end(bytes, i + 1);
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > JQ_SAFE_DEPTH {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// A key, borrowed from the record unless it holds escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(v.into()))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(v.to_owned().into()))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// One record, folded into the statistics as it is read; gives its type.
+struct Root<'s>(&'s mut RecordStats);
+
+impl Root<'_> {
+    /// The record as any value: its schema node only.
+    fn fold(&mut self) -> Fold<'_> {
+        Fold {
+            node: Some(&mut self.0.schema),
+            field: None,
+            confidence: None,
+            depth: 0,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Root<'_> {
+    type Value = u8;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u8, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Root<'_> {
+    type Value = u8;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, v: bool) -> Result<u8, E> {
+        self.fold().visit_bool(v)
+    }
+    fn visit_i64<E: serde::de::Error>(mut self, v: i64) -> Result<u8, E> {
+        self.fold().visit_i64(v)
+    }
+    fn visit_u64<E: serde::de::Error>(mut self, v: u64) -> Result<u8, E> {
+        self.fold().visit_u64(v)
+    }
+    fn visit_f64<E: serde::de::Error>(mut self, v: f64) -> Result<u8, E> {
+        self.fold().visit_f64(v)
+    }
+    fn visit_str<E: serde::de::Error>(mut self, v: &str) -> Result<u8, E> {
+        self.fold().visit_str(v)
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<u8, E> {
+        self.fold().visit_unit()
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, seq: A) -> Result<u8, A::Error> {
+        self.fold().visit_seq(seq)
+    }
+
+    /// An object record: each top-level field folded into its node, its
+    /// field statistics and the memory check.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u8, A::Error> {
+        let RecordStats {
+            schema,
+            fields,
+            provenance_confidence,
+            memory,
+            ..
+        } = self.0;
+        schema.types |= ty::OBJECT;
+        schema.objects += 1;
+        let mut memory_fields = MemoryFields::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let t = map.next_value_seed(Fold {
+                node: schema.child(&key),
+                field: tracked(fields, &key),
+                confidence: (key == "provenance").then_some(&mut *provenance_confidence),
+                depth: 1,
+            })?;
+            memory_fields.note(&key, t);
+        }
+        memory.fold(&memory_fields);
+        Ok(ty::OBJECT)
+    }
+}
+
+/// The statistics of top-level field `key`, started if there is room.
+fn tracked<'f>(
+    fields: &'f mut IndexMap<String, FieldStats>,
+    key: &str,
+) -> Option<&'f mut FieldStats> {
+    if !fields.contains_key(key) && fields.len() < TRACKED_FIELDS {
+        fields.insert(key.to_owned(), FieldStats::default());
+    }
+    fields.get_mut(key)
+}
+
+/// Where one value is folded in: its schema node (none past the property
+/// cap), the statistics of the top-level field it is, and, for the value
+/// of `provenance`, the statistics its `confidence` goes to. Gives the
+/// value's type.
+struct Fold<'s> {
+    node: Option<&'s mut SchemaNode>,
+    field: Option<&'s mut FieldStats>,
+    confidence: Option<&'s mut FieldStats>,
+    depth: usize,
+}
+
+impl Fold<'_> {
+    fn typed(&mut self, t: u8) -> u8 {
+        if let Some(node) = self.node.as_deref_mut() {
+            node.types |= t;
+        }
+        if let Some(field) = self.field.as_deref_mut() {
+            field.observe_type(t);
+        }
+        t
+    }
+
+    fn number(mut self, t: u8, f: f64) -> u8 {
+        if let Some(field) = self.field.as_deref_mut() {
+            field.observe_number(f);
+        }
+        self.typed(t)
+    }
+
+    /// The node whose contents are described, when this depth is.
+    fn described(&mut self) -> Option<&mut SchemaNode> {
+        self.node
+            .as_deref_mut()
+            .filter(|_| self.depth < SCHEMA_DEPTH)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Fold<'_> {
+    type Value = u8;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u8, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Fold<'_> {
+    type Value = u8;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, _: bool) -> Result<u8, E> {
+        Ok(self.typed(ty::BOOL))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u8, E> {
+        Ok(self.number(ty::INTEGER, v as f64))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u8, E> {
+        Ok(self.number(ty::INTEGER, v as f64))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u8, E> {
+        Ok(self.number(ty::NUMBER, v))
+    }
+    fn visit_str<E: serde::de::Error>(mut self, v: &str) -> Result<u8, E> {
+        if let Some(field) = self.field.as_deref_mut() {
+            field.observe_str(v);
+        }
+        Ok(self.typed(ty::STRING))
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<u8, E> {
+        Ok(self.typed(ty::NULL))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<u8, A::Error> {
+        let depth = self.depth + 1;
+        match self.described() {
+            Some(node) => {
+                let items = node.items.get_or_insert_with(Default::default);
+                while seq
+                    .next_element_seed(Fold {
+                        node: Some(&mut **items),
+                        field: None,
+                        confidence: None,
+                        depth,
+                    })?
+                    .is_some()
+                {}
+            }
+            None => while seq.next_element::<IgnoredAny>()?.is_some() {},
+        }
+        Ok(self.typed(ty::ARRAY))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<u8, A::Error> {
+        let depth = self.depth + 1;
+        let mut confidence = self.confidence.take();
+        let mut node = self.described();
+        if let Some(node) = node.as_deref_mut() {
+            node.objects += 1;
+        }
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let child = node.as_deref_mut().and_then(|n| n.child(&key));
+            let field = confidence.as_deref_mut().filter(|_| key == "confidence");
+            if child.is_none() && field.is_none() {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            map.next_value_seed(Fold {
+                node: child,
+                field,
+                confidence: None,
+                depth,
+            })?;
+        }
+        Ok(self.typed(ty::OBJECT))
     }
 }
 

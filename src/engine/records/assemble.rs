@@ -2,7 +2,6 @@
 //! out again from its records, put in its block or in `structuredContent`,
 //! then written into the envelope.
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::mcp::{BlockOut, RawObject, RawResult};
@@ -86,7 +85,10 @@ fn lay_out(shape: &Shape, recs: &[&str], exact: bool) -> Result<String, RebuildE
             (Some(v), true) => v.clone(),
             _ => json_lines(recs, *trailing_newline),
         },
-        Shape::Lines { trailing_newline } => text_lines(recs, *trailing_newline)?,
+        Shape::Lines {
+            trailing_newline,
+            lines,
+        } => super::lines::rebuild(recs, *trailing_newline, *lines, exact)?,
     })
 }
 
@@ -116,27 +118,6 @@ fn json_lines(recs: &[&str], trailing_newline: bool) -> String {
         s.push('\n');
     }
     s
-}
-
-/// The `text` of each `{"line", "text"}` record, joined by `\n`.
-fn text_lines(recs: &[&str], trailing_newline: bool) -> Result<String, RebuildError> {
-    #[derive(Deserialize)]
-    struct Line {
-        text: String,
-    }
-    let mut s = String::new();
-    for (n, r) in recs.iter().enumerate() {
-        let line: Line =
-            serde_json::from_str(r).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
-        if n > 0 {
-            s.push('\n');
-        }
-        s.push_str(&line.text);
-    }
-    if trailing_newline {
-        s.push('\n');
-    }
-    Ok(s)
 }
 
 /// `structuredContent` with its copy field set to the rebuilt text of the

@@ -12,21 +12,29 @@ use std::hash::{BuildHasher, BuildHasherDefault};
 
 use serde_json::value::RawValue;
 
-use crate::json::{minify_outline, trim_parts};
+use std::borrow::Cow;
+
+use crate::json::trim_parts;
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
-use super::shape::{JsonShape, TextKind, classify_text, json_shape_outlined};
+use super::lines;
+use super::shape::{JsonShape, TextKind, classify_text, elements_of, json_shape, jsonl_lines};
 use super::{
-    Extraction, Rebuild, RecordKind, Segment, Shape, StructuredCopy, TextFormat, with_field,
+    Extraction, Rebuild, RecordKind, Records, Segment, Shape, StructuredCopy, TextFormat,
+    with_field,
 };
 
 /// Takes a parsed result apart. `is_large` says whether a plain text block is
 /// big enough to become records even when JSON records exist elsewhere.
+///
+/// The text of each block that gave records leaves `result`: it is in the
+/// records now, or (when no known layout reproduces it) moved into the
+/// rebuild as it was; it is never copied.
 pub(crate) fn extract(
-    result: &RawResult<'_>,
+    result: &mut RawResult<'_>,
     is_large: impl Fn(&str) -> bool,
 ) -> Result<Extraction, ResultError> {
-    let (found, structured) = find_records(result, is_large);
+    let (mut found, structured) = find_records(result, is_large);
     let kind = found.kind();
     let text_copy = structured_text_copy(result, &found);
     let nulled_structured = match &text_copy {
@@ -38,6 +46,7 @@ pub(crate) fn extract(
         .filter(|&i| !found.is_source[i])
         .collect();
     let structured_copy = text_copy.map(|(copy, _)| copy);
+    found.take_source_texts(result);
     Ok(Extraction {
         records: found.records,
         kind,
@@ -54,16 +63,16 @@ pub(crate) fn extract(
 
 /// The records of `structuredContent`, then those of each text block, in
 /// block order.
-fn find_records(
-    result: &RawResult<'_>,
+fn find_records<'a>(
+    result: &RawResult<'a>,
     is_large: impl Fn(&str) -> bool,
-) -> (Found, Option<StructuredArray>) {
+) -> (Found, Option<StructuredArray<'a>>) {
     let mut found = Found::new(result.blocks.len());
     let structured = result
         .structured()
         .and_then(|raw| found.structured_array(raw));
-    let structured_minified = structured.as_ref().map(|s| s.minified.as_str());
-    let kinds: Vec<Option<TextKind>> = result
+    let structured_minified = structured.as_ref().map(|s| &*s.minified);
+    let kinds: Vec<Option<TextKind<'_>>> = result
         .blocks
         .iter()
         .map(|b| {
@@ -88,14 +97,14 @@ fn find_records(
                 Some(JsonShape::Array {
                     before,
                     after,
-                    elements,
-                }) => found.array_text(i, text, minified, (before, after), &elements),
+                    array,
+                }) => found.array_text(i, text, minified, (before, after), array),
                 Some(JsonShape::Single) if precedence.takes_value(text, &is_large) => {
                     found.value_text(i, text, minified)
                 }
                 Some(JsonShape::Single) | None => {}
             },
-            (TextKind::Jsonl { lines }, _) => found.jsonl_text(i, text, lines),
+            (TextKind::Jsonl, _) => found.jsonl_text(i, text),
             (TextKind::Plain, _) if precedence.takes_plain(text, &is_large) => {
                 found.plain_text(i, text)
             }
@@ -106,17 +115,19 @@ fn find_records(
 }
 
 /// The record array of `structuredContent`, when it holds one.
-struct StructuredArray {
+struct StructuredArray<'a> {
     /// `structuredContent` minified: a text block that minifies to exactly
     /// this is its backwards-compatible copy.
-    minified: String,
+    minified: Cow<'a, str>,
     /// `structuredContent` with the record array emptied.
     slim: String,
 }
 
 /// The records and segments found so far, and which blocks gave them.
 struct Found {
-    records: Vec<String>,
+    records: Records,
+    /// Some plain text gave groups of lines.
+    grouped_lines: bool,
     /// In file order. A segment of a block that copies records (of the
     /// structured array) points at them instead of adding its own.
     segments: Vec<Segment>,
@@ -128,21 +139,18 @@ struct Found {
 impl Found {
     fn new(blocks: usize) -> Found {
         Found {
-            records: Vec::new(),
+            records: Records::default(),
+            grouped_lines: false,
             segments: Vec::new(),
             is_source: vec![false; blocks],
         }
     }
 
-    /// Adds `records` as a new segment of `block` (`None`: `structuredContent`).
-    fn add(
-        &mut self,
-        block: Option<usize>,
-        records: impl IntoIterator<Item = String>,
-        shape: Shape,
-    ) {
+    /// Adds the records `write` appends as a new segment of `block`
+    /// (`None`: `structuredContent`).
+    fn add(&mut self, block: Option<usize>, write: impl FnOnce(&mut Records) -> Shape) {
         let start = self.records.len();
-        self.records.extend(records);
+        let shape = write(&mut self.records);
         self.segments.push(Segment {
             block,
             start,
@@ -167,19 +175,21 @@ impl Found {
 
     /// Takes the elements of `structuredContent`'s record array, if any. It
     /// comes first: the structured segment, when there is one, is segment 0.
-    fn structured_array(&mut self, raw: &RawValue) -> Option<StructuredArray> {
-        let (minified, outline) = minify_outline(raw.get());
+    fn structured_array<'a>(&mut self, raw: &'a RawValue) -> Option<StructuredArray<'a>> {
+        let minified = super::shape::minified(raw.get());
         let JsonShape::Array {
             before,
             after,
-            elements,
-        } = json_shape_outlined(&minified, &outline)
+            array,
+        } = json_shape(&minified)
         else {
             return None;
         };
         let slim = format!("{before}[]{after}");
-        let shape = json_shape(before, after, None);
-        self.add(None, elements.iter().map(|e| (*e).to_owned()), shape);
+        self.add(None, |records| {
+            push_elements(records, array);
+            json_array_shape(before, after, None)
+        });
         Some(StructuredArray { minified, slim })
     }
 
@@ -193,7 +203,7 @@ impl Found {
             return;
         };
         let format = TextFormat::detect(text, &array.minified);
-        let shape = json_shape(before, after, Some(format));
+        let shape = json_array_shape(before, after, Some(format));
         let (start, count) = (first.start, first.count);
         self.repeat(block, start, count, shape);
     }
@@ -211,58 +221,85 @@ impl Found {
         text: &str,
         minified: &str,
         (before, after): (&str, &str),
-        elements: &[&str],
+        array: &str,
     ) {
-        let shape = json_shape(before, after, Some(TextFormat::detect(text, minified)));
-        self.add(Some(block), elements.iter().map(|e| (*e).to_owned()), shape);
+        let format = Some(TextFormat::detect(text, minified));
+        self.add(Some(block), |records| {
+            push_elements(records, array);
+            json_array_shape(before, after, format)
+        });
     }
 
     /// A JSON text holding one value: that value, one record.
     fn value_text(&mut self, block: usize, text: &str, minified: &str) {
         let format = Some(TextFormat::detect(text, minified));
-        self.add(Some(block), [minified.to_owned()], Shape::Value { format });
+        self.add(Some(block), |records| {
+            records.reserve(minified.len() + 1);
+            records.push(minified);
+            Shape::Value { format }
+        });
     }
 
     /// JSON lines: one record per line. The text is kept verbatim unless it
     /// is exactly its compact lines joined by `\n`, with at most a final `\n`.
-    fn jsonl_text(&mut self, block: usize, text: &str, lines: &[String]) {
+    fn jsonl_text(&mut self, block: usize, text: &str) {
         let (lead, core, trail) = trim_parts(text);
-        let joined = lines.join("\n");
         let trailing_newline = trail == "\n";
-        let exact = lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
-        let shape = Shape::Jsonl {
-            trailing_newline,
-            verbatim: (!exact).then(|| text.to_owned()),
-        };
-        self.add(Some(block), lines.iter().cloned(), shape);
+        self.add(Some(block), |records| {
+            let start = records.body.len();
+            records.reserve(core.len() + 1);
+            for line in jsonl_lines(core) {
+                records.push_minified(line);
+            }
+            // The lines written, joined by `\n`: the text itself when exact.
+            let joined = &records.body[start..records.body.len() - 1];
+            let exact = lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
+            Shape::Jsonl {
+                trailing_newline,
+                // The text itself is moved in at the end (`take_source_texts`).
+                verbatim: (!exact).then(String::new),
+            }
+        });
     }
 
-    /// Plain text: one `{"line": n, "text": "..."}` record per line, a final
-    /// `\n` noted rather than giving an empty last line.
+    /// Plain text: line records (see `lines`).
     fn plain_text(&mut self, block: usize, text: &str) {
-        let mut parts: Vec<&str> = text.split('\n').collect();
-        let trailing_newline = parts.len() > 1 && parts.last() == Some(&"");
-        if trailing_newline {
-            parts.pop();
-        }
-        let records = parts
-            .iter()
-            .enumerate()
-            .map(|(n, line)| line_record(n + 1, line));
-        self.add(Some(block), records, Shape::Lines { trailing_newline });
+        let mut grouped = false;
+        self.add(Some(block), |records| {
+            let (shape, g) = lines::write(text, records);
+            grouped = g;
+            shape
+        });
+        self.grouped_lines |= grouped;
     }
 
-    /// `Lines` when every segment is plain text, else `Json`.
+    /// Takes the text of every source block out of `result`: moved into
+    /// its segment when kept verbatim, else dropped (it is in the records).
+    fn take_source_texts(&mut self, result: &mut RawResult<'_>) {
+        for seg in &mut self.segments {
+            let Some(i) = seg.block else { continue };
+            if let Some(text) = result.blocks[i].text.take() {
+                drop(seg.keep_verbatim(text));
+            }
+        }
+        for (block, source) in result.blocks.iter_mut().zip(&self.is_source) {
+            if *source {
+                block.text = None;
+            }
+        }
+    }
+
+    /// `Lines` (or `LineGroups`) when every segment is plain text, else `Json`.
     fn kind(&self) -> RecordKind {
-        if !self.segments.is_empty()
+        let all_lines = !self.segments.is_empty()
             && self
                 .segments
                 .iter()
-                .all(|s| matches!(s.shape, Shape::Lines { .. }))
-        {
-            RecordKind::Lines
-        } else {
-            RecordKind::Json
+                .all(|s| matches!(s.shape, Shape::Lines { .. }));
+        match (all_lines, self.grouped_lines) {
+            (false, _) => RecordKind::Json,
+            (true, false) => RecordKind::Lines,
+            (true, true) => RecordKind::LineGroups,
         }
     }
 
@@ -272,7 +309,7 @@ impl Found {
 }
 
 /// A [`Shape::Json`] from the text around the record array.
-fn json_shape(before: &str, after: &str, format: Option<TextFormat>) -> Shape {
+fn json_array_shape(before: &str, after: &str, format: Option<TextFormat>) -> Shape {
     Shape::Json {
         before: before.to_owned(),
         after: after.to_owned(),
@@ -280,58 +317,58 @@ fn json_shape(before: &str, after: &str, format: Option<TextFormat>) -> Shape {
     }
 }
 
-/// `{"line":n,"text":"..."}`.
-fn line_record(n: usize, line: &str) -> String {
-    let mut rec = String::with_capacity(line.len() + 24);
-    rec.push_str("{\"line\":");
-    rec.push_str(&n.to_string());
-    rec.push_str(",\"text\":");
-    crate::json::push_json_string(&mut rec, line);
-    rec.push('}');
-    rec
+/// Appends the elements of a minified array as records: they take what the
+/// array does (each comma becomes a newline), reserved at once.
+fn push_elements(records: &mut Records, array: &str) {
+    records.reserve(array.len());
+    for element in elements_of(array) {
+        records.push(element);
+    }
 }
 
 /// For each text block, the structured record it equals, when it is a JSON
 /// text holding one element of the structured array (the Python SDK sends a
 /// list as one text block per element). Looked for only when some JSON text
-/// is not an array.
-fn element_copies(found: &Found, kinds: &[Option<TextKind>]) -> Vec<Option<usize>> {
-    // Keyed by hash, not by borrowed record; a hit is compared in full.
+/// is not an array: the texts are hashed, then the records walked once, the
+/// first equal record winning; nothing is kept per record.
+fn element_copies(found: &Found, kinds: &[Option<TextKind<'_>>]) -> Vec<Option<usize>> {
     let hash = |s: &str| BuildHasherDefault::<DefaultHasher>::default().hash_one(s);
+    let mut copies = vec![None; kinds.len()];
+    let structured_first = found.segments.first().is_some_and(|s| s.block.is_none());
     let single_json_texts = kinds
         .iter()
-        .any(|k| matches!(k, Some(TextKind::Json { minified, .. }) if !minified.starts_with('[')));
-    let element_of: HashMap<u64, usize> = match found.segments.first() {
-        // Reversed: of equal records, the first one wins.
-        Some(seg) if seg.block.is_none() && single_json_texts => found
-            .records
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(n, r)| (hash(r), n))
-            .collect(),
-        _ => HashMap::new(),
-    };
-    kinds
-        .iter()
-        .map(|k| match k {
-            Some(TextKind::Json { minified, .. }) if !element_of.is_empty() => element_of
-                .get(&hash(minified))
-                .copied()
-                .filter(|&n| found.records[n] == *minified),
-            _ => None,
-        })
-        .collect()
+        .any(|k| matches!(k, Some(TextKind::Json { minified }) if !minified.starts_with('[')));
+    if !structured_first || !single_json_texts {
+        return copies;
+    }
+    let mut wanted: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if let Some(TextKind::Json { minified }) = k {
+            wanted.entry(hash(minified)).or_default().push(i);
+        }
+    }
+    for (n, record) in found.records.view().iter().enumerate() {
+        let Some(blocks) = wanted.get(&hash(record)) else {
+            continue;
+        };
+        for &i in blocks {
+            if let Some(TextKind::Json { minified }) = &kinds[i]
+                && copies[i].is_none()
+                && **minified == *record
+            {
+                copies[i] = Some(n);
+            }
+        }
+    }
+    copies
 }
 
-/// Every JSON text shaped (parsed for its record array) once, here.
-fn shape_json_texts(kinds: &[Option<TextKind>]) -> Vec<Option<JsonShape<'_>>> {
+/// Every JSON text shaped (walked for its record array) once, here.
+fn shape_json_texts<'k>(kinds: &'k [Option<TextKind<'_>>]) -> Vec<Option<JsonShape<'k>>> {
     kinds
         .iter()
         .map(|k| match k {
-            Some(TextKind::Json { minified, outline }) => {
-                Some(json_shape_outlined(minified, outline))
-            }
+            Some(TextKind::Json { minified }) => Some(json_shape(minified)),
             _ => None,
         })
         .collect()
@@ -349,13 +386,15 @@ struct Precedence {
 }
 
 impl Precedence {
-    fn new(found: &Found, kinds: &[Option<TextKind>], shapes: &[Option<JsonShape<'_>>]) -> Self {
+    fn new(
+        found: &Found,
+        kinds: &[Option<TextKind<'_>>],
+        shapes: &[Option<JsonShape<'_>>],
+    ) -> Self {
         let array_texts = shapes
             .iter()
             .any(|s| matches!(s, Some(JsonShape::Array { .. })))
-            || kinds
-                .iter()
-                .any(|k| matches!(k, Some(TextKind::Jsonl { .. })));
+            || kinds.iter().any(|k| matches!(k, Some(TextKind::Jsonl)));
         let json_texts = kinds
             .iter()
             .any(|k| matches!(k, Some(TextKind::Json { .. } | TextKind::Copy)));

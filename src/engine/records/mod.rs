@@ -3,31 +3,43 @@
 //! DESIGN.md's mapping: a JSON array (in `structuredContent` or in a text
 //! block) gives one record per element; an object whose bulk is one array
 //! gives that array's elements; JSONL text gives its lines; plain text gives
-//! one record per line (`{"line": n, "text": "..."}`). Everything that is not
-//! a record — the other top-level fields, the other blocks, the object around
-//! the array, the exact layout of the text — goes into a [`Rebuild`] stored in
-//! the file's header, so [`rebuild`](crate::rebuild) can restore the original
-//! `CallToolResult` exactly.
+//! one record per non-empty line (`{"line": n, "text": "..."}`; see
+//! `lines` for empty lines and for texts of very short lines). Everything
+//! that is not a record — the other top-level fields, the other blocks, the
+//! object around the array, the exact layout of the text — goes into a
+//! [`Rebuild`] stored in the file's header, so [`rebuild`](crate::rebuild)
+//! can restore the original `CallToolResult` exactly.
+//!
+//! # Memory
+//!
+//! Records live in one buffer, [`Records`]: each record's JSON text followed
+//! by a newline, which is the file's body as it will be written. A record
+//! costs its bytes and one newline, never an allocation or an index entry of
+//! its own, so a result of ten million one-byte records costs what its bytes
+//! do. Nothing here keeps a list of records or of element positions.
 //!
 //! # Files
 //!
 //! This file holds the types (what a file header records, what an
-//! extraction gives); `extract` takes a result apart, `assemble` puts one
-//! back together, `shape` finds where records sit in one value (used by
-//! `extract` only).
+//! extraction gives, the record buffer); `extract` takes a result apart,
+//! `assemble` puts one back together, `shape` finds where records sit in
+//! one value and walks a minified array's elements (used by `extract`),
+//! `lines` turns plain text into line records and back.
 
 mod assemble;
 mod extract;
+mod lines;
 mod shape;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::json::{Style, minify, trim_parts};
+use crate::json::{Style, minify, minify_into, trim_parts};
 use crate::wire::mcp::RawObject;
 
 pub(crate) use assemble::assemble;
 pub(crate) use extract::extract;
+pub(crate) use shape::string_end;
 
 /// The part of a file header that lets the original result be rebuilt.
 ///
@@ -118,8 +130,17 @@ pub(crate) enum Shape {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         verbatim: Option<String>,
     },
-    /// Text lines, one `{"line", "text"}` record each, joined by `\n`.
-    Lines { trailing_newline: bool },
+    /// Text lines joined by `\n`: one `{"line", "text"}` record per
+    /// non-empty line, or per group of consecutive short lines (`text`
+    /// holding them joined by `\n`); the lines no record covers are empty.
+    Lines {
+        trailing_newline: bool,
+        /// Number of lines (the final empty one after a trailing `\n` not
+        /// counted). Absent in files written before empty lines were left
+        /// out: then every line has its record.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lines: Option<usize>,
+    },
 }
 
 /// How a JSON text block was laid out around its minified form.
@@ -131,7 +152,9 @@ pub(crate) struct TextFormat {
     trail: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     style: Option<Style>,
-    /// The original text, kept when no known style reproduces it.
+    /// The original text, kept when no known style reproduces it. During
+    /// an extraction `Some("")` stands for it: the block's text is moved in
+    /// at the end ([`Segment::keep_verbatim`]), never copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     verbatim: Option<String>,
 }
@@ -146,11 +169,12 @@ impl TextFormat {
                 style: Some(style),
                 verbatim: None,
             },
+            // The text itself is moved in at the end of the extraction.
             None => TextFormat {
                 lead: String::new(),
                 trail: String::new(),
                 style: None,
-                verbatim: Some(text.to_owned()),
+                verbatim: Some(String::new()),
             },
         }
     }
@@ -172,20 +196,141 @@ impl TextFormat {
     }
 }
 
+impl Segment {
+    /// Where this segment keeps its block's text verbatim: a JSON text no
+    /// known style lays out, or JSON lines that are not compact.
+    fn verbatim_slot(&mut self) -> Option<&mut String> {
+        match &mut self.shape {
+            Shape::Json {
+                format: Some(f), ..
+            }
+            | Shape::Value { format: Some(f) } => f.verbatim.as_mut(),
+            Shape::Jsonl { verbatim, .. } => verbatim.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// Moves `text` (its block's) in where the segment keeps it verbatim;
+    /// gives it back when the segment does not.
+    fn keep_verbatim(&mut self, text: String) -> Option<String> {
+        match self.verbatim_slot() {
+            Some(slot) => {
+                *slot = text;
+                None
+            }
+            None => Some(text),
+        }
+    }
+}
+
 /// What kind of records a result gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RecordKind {
     /// JSON values (objects, arrays or scalars).
     Json,
-    /// `{"line": n, "text": "..."}` records made from plain text.
+    /// `{"line": n, "text": "..."}` records made from plain text, one per
+    /// non-empty line.
     Lines,
+    /// Line records of which some hold a group of consecutive short lines
+    /// (`text` has them joined by `\n`, `line` is the first one's number).
+    LineGroups,
+}
+
+/// The records of a result, in one buffer: each record's compact JSON text
+/// followed by `\n` (a record never holds a raw newline, and is never
+/// empty). This is the file's body, byte for byte.
+#[derive(Default)]
+pub(crate) struct Records {
+    body: String,
+    count: usize,
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("count", &self.count)
+            .field("bytes", &self.body.len())
+            .finish()
+    }
+}
+
+impl Records {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// A view of the records.
+    pub fn view(&self) -> RecordsView<'_> {
+        RecordsView {
+            body: &self.body,
+            count: self.count,
+        }
+    }
+
+    /// The buffer: every record followed by `\n`.
+    pub fn into_body(self) -> String {
+        self.body
+    }
+
+    /// Makes room for `bytes` more bytes of records, exactly (the buffer
+    /// never grows by doubling, so its capacity is what it holds).
+    fn reserve(&mut self, bytes: usize) {
+        self.body.reserve_exact(bytes);
+    }
+
+    /// Appends one record, compact JSON without a newline.
+    fn push(&mut self, record: &str) {
+        self.body.push_str(record);
+        self.end();
+    }
+
+    /// Appends one record, minifying valid JSON text on the way.
+    fn push_minified(&mut self, json: &str) {
+        minify_into(json, &mut self.body);
+        self.end();
+    }
+
+    /// Ends the record written so far straight into the buffer.
+    fn end(&mut self) {
+        self.body.push('\n');
+        self.count += 1;
+    }
+}
+
+/// The records, borrowed: from a [`Records`] buffer, or from the body of a
+/// file being written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordsView<'a> {
+    body: &'a str,
+    count: usize,
+}
+
+impl<'a> RecordsView<'a> {
+    /// The records of `body` (each followed by `\n`), `count` of them.
+    pub fn new(body: &'a str, count: usize) -> Self {
+        RecordsView { body, count }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Each record, in order.
+    pub fn iter(&self) -> std::str::SplitTerminator<'a, char> {
+        self.body.split_terminator('\n')
+    }
 }
 
 /// A result taken apart into records.
 #[derive(Debug)]
 pub(crate) struct Extraction {
     /// Each record as compact JSON (one JSONL line).
-    pub records: Vec<String>,
+    pub records: Records,
     pub kind: RecordKind,
     pub rebuild: Rebuild,
     /// Blocks that stay in the rewritten result (not record sources).

@@ -1,29 +1,114 @@
 //! Where the records sit in one value: the record array of a JSON text or
-//! of `structuredContent`, and what a text block holds (JSON, a copy of
-//! `structuredContent`, JSON lines, plain text).
+//! of `structuredContent`, its elements, and what a text block holds (JSON,
+//! a copy of `structuredContent`, JSON lines, plain text).
+//!
+//! Everything here walks minified text and keeps no list: the elements of
+//! an array are found one after the other by [`Items`], so ten million
+//! elements cost no more memory than ten.
+
+use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::{Outline, minifies_to, minify, minify_outline, range_in, trim_parts};
-use crate::wire::mcp::RawObject;
+use crate::json::{minifies_to, minify, trim_parts};
 
 /// The shape of one JSON text or structured value.
 pub(super) enum JsonShape<'a> {
-    /// `before + [elements] + after`.
+    /// `before + array + after`; `array` is the record array, brackets
+    /// included (walk it with [`elements`]).
     Array {
         before: &'a str,
         after: &'a str,
-        elements: Vec<&'a str>,
+        array: &'a str,
     },
     /// One value, one record.
     Single,
 }
 
+/// `json` minified: borrowed when it already is (the usual case: servers
+/// send compact JSON), else a minified copy. `json` must be valid JSON.
+pub(super) fn minified(json: &str) -> Cow<'_, str> {
+    if minifies_to(json, json) {
+        Cow::Borrowed(json)
+    } else {
+        Cow::Owned(minify(json))
+    }
+}
+
 /// Finds the record array in minified JSON: the value itself when it is an
-/// array, else the array field holding more than half of an object's bytes.
-fn json_shape(minified: &str) -> JsonShape<'_> {
-    let bytes = minified.as_bytes();
-    let array = match bytes.first() {
+/// array, else the array member holding more than half of an object's
+/// bytes (of repeated keys the last one counts, as for any JSON reader).
+pub(super) fn json_shape(minified: &str) -> JsonShape<'_> {
+    let shape = match minified.as_bytes().first() {
+        Some(b'[') => JsonShape::Array {
+            before: "",
+            after: "",
+            array: minified,
+        },
+        Some(b'{') => object_shape(minified),
+        _ => JsonShape::Single,
+    };
+    // Debug builds (the tests, the property tests) check it against a parse.
+    #[cfg(debug_assertions)]
+    if minified.len() <= 1 << 20 {
+        check_against_parse(minified, &shape);
+    }
+    shape
+}
+
+/// The array member of a minified object that holds over half its bytes,
+/// unless a later member of the same key hides it.
+fn object_shape(object: &str) -> JsonShape<'_> {
+    let mut found: Option<(&str, &str)> = None;
+    for item in Items::new(object) {
+        let (key, value) = member(item);
+        if found.is_some_and(|(k, _)| same_key(k, key)) {
+            // Only one value can hold over half the bytes: none is left.
+            found = None;
+        }
+        if value.starts_with('[') && value.len() * 2 > object.len() {
+            found = Some((key, value));
+        }
+    }
+    match found {
+        Some((_, array)) => {
+            let start = array.as_ptr() as usize - object.as_ptr() as usize;
+            JsonShape::Array {
+                before: &object[..start],
+                after: &object[start + array.len()..],
+                array,
+            }
+        }
+        None => JsonShape::Single,
+    }
+}
+
+/// Whether two raw keys (quotes included) name the same member.
+fn same_key(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    if !a.contains('\\') && !b.contains('\\') {
+        return false;
+    }
+    let decode = |k: &str| serde_json::from_str::<String>(k).ok();
+    matches!((decode(a), decode(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// The key (quotes included) and value of one `"key":value` member.
+fn member(item: &str) -> (&str, &str) {
+    let key_end = string_end(item.as_bytes(), 1);
+    (
+        &item[..key_end],
+        item.get(key_end + 1..).unwrap_or_default(),
+    )
+}
+
+/// The parse's answer, which [`json_shape`] must give.
+#[cfg(debug_assertions)]
+fn check_against_parse(minified: &str, shape: &JsonShape<'_>) {
+    use crate::wire::mcp::RawObject;
+    let array = match minified.as_bytes().first() {
         Some(b'[') => Some(minified),
         Some(b'{') => serde_json::from_str::<RawObject<'_>>(minified)
             .ok()
@@ -36,120 +121,135 @@ fn json_shape(minified: &str) -> JsonShape<'_> {
             .filter(|v| v.len() * 2 > minified.len()),
         _ => None,
     };
-    let Some(array) = array else {
-        return JsonShape::Single;
-    };
-    let Ok(elements) = serde_json::from_str::<Vec<&RawValue>>(array) else {
-        return JsonShape::Single;
-    };
-    let range = range_in(minified, array);
-    JsonShape::Array {
-        before: &minified[..range.start],
-        after: &minified[range.end..],
-        elements: elements.into_iter().map(RawValue::get).collect(),
-    }
-}
-
-/// [`json_shape`] from the outline found while minifying (no parse), the
-/// same answer. Objects with escaped or repeated keys take the parsing way.
-pub(super) fn json_shape_outlined<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m> {
-    let shape = shape_from_outline(minified, outline);
-    // Debug builds (the tests, the property tests) check it against the parse.
-    #[cfg(debug_assertions)]
-    match (&shape, json_shape(minified)) {
-        (JsonShape::Single, JsonShape::Single) => {}
-        (
-            JsonShape::Array {
-                before,
-                after,
-                elements,
-            },
-            JsonShape::Array {
-                before: b,
-                after: a,
-                elements: e,
-            },
-        ) => assert!(*before == b && *after == a && *elements == e, "{minified}"),
-        _ => panic!("outline and parse disagree on {minified}"),
-    }
-    shape
-}
-
-fn shape_from_outline<'m>(minified: &'m str, outline: &Outline) -> JsonShape<'m> {
-    let slices = |ranges: &[std::ops::Range<usize>]| -> Vec<&'m str> {
-        ranges.iter().map(|r| &minified[r.clone()]).collect()
-    };
-    match outline.top {
-        b'[' => JsonShape::Array {
-            before: "",
-            after: "",
-            elements: slices(&outline.elements),
-        },
-        b'{' => {
-            let keys = || outline.members.iter().map(|m| &minified[m.key.clone()]);
-            let mut seen = std::collections::HashSet::with_capacity(outline.members.len());
-            if keys().any(|k| k.contains('\\') || !seen.insert(k)) {
-                return json_shape(minified);
-            }
-            let Some(member) = outline
-                .members
-                .iter()
-                .filter(|m| minified[m.value.clone()].starts_with('['))
-                .max_by_key(|m| m.value.len())
-                .filter(|m| m.value.len() * 2 > minified.len())
-            else {
-                return JsonShape::Single;
-            };
-            JsonShape::Array {
-                before: &minified[..member.value.start],
-                after: &minified[member.value.end..],
-                elements: slices(&member.elements),
-            }
+    match (array, shape) {
+        (None, JsonShape::Single) => {}
+        (Some(parsed), JsonShape::Array { array, .. }) => {
+            assert!(std::ptr::eq(parsed, *array), "{minified}");
+            let elements = serde_json::from_str::<Vec<&RawValue>>(parsed).expect("an array");
+            let walked: Vec<&str> = elements_of(array).collect();
+            let parsed: Vec<&str> = elements.iter().map(|e| e.get()).collect();
+            assert_eq!(walked, parsed, "{minified}");
         }
-        _ => JsonShape::Single,
+        _ => panic!("walk and parse disagree on {minified}"),
     }
+}
+
+/// The elements of a minified array (brackets included), one after the other.
+pub(super) fn elements_of(array: &str) -> Items<'_> {
+    Items::new(array)
+}
+
+/// The items at the top level of a minified array or object: each element,
+/// or each `"key":value` member. Found by walking the text, nothing kept.
+pub(super) struct Items<'a> {
+    text: &'a str,
+    /// Where the next item starts; past the end when done.
+    pos: usize,
+}
+
+impl<'a> Items<'a> {
+    /// The items of `container`, a minified array or object.
+    fn new(container: &'a str) -> Self {
+        let empty = container.len() < 2 || matches!(container.as_bytes()[1], b']' | b'}');
+        Items {
+            text: container,
+            pos: if empty { container.len() } else { 1 },
+        }
+    }
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        // The closing bracket is the last byte; an item ends before it.
+        let end = self.text.len().checked_sub(1)?;
+        let start = self.pos;
+        if start >= end {
+            return None;
+        }
+        let mut depth = 0usize;
+        let mut i = start;
+        while i < end {
+            match bytes[i] {
+                b'"' => {
+                    i = string_end(bytes, i + 1);
+                    continue;
+                }
+                b'[' | b'{' => depth += 1,
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                b',' if depth == 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        let i = i.min(end);
+        self.pos = i + 1;
+        Some(&self.text[start..i])
+    }
+}
+
+/// The position just after the string literal whose contents start at
+/// `from` (after its opening quote); the end of `bytes` if it is not closed.
+pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(p) = bytes
+        .get(from..)
+        .and_then(|b| memchr::memchr2(b'"', b'\\', b))
+    {
+        let at = from + p;
+        if bytes[at] == b'"' {
+            return at + 1;
+        }
+        // A backslash escapes the next byte.
+        from = at + 2;
+    }
+    bytes.len()
 }
 
 /// What a text block holds.
-pub(super) enum TextKind {
+pub(super) enum TextKind<'t> {
+    /// JSON, minified (borrowed when the text already was).
     Json {
-        minified: String,
-        outline: Outline,
+        minified: Cow<'t, str>,
     },
     /// JSON that minifies to exactly the minified `structuredContent`: its
     /// backwards-compatible text copy.
     Copy,
-    Jsonl {
-        lines: Vec<String>,
-    },
+    /// Two or more lines of JSON values (blank lines aside).
+    Jsonl,
     Plain,
 }
 
-pub(super) fn classify_text(text: &str, structured_minified: Option<&str>) -> TextKind {
+pub(super) fn classify_text<'t>(text: &'t str, structured_minified: Option<&str>) -> TextKind<'t> {
     let (_, core, _) = trim_parts(text);
     if core.starts_with(['{', '[']) && serde_json::from_str::<&RawValue>(core).is_ok() {
         // Compared while minifying: a copy is never built.
         if structured_minified.is_some_and(|m| minifies_to(core, m)) {
             return TextKind::Copy;
         }
-        let (minified, outline) = minify_outline(core);
-        return TextKind::Json { minified, outline };
+        return TextKind::Json {
+            minified: minified(core),
+        };
     }
     if core.starts_with(['{', '[']) && core.contains('\n') {
-        let mut lines = Vec::new();
-        for line in core.split('\n') {
-            let line = line.trim_end_matches('\r');
-            if line.trim().is_empty() {
-                continue;
-            }
+        let mut values = 0usize;
+        for line in jsonl_lines(core) {
             if serde_json::from_str::<&RawValue>(line).is_err() {
                 return TextKind::Plain;
             }
-            lines.push(minify(line.trim()));
+            values += 1;
         }
-        if lines.len() >= 2 {
-            return TextKind::Jsonl { lines };
+        if values >= 2 {
+            return TextKind::Jsonl;
         }
     }
     TextKind::Plain
+}
+
+/// The non-blank lines of JSON lines text (a final `\r` cut off).
+pub(super) fn jsonl_lines(core: &str) -> impl Iterator<Item = &str> {
+    core.split('\n')
+        .map(|line| line.trim_end_matches('\r'))
+        .filter(|line| !line.trim().is_empty())
 }
