@@ -98,6 +98,7 @@
 //! # });
 //! ```
 
+mod fast;
 mod guard;
 mod input;
 mod natives;
@@ -624,9 +625,7 @@ impl Job {
         let deadline = Instant::now() + self.limits.time_limit;
         let bytes = read_capped(&self.file, self.limits.max_input_bytes)?;
         let compiled = run::compile(&self.query)?;
-        let inputs = input::values(input::after_header(&bytes))
-            .map_err(|e| ExtractError::BadInput(e.to_string()))?;
-        drop(bytes);
+        let inputs = read_inputs(bytes)?;
         let budget = Budget {
             deadline,
             alloc_bytes: self.limits.max_alloc_bytes,
@@ -678,6 +677,16 @@ impl Job {
             },
             Stop::Depth => ExtractError::TooDeep,
         }
+    }
+}
+
+/// The input values: the fast reader's, else jaq's (which reports errors).
+fn read_inputs(file: Vec<u8>) -> Result<Vec<jaq_json::Val>, ExtractError> {
+    let file = bytes::Bytes::from(file);
+    let after = file.slice_ref(input::after_header(&file));
+    match fast::values(&after) {
+        Some(values) => Ok(values),
+        None => input::values(&after).map_err(|e| ExtractError::BadInput(e.to_string())),
     }
 }
 
