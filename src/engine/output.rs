@@ -255,36 +255,35 @@ fn json_len(value: &impl serde::Serialize) -> usize {
     count.0
 }
 
-/// About the first `limit` characters of the data (records joined by newlines).
+/// About the first `limit` characters of the data (records joined by
+/// newlines). Only the records shown are walked; the rest is counted.
 fn preview(records: RecordsView<'_>, limit: usize) -> String {
     if limit == 0 {
         return String::new();
     }
     let mut out = String::new();
     let mut taken = 0usize;
-    let mut total = 0usize;
     for (n, rec) in records.iter().enumerate() {
-        let sep = usize::from(n > 0);
-        let chars = rec.chars().count();
-        total += chars + sep;
-        if taken < limit {
-            if sep == 1 {
-                out.push('\n');
-                taken += 1;
+        if taken >= limit {
+            break;
+        }
+        if n > 0 {
+            out.push('\n');
+            taken += 1;
+        }
+        let want = limit.saturating_sub(taken);
+        match rec.char_indices().nth(want) {
+            Some((cut, _)) => {
+                out.push_str(&rec[..cut]);
+                taken += want;
             }
-            let want = limit.saturating_sub(taken);
-            match rec.char_indices().nth(want) {
-                Some((cut, _)) => {
-                    out.push_str(&rec[..cut]);
-                    taken += want;
-                }
-                None => {
-                    out.push_str(rec);
-                    taken += chars;
-                }
+            None => {
+                out.push_str(rec);
+                taken += rec.chars().count();
             }
         }
     }
+    let total = records.chars();
     if total > taken {
         out.push_str(&format!("...(truncated, {} more chars)", total - taken));
     }

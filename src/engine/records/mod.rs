@@ -321,8 +321,34 @@ impl<'a> RecordsView<'a> {
     }
 
     /// Each record, in order.
-    pub fn iter(&self) -> std::str::SplitTerminator<'a, char> {
-        self.body.split_terminator('\n')
+    pub fn iter(&self) -> RecordIter<'a> {
+        RecordIter { rest: self.body }
+    }
+
+    /// The records joined by `\n`, in characters.
+    pub fn chars(&self) -> usize {
+        self.body.chars().count().saturating_sub(1)
+    }
+}
+
+/// The records of a [`RecordsView`], one after the other (a byte search
+/// for each newline: records may be one byte long, ten million of them).
+#[derive(Debug, Clone)]
+pub(crate) struct RecordIter<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', self.rest.as_bytes()).unwrap_or(self.rest.len());
+        let record = &self.rest[..end];
+        self.rest = self.rest.get(end + 1..).unwrap_or_default();
+        Some(record)
     }
 }
 
