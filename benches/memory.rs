@@ -190,6 +190,7 @@ fn main() {
                 "peak / result",
                 "held after (outcome alive)",
                 "peak RSS above start",
+                "RSS after, above start",
                 "time",
                 "file",
                 "file / result",
@@ -482,6 +483,22 @@ fn peak_rss() -> usize {
     kb("VmHWM:") * 1024
 }
 
+/// Current resident memory (`VmRSS`), in bytes.
+fn current_rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| {
+            v.trim()
+                .trim_end_matches(" kB")
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// Current resident memory (`VmRSS`) after resetting the peak to it.
 fn reset_peak_rss() -> usize {
     // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
@@ -504,6 +521,7 @@ fn shape_case(name: &str, quick: bool) {
     let mut times = vec![start.elapsed().as_nanos() as f64];
     let rss_peak = peak_rss();
     let held = live() - base;
+    let rss_held = current_rss().saturating_sub(rss_base);
     let (file, count) = match outcome {
         Outcome::Offloaded(o) => (
             std::fs::metadata(&o.file.path).unwrap().len() as f64,
@@ -548,6 +566,7 @@ fn shape_case(name: &str, quick: bool) {
         format!("{ratio:.2}"),
         format!("{:.2} MB", held as f64 / 1e6),
         format!("{:.1} MB", rss_peak.saturating_sub(rss_base) as f64 / 1e6),
+        format!("{:.1} MB", rss_held as f64 / 1e6),
         support::fmt_ns(support::percentile(&times, 50.0)),
         format!("{:.2} MB", file / 1e6),
         format!("{:.2}", file / size),

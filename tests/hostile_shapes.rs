@@ -115,6 +115,11 @@ fn short_lines_are_grouped_and_recipes_still_see_lines() {
     assert!(r <= 2.0, "file / result {r}");
     let count = off.response.summary.count;
     assert!(count < 60_000 / 8, "{count} records for 60,000 short lines");
+    let described = off.response.line_schema["description"].as_str().unwrap();
+    assert!(
+        described.contains("group of consecutive short lines"),
+        "{described}"
+    );
     run_all_recipes(&off);
     // The recipes split the groups back into lines.
     let non_empty = lines.iter().filter(|l| !l.is_empty()).count();
@@ -369,16 +374,21 @@ fn record_text() -> impl Strategy<Value = String> {
     })
 }
 
-/// Where the records go: a text block, `structuredContent`, JSON lines.
+/// Where the records go: a text block, `structuredContent`, JSON lines;
+/// or plain text of short odd lines (grouped, or one record each).
 fn result_text() -> impl Strategy<Value = String> {
-    (prop::collection::vec(record_text(), 1..25), 0..3).prop_map(|(records, place)| {
-        let array = format!("[{}]", records.join(","));
-        match place {
-            0 => text_result(&array),
-            1 => format!(r#"{{"content":[],"structuredContent":{{"rows":{array}}}}}"#),
-            _ => text_result(&(records.join("\n") + "\n")),
-        }
-    })
+    let lines = prop::collection::vec("\\PC{0,5}|\"|\\\\|\r|\t", 1..300);
+    (prop::collection::vec(record_text(), 1..25), 0..4, lines).prop_map(
+        |(records, place, lines)| {
+            let array = format!("[{}]", records.join(","));
+            match place {
+                0 => text_result(&array),
+                1 => format!(r#"{{"content":[],"structuredContent":{{"rows":{array}}}}}"#),
+                2 => text_result(&(records.join("\n") + "\n")),
+                _ => text_result(&lines.join("\n")),
+            }
+        },
+    )
 }
 
 proptest! {

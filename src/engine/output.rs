@@ -171,12 +171,21 @@ impl Offloader {
                 detail,
             },
             file_path,
-            line_schema: stats.line_schema(),
+            line_schema: line_schema(stats, kind),
             jq_recipes,
             guidance,
             preview: preview(records, self.config.preview_chars),
         }
     }
+}
+
+/// The records' schema, its description saying what a line is.
+fn line_schema(stats: &RecordStats, kind: RecordKind) -> serde_json::Value {
+    let mut schema = stats.line_schema();
+    if let (Some(text), Some(description)) = (kind.describe(), schema.get_mut("description")) {
+        *description = text.into();
+    }
+    schema
 }
 
 /// The detail level: the call's `detail` argument, else the tool's default,

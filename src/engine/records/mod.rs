@@ -236,6 +236,25 @@ pub(crate) enum RecordKind {
     LineGroups,
 }
 
+impl RecordKind {
+    /// What a line of the file is, for the line schema's description
+    /// (`None`: the default, one record per line).
+    pub fn describe(self) -> Option<&'static str> {
+        match self {
+            RecordKind::Json => None,
+            RecordKind::Lines => Some(
+                "One record per non-empty line of the text, after the header line: `line` is \
+                 its number in the text, `text` the line. Empty lines have no record.",
+            ),
+            RecordKind::LineGroups => Some(
+                "One record per group of consecutive short lines of the text, after the header \
+                 line: `line` is the number of the group's first line, `text` its lines joined \
+                 by \\n (empty lines between them included). Other empty lines have no record.",
+            ),
+        }
+    }
+}
+
 /// The records of a result, in one buffer: each record's compact JSON text
 /// followed by `\n` (a record never holds a raw newline, and is never
 /// empty). This is the file's body, byte for byte.
