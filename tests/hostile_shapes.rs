@@ -392,7 +392,7 @@ fn result_text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     /// Every recipe runs under jq 1.6 on the file it describes, whatever
     /// the records hold, and the file rebuilds the result exactly.
