@@ -63,8 +63,6 @@ pub(crate) fn build(
         RecordKind::Json if stats.objects > 0 => object_recipes(&mut b, stats, records),
         RecordKind::Json => scalar_recipes(&mut b, stats),
     }
-    b.each.clear();
-    b.all.clear();
     b.universal(stats);
     b.finish()
 }
