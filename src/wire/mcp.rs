@@ -119,11 +119,15 @@ impl<'a> RawResult<'a> {
         // Blocks are read straight into their fields: one pass over content
         // that may be megabytes. Only when that fails is it read again, to
         // tell which error applies.
-        let objects: Vec<RawObject<'a>> = match serde_json::from_str(content.get()) {
-            Ok(objects) => objects,
+        let objects: Vec<RawObject<'a>> = match serde_json::from_str::<Bounded<_>>(content.get()) {
+            Ok(objects) => objects.0,
             Err(_) => {
-                let raw_blocks: Vec<&'a RawValue> = serde_json::from_str(content.get())
-                    .map_err(|_| ResultError::NotToolResult("`content` is not an array"))?;
+                let raw_blocks: Bounded<&'a RawValue> = serde_json::from_str(content.get())
+                    .map_err(|e| match e.is_data() && e.to_string().contains(TOO_MANY) {
+                        true => ResultError::NotToolResult(TOO_MANY),
+                        false => ResultError::NotToolResult("`content` is not an array"),
+                    })?;
+                let raw_blocks = raw_blocks.0;
                 for raw in raw_blocks {
                     serde_json::from_str::<RawObject<'a>>(raw.get()).map_err(|_| {
                         ResultError::NotToolResult("a content block is not an object")
@@ -243,6 +247,44 @@ impl<'a> RawResult<'a> {
     }
 }
 
+/// Content blocks read at most: each costs its fields' map whatever its
+/// size in bytes, so a result of very many tiny blocks (`[{},{},...]`)
+/// would take many times its size in memory. No real tool result comes
+/// near this; one that does passes through, said so.
+pub(crate) const MAX_CONTENT_BLOCKS: usize = 100_000;
+
+const TOO_MANY: &str = "more than 100000 content blocks";
+
+/// A JSON array of at most [`MAX_CONTENT_BLOCKS`] elements (else an error
+/// as soon as one more is seen, before it is read).
+struct Bounded<T>(Vec<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Bounded<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = Bounded<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of content blocks")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(item) = seq.next_element()? {
+                    if out.len() == MAX_CONTENT_BLOCKS {
+                        return Err(serde::de::Error::custom(TOO_MANY));
+                    }
+                    out.push(item);
+                }
+                Ok(Bounded(out))
+            }
+        }
+        d.deserialize_seq(Visit(std::marker::PhantomData))
+    }
+}
+
 /// The top level of a result read in one pass: every field raw, except
 /// `content`, read into block fields (its raw entry in `top` is a
 /// placeholder: [`RawResult::write`] writes the blocks instead).
@@ -267,7 +309,7 @@ impl<'de> serde::Deserialize<'de> for TopFast<'de> {
                 let mut blocks = None;
                 while let Some(key) = map.next_key::<String>()? {
                     if key == "content" {
-                        blocks = Some(map.next_value::<Vec<RawObject<'de>>>()?);
+                        blocks = Some(map.next_value::<Bounded<RawObject<'de>>>()?.0);
                         // Same position and overwrite rules as a plain map.
                         let placeholder: &'static RawValue =
                             serde_json::from_str("[]").map_err(serde::de::Error::custom)?;
@@ -280,5 +322,27 @@ impl<'de> serde::Deserialize<'de> for TopFast<'de> {
             }
         }
         d.deserialize_map(Visit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn very_many_content_blocks_are_refused_before_they_are_read() {
+        let many = |n: usize| {
+            let blocks = vec![r#"{"type":"image"}"#; n].join(",");
+            format!(r#"{{"content":[{blocks}]}}"#)
+        };
+        let at_cap = many(MAX_CONTENT_BLOCKS);
+        assert_eq!(
+            RawResult::parse(&at_cap).unwrap().blocks.len(),
+            MAX_CONTENT_BLOCKS
+        );
+        match RawResult::parse(&many(MAX_CONTENT_BLOCKS + 1)) {
+            Err(ResultError::NotToolResult(why)) => assert_eq!(why, TOO_MANY),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 }
