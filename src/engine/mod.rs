@@ -31,7 +31,10 @@
 //! A JSON array in `structuredContent` or in a text block gives one record
 //! per element; an object whose bulk (over half its bytes) is one array gives
 //! that array's elements; JSONL text gives its lines; plain text gives one
-//! `{"line": n, "text": "..."}` record per line. Everything else (other
+//! `{"line": n, "text": "..."}` record per non-empty line (empty lines get
+//! none; when one record per line would cost more than twice the text,
+//! consecutive short lines share a record: `line` is the first one's number
+//! and `text` their lines joined by `\n`). Everything else (other
 //! fields, other blocks, the object around the array, the exact whitespace of
 //! the text) is kept in the header's `rebuild` section: [`rebuild`] restores
 //! the original `CallToolResult`, equal as JSON, from the file alone. Literals
