@@ -517,17 +517,19 @@ fn shape_case(name: &str, quick: bool) {
     let base = live();
     let rss_base = reset_peak_rss();
     let start = Instant::now();
-    let (outcome, peak) = peak_during(|| offloader.process(&call, &result).unwrap());
+    let (outcome, peak) = peak_during(|| offloader.process(&call, &result));
     let mut times = vec![start.elapsed().as_nanos() as f64];
     let rss_peak = peak_rss();
     let held = live() - base;
     let rss_held = current_rss().saturating_sub(rss_base);
     let (file, count) = match outcome {
-        Outcome::Offloaded(o) => (
+        Ok(Outcome::Offloaded(o)) => (
             std::fs::metadata(&o.file.path).unwrap().len() as f64,
             o.response.summary.count.to_string(),
         ),
-        Outcome::Inline(reason) => (0.0, format!("inline: {reason:?}")),
+        Ok(Outcome::Inline(reason)) => (0.0, format!("inline: {reason:?}")),
+        // Refused unread (e.g. too many content blocks): passes through.
+        Err(e) => (0.0, format!("refused: {e}")),
         other => panic!("{name}: {other:?}"),
     };
     clear(dir.path());
@@ -551,7 +553,7 @@ fn shape_case(name: &str, quick: bool) {
     };
     for _ in 0..reps {
         let start = Instant::now();
-        let outcome = offloader.process(&call, &result).unwrap();
+        let outcome = offloader.process(&call, &result);
         times.push(start.elapsed().as_nanos() as f64);
         drop(outcome);
         clear(dir.path());
