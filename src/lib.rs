@@ -80,6 +80,8 @@ mod cleanup;
 mod engine;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+#[cfg(test)]
+mod fuzz;
 mod json;
 mod middleware;
 mod wire;
