@@ -199,8 +199,12 @@ pub(crate) fn replace_data(event: &[u8], data: &[u8]) -> Bytes {
             }
             continue;
         }
+        // A blank line ended by LF right after a line ended by a lone CR
+        // (the data lines between them dropped) would read as one CRLF and
+        // the event would lose its end: that blank line ends with CRLF.
+        let merges = line.is_empty() && term == b"\n" && out.last() == Some(&b'\r');
         out.extend_from_slice(line);
-        out.extend_from_slice(term);
+        out.extend_from_slice(if merges { b"\r\n" } else { term });
     }
     out.freeze()
 }
