@@ -40,7 +40,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Offloader;
 use crate::engine::events::{EventHook, Events, OffloadEvent};
 use crate::engine::rebuild::expiry;
-use crate::engine::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, parse_file_name};
+use crate::engine::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, no_follow, parse_file_name};
 
 /// Deletes expired offloaded files in one directory.
 #[derive(Debug, Clone)]
@@ -231,12 +231,7 @@ fn header_expiry(path: &Path) -> Option<DateTime<Utc>> {
         expires_at: Option<String>,
     }
     let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
+    no_follow(options.read(true));
     let mut head = Vec::with_capacity(4096);
     options
         .open(path)

@@ -212,6 +212,17 @@ impl FsStore {
     }
 }
 
+/// Makes `options` refuse to open a symbolic link (`O_NOFOLLOW`) where the
+/// platform can: our files are never reached through one.
+pub(crate) fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options
+}
+
 /// Whether `name` is an offload file name we write: `atlatl-{op}-{ulid}.jsonl`
 /// with `op` in `[a-z0-9_]+`.
 pub fn is_offload_file_name(name: &str) -> bool {
@@ -254,11 +265,11 @@ impl Store for FsStore {
             move |source| StoreError::Write { path: p, source }
         };
         let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
+        no_follow(options.write(true).create_new(true));
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+            options.mode(0o600);
         }
         let mut file = options.open(&tmp).map_err(werr(&tmp))?;
         let written = file.write_all(contents).and_then(|()| file.flush());
