@@ -17,6 +17,7 @@
 //! cleanup_interval_seconds = 3600
 //! auto_cleanup = true            # the layer starts the cleanup task itself
 //! max_buffered_bytes = 536870912 # cap on response bytes buffered at once, all responses together
+//! extraction = true              # serve offloaded data over MCP (lro_extract, lro_list, resources/read)
 //! exclude_tools = ["read_secret"]
 //!
 //! [prompt.offload.tools.query_logs]   # per-tool policy; every key optional
@@ -98,6 +99,12 @@ pub struct OffloadConfig {
     /// in-flight responses (default 512 MiB). Past it a response passes
     /// through untouched.
     pub max_buffered_bytes: usize,
+    /// Whether offloaded data is also served over MCP (`extraction`,
+    /// default true): the layer lists and answers the `lro_extract` and
+    /// `lro_list` tools and `resources/read` of an offload file, and the
+    /// descriptor's guidance is the spec's native `lro_extract` template.
+    /// False: only the file path and its shell recipes.
+    pub extraction: bool,
 }
 
 impl Default for OffloadConfig {
@@ -116,6 +123,7 @@ impl Default for OffloadConfig {
             cleanup_interval: DEFAULT_CLEANUP_INTERVAL,
             auto_cleanup: true,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            extraction: true,
         }
     }
 }
@@ -235,6 +243,11 @@ impl OffloadConfig {
     /// Sets the cap on response bytes buffered at once.
     pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
         self.max_buffered_bytes = bytes;
+        self
+    }
+    /// Sets [`extraction`](Self::extraction): serve offloaded data over MCP.
+    pub fn extraction(mut self, on: bool) -> Self {
+        self.extraction = on;
         self
     }
 
@@ -431,6 +444,7 @@ impl OffloadConfig {
             }
             "max_buffered_bytes" => self.max_buffered_bytes = integer(v, name, 0, u64::MAX)?,
             "auto_cleanup" => self.auto_cleanup = v.boolean(name)?,
+            "extraction" => self.extraction = v.boolean(name)?,
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }
         Ok(())

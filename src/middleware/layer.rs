@@ -255,6 +255,13 @@ impl OffloadLayerBuilder {
         self.config.auto_cleanup = on;
         self
     }
+    /// Whether the layer serves offloaded data over MCP: the `lro_extract`
+    /// and `lro_list` tools and `resources/read` of offload files (default
+    /// true; see [`OffloadConfig::extraction`]).
+    pub fn extraction(mut self, on: bool) -> Self {
+        self.config.extraction = on;
+        self
+    }
     /// Interval of the cleanup task (started by the layer itself, or by
     /// [`OffloadLayer::spawn_cleanup`]).
     pub fn cleanup_interval(mut self, interval: Duration) -> Self {
