@@ -56,7 +56,7 @@
 //! * Configuration: [`OffloadConfig`], [`ToolPolicy`], [`EffectivePolicy`],
 //!   [`ConfigError`], [`ENV_PREFIX`] and the `DEFAULT_*` constants.
 //! * The spec's types: [`OffloadHeader`], [`OffloadResponse`],
-//!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`Detail`],
+//!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`RecipeProgram`], [`Detail`],
 //!   [`HEADER_TYPE`], [`guidance`].
 //! * Reading files back: [`rebuild`], [`rebuild_at`], [`rebuild_file`],
 //!   [`Rebuild`], [`RebuildError`].
@@ -93,7 +93,7 @@ pub use engine::config::{
 };
 pub use engine::descriptor::{
     Detail, HEADER_TYPE, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
-    guidance,
+    RecipeProgram, guidance,
 };
 #[cfg(feature = "o200k")]
 pub use engine::estimate::O200kEstimator;

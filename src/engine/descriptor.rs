@@ -5,6 +5,7 @@
 //! and are skipped when empty, so a reader that knows only the spec's fields
 //! reads our files and descriptors unchanged.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -89,6 +90,49 @@ pub struct OffloadHeader {
     /// (see [`rebuild`](crate::rebuild)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuild: Option<Rebuild>,
+    /// Addition: the descriptor's recipes as `lro_extract` runs them, in
+    /// the same order (recipe `n` is `recipes[n - 1]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipes: Vec<RecipeProgram>,
+    /// Addition: who may read the file over MCP (a keyed digest of the
+    /// session or tenant that produced it; never the session id itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+/// Addition: one recipe as the extractor runs it. Its parameters are jq
+/// variables (`$keyword`), never pasted into the filter; the descriptor's
+/// shell command is the same filter with each variable replaced by the
+/// value in `params`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RecipeProgram {
+    /// The jq options of the command, as letters (`"s"`, `"r"`, `"sr"`;
+    /// empty for none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub flags: String,
+    /// The jq filter; each parameter appears as `$name`.
+    pub filter: String,
+    /// Each parameter's name and the value the shell command shows.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+}
+
+impl RecipeProgram {
+    /// A recipe program of `flags` and `filter`, without parameters.
+    pub fn new(flags: impl Into<String>, filter: impl Into<String>) -> Self {
+        RecipeProgram {
+            flags: flags.into(),
+            filter: filter.into(),
+            params: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the parameter `name`, shown as `value` in the shell command.
+    pub fn param(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.params.insert(name.into(), value.into());
+        self
+    }
 }
 
 /// Represents an offloaded result file.

@@ -139,6 +139,8 @@ impl Offloader {
             tool: Some(call.name.clone()),
             expires_at: Some(timestamp(expiry(created_at, self.config.ttl))),
             rebuild: Some(rebuild),
+            recipes: Vec::new(),
+            owner: call.owner.clone(),
         }
     }
 

@@ -12,6 +12,10 @@ pub struct ToolCall {
     pub name: String,
     /// The call's arguments (`params.arguments`).
     pub arguments: Option<Value>,
+    /// Who may read the offload of this call's result over MCP (see
+    /// [`OffloadHeader::owner`](crate::OffloadHeader::owner)); `None`: the
+    /// file name alone is the capability.
+    pub owner: Option<String>,
 }
 
 impl ToolCall {
@@ -20,6 +24,7 @@ impl ToolCall {
         ToolCall {
             name: name.into(),
             arguments,
+            owner: None,
         }
     }
 
