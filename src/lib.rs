@@ -67,7 +67,7 @@
 //! * Estimation: [`TokenEstimator`], [`ScriptAwareEstimator`] (default),
 //!   [`CharsPerTokenEstimator`], `O200kEstimator` (feature `o200k`).
 //! * Storage: [`Store`], [`FsStore`], [`StoreError`], [`FILE_PREFIX`],
-//!   [`FILE_EXTENSION`], [`is_offload_file_name`].
+//!   [`FILE_EXTENSION`], [`is_offload_file_name`], [`RESOURCE_URI_PREFIX`], [`resource_uri`], [`file_name_of_uri`].
 //! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
 //!   events: [`OffloadEvent`], [`EventHook`].
 //! * `fixtures` (feature `fixtures`): deterministic memory records for
@@ -105,7 +105,8 @@ pub use engine::extract::{
 pub use engine::rebuild::{rebuild, rebuild_at, rebuild_file};
 pub use engine::records::{Rebuild, RebuildError};
 pub use engine::store::{
-    FILE_EXTENSION, FILE_PREFIX, FsStore, Store, StoreError, is_offload_file_name,
+    FILE_EXTENSION, FILE_PREFIX, FsStore, RESOURCE_URI_PREFIX, Store, StoreError, file_name_of_uri,
+    is_offload_file_name, resource_uri,
 };
 pub use engine::{
     DEFAULT_OFFLOAD_THRESHOLD_TOKENS, DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL,

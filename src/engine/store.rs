@@ -235,6 +235,24 @@ pub(crate) fn file_name(operation: &str, id: ulid::Ulid) -> String {
     format!("{FILE_PREFIX}{operation}-{id}{FILE_EXTENSION}")
 }
 
+/// Scheme and authority of the MCP resource URI of an offload file:
+/// `lro://files/{file name}` (see [`resource_uri`]).
+pub const RESOURCE_URI_PREFIX: &str = "lro://files/";
+
+/// The MCP resource URI of the offload file `file_name`, as the rewritten
+/// result's `resource_link` block names it and `resources/read` accepts it.
+pub fn resource_uri(file_name: &str) -> String {
+    format!("{RESOURCE_URI_PREFIX}{file_name}")
+}
+
+/// The offload file name a resource URI names, when it is one of ours
+/// ([`RESOURCE_URI_PREFIX`] and a well-formed offload file name: never a
+/// path).
+pub fn file_name_of_uri(uri: &str) -> Option<&str> {
+    let name = uri.strip_prefix(RESOURCE_URI_PREFIX)?;
+    is_offload_file_name(name).then_some(name)
+}
+
 /// Splits an offload file name into operation and ULID.
 pub(crate) fn parse_file_name(name: &str) -> Option<(&str, ulid::Ulid)> {
     let stem = name

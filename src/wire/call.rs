@@ -16,6 +16,10 @@ pub struct ToolCall {
     /// [`OffloadHeader::owner`](crate::OffloadHeader::owner)); `None`: the
     /// file name alone is the capability.
     pub owner: Option<String>,
+    /// Whether an offloaded result also gets a `resource_link` block to the
+    /// file (set by the layer when it serves `resources/read` and the
+    /// client's protocol version knows the block; default false).
+    pub resource_link: bool,
 }
 
 impl ToolCall {
@@ -25,6 +29,7 @@ impl ToolCall {
             name: name.into(),
             arguments,
             owner: None,
+            resource_link: false,
         }
     }
 
