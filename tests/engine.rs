@@ -607,6 +607,12 @@ fn write_failure_truncates_inline_with_a_warning() {
             "{warning}"
         );
         assert!(warning.contains(&format!("{} of 200 records", t.kept)));
+        // The client reads a plain sentence: no server path, no OS error
+        // (those are in the OffloadWriteFailed event and the log).
+        let dir_name = dir.path().to_string_lossy();
+        assert!(!warning.contains(dir_name.as_ref()), "{warning}");
+        assert!(!warning.contains("os error") && !warning.contains('/'), "{warning}");
+        assert!(!t.error.to_string().is_empty());
         let kept = v["structuredContent"]["memories"].as_array().unwrap();
         assert_eq!(kept.as_slice(), &memories[..t.kept]);
         let text: Value = serde_json::from_str(v["content"][1]["text"].as_str().unwrap()).unwrap();

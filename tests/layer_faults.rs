@@ -234,7 +234,13 @@ async fn a_failed_write_still_answers_with_a_truncated_result() {
         let content = msg["result"]["content"].as_array().unwrap();
         let warning = content[0]["text"].as_str().unwrap();
         assert!(warning.starts_with("Warning: large result offloading (LRO) failed"));
-        assert!(warning.contains("Not a directory"), "{warning}");
+        // A plain sentence: the path and the OS error go to the event only.
+        assert!(!warning.contains("Not a directory"), "{warning}");
+        assert!(!warning.contains("os error"), "{warning}");
+        assert!(
+            !warning.contains(file.path().to_string_lossy().as_ref()),
+            "{warning}"
+        );
         let kept: Value = serde_json::from_str(content[1]["text"].as_str().unwrap()).unwrap();
         let kept = kept["memories"]
             .as_array()
@@ -248,6 +254,12 @@ async fn a_failed_write_still_answers_with_a_truncated_result() {
         .filter(|e| e.name() == "OffloadWriteFailed")
         .collect();
     assert_eq!(failed.len(), 2, "{seen:#?}");
+    for event in failed {
+        let OffloadEvent::OffloadWriteFailed { error, .. } = event else {
+            unreachable!()
+        };
+        assert!(error.contains("Not a directory"), "the event says why: {error}");
+    }
 }
 
 /// A store that holds every write until the test lets it go, so a client

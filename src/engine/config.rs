@@ -65,7 +65,9 @@ pub struct OffloadConfig {
     pub enabled: bool,
     /// Token threshold for activation (`prompt.offload.threshold_tokens`, default 1600).
     pub threshold_tokens: usize,
-    /// Seconds before file cleanup (`prompt.offload.ttl_seconds`, default 3600).
+    /// Seconds before file cleanup (`prompt.offload.ttl_seconds`, default
+    /// 3600). 0: a file expires as soon as it is written (reading it back
+    /// is refused) and the next cleanup run deletes it.
     pub ttl: Duration,
     /// Directory for JSONL files (`prompt.offload.output_dir`; empty = a
     /// private per-user directory in the system temp dir, see
@@ -430,7 +432,8 @@ impl OffloadConfig {
         match key {
             "enabled" => self.enabled = v.boolean(name)?,
             "threshold_tokens" => self.threshold_tokens = integer(v, name, 0, u32::MAX.into())?,
-            "ttl_seconds" => self.ttl = Duration::from_secs(integer(v, name, 1, u64::MAX)?),
+            // 0: every file is expired at once, deleted by the next cleanup run.
+            "ttl_seconds" => self.ttl = Duration::from_secs(integer(v, name, 0, u64::MAX)?),
             "output_dir" => self.output_dir = PathBuf::from(v.string(name)?),
             "trust_output_dir" => self.trust_output_dir = v.boolean(name)?,
             "preview_chars" => self.preview_chars = integer(v, name, 0, u32::MAX.into())?,
@@ -614,11 +617,25 @@ mod tests {
     #[test]
     fn integer_bounds_name_key_and_value() {
         let e = OffloadConfig::default()
-            .apply_env_vars([("ATLATL_PROMPT__OFFLOAD__TTL_SECONDS", "0")])
+            .apply_env_vars([("ATLATL_PROMPT__OFFLOAD__TTL_SECONDS", "-1")])
             .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid value \"0\" for ATLATL_PROMPT__OFFLOAD__TTL_SECONDS: expected a positive integer"
+            "invalid value \"-1\" for ATLATL_PROMPT__OFFLOAD__TTL_SECONDS: expected a non-negative integer"
         );
+        let e = OffloadConfig::default()
+            .apply_env_vars([("ATLATL_PROMPT__OFFLOAD__CLEANUP_INTERVAL_SECONDS", "0")])
+            .unwrap_err();
+        assert!(e.to_string().ends_with("expected a positive integer"), "{e}");
+    }
+
+    #[test]
+    fn a_zero_ttl_is_allowed_in_toml_and_env() {
+        let c = OffloadConfig::default()
+            .apply_env_vars([("ATLATL_PROMPT__OFFLOAD__TTL_SECONDS", "0")])
+            .unwrap();
+        assert_eq!(c.ttl, Duration::ZERO);
+        let c = OffloadConfig::from_toml_str("[prompt.offload]\nttl_seconds = 0\n").unwrap();
+        assert_eq!(c.ttl, Duration::ZERO);
     }
 }

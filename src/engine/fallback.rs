@@ -1,5 +1,10 @@
 //! The spec's write-failure fallback: the result inline, cut on record
 //! boundaries to fit the threshold, with a warning first.
+//!
+//! The warning is what the client (and the model) reads: it says that
+//! offloading failed and how much is kept, never why (the store's error
+//! names server paths and OS errors; those go to the `OffloadWriteFailed`
+//! event and the log).
 
 use super::offloader::Offloader;
 use super::outcome::{Outcome, Truncated};
@@ -23,13 +28,9 @@ impl Offloader {
         threshold: usize,
     ) -> Outcome {
         let total = records.len();
-        let make_warning = |kept: usize| {
-            format!(
-                "Warning: large result offloading (LRO) failed ({error}); the result below is \
-                 truncated to {kept} of {total} records to fit {} tokens.",
-                threshold
-            )
-        };
+        // A plain sentence: the store's error names server paths and OS
+        // errors, which go to the `OffloadWriteFailed` event and the log only.
+        let make_warning = |kept: usize| client_warning(kept, total, threshold);
         // Tokens of what stays besides the records (other blocks, fields, the warning).
         let overhead = self.estimator.estimate(&make_warning(total))
             + rebuild.map_or(0, |r| self.estimator.estimate(r.result.get()));
@@ -86,4 +87,13 @@ impl Offloader {
             Err(_) => parsed.write(&[BlockOut::NewText(warning)], None),
         }
     }
+}
+
+/// The warning the client reads: no path, no OS error.
+pub(crate) fn client_warning(kept: usize, total: usize, threshold: usize) -> String {
+    format!(
+        "Warning: large result offloading (LRO) failed: the full result could not be saved \
+         to a file, so the result below is truncated to {kept} of {total} records to fit \
+         {threshold} tokens."
+    )
 }

@@ -130,7 +130,7 @@ impl Offloader {
         OffloadHeader {
             header_type: HEADER_TYPE.to_owned(),
             operation: operation_name(&call.name),
-            query: call.string_arg("query").map(str::to_owned),
+            query: call.query().map(str::to_owned),
             count,
             schema_version: self.config.schema_version.clone(),
             timestamp: timestamp(created_at),

@@ -36,7 +36,31 @@ impl ToolCall {
     pub(crate) fn string_arg(&self, key: &str) -> Option<&str> {
         self.arguments.as_ref()?.get(key)?.as_str()
     }
+
+    /// The search text the call asked for: its `query` argument, else the
+    /// first non-empty string among the other names tools give it (`q`,
+    /// `pattern`, `search`, `filter`, `keyword`, `term`), cut to
+    /// [`MAX_QUERY_CHARS`](Self::MAX_QUERY_CHARS) characters (it goes into
+    /// the file's header line, which stays small).
+    pub fn query(&self) -> Option<&str> {
+        let query = QUERY_ARGUMENTS
+            .iter()
+            .filter_map(|key| self.string_arg(key))
+            .find(|q| !q.trim().is_empty())?;
+        Some(match query.char_indices().nth(Self::MAX_QUERY_CHARS) {
+            Some((cut, _)) => &query[..cut],
+            None => query,
+        })
+    }
+
+    /// The most characters of the query [`query`](Self::query) gives.
+    pub const MAX_QUERY_CHARS: usize = 500;
 }
+
+/// The argument names a tool's search text goes by, in order of preference.
+const QUERY_ARGUMENTS: [&str; 7] = [
+    "query", "q", "pattern", "search", "filter", "keyword", "term",
+];
 
 impl std::fmt::Debug for ToolCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
