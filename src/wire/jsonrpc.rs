@@ -22,46 +22,154 @@ pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// A request as the layer reads it: borrowed from the body, with the
 /// parts it does not need left unparsed (no allocation for `initialize`,
 /// `tools/list` and the like).
-#[derive(Deserialize)]
 struct Request<'a> {
-    #[serde(default)]
     id: Option<Value>,
-    #[serde(default, borrow)]
     method: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     params: Option<&'a RawValue>,
+}
+
+impl<'a> Request<'a> {
+    /// `None` when `json` is no object, repeats a member read here, or
+    /// has an id that cannot be read.
+    fn read(json: &'a str) -> Option<Self> {
+        serde_json::from_str(json).ok()
+    }
+}
+
+/// Read with [`members`]' rules (an object only; keys it does not read
+/// skipped, lone surrogates included).
+impl<'de> Deserialize<'de> for Request<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{DeserializeSeed, Error};
+        let [id, method, params] = Members(["id", "method", "params"]).deserialize(d)?;
+        let id = id.map(value_of).transpose().map_err(D::Error::custom)?;
+        Ok(Request { id, method, params })
+    }
 }
 
 /// The members of `params` the layer reads; each kept raw, so a member of
 /// an unexpected type costs only that member, not the whole request.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 struct Params<'a> {
-    #[serde(default, borrow)]
     name: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
-    #[serde(default, borrow, rename = "_meta")]
     meta: Option<&'a RawValue>,
-    #[serde(default, borrow, rename = "clientInfo")]
     client_info: Option<&'a RawValue>,
-    #[serde(default, borrow, rename = "taskId")]
     task_id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     task: Option<&'a RawValue>,
 }
 
-/// The `_meta` member that carries client information (2026-07-28).
-#[derive(Deserialize)]
-struct Meta<'a> {
-    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientInfo")]
-    client_info: Option<&'a RawValue>,
+impl<'a> Params<'a> {
+    fn read(json: &'a str) -> Option<Self> {
+        let names = ["name", "arguments", "_meta", "clientInfo", "taskId", "task"];
+        let [name, arguments, meta, client_info, task_id, task] = members(json, names).ok()?;
+        Some(Params {
+            name,
+            arguments,
+            meta,
+            client_info,
+            task_id,
+            task,
+        })
+    }
 }
 
-/// The `proxy` member of a client information object.
-#[derive(Deserialize)]
-struct ClientInfo<'a> {
-    #[serde(default, borrow)]
-    proxy: Option<&'a RawValue>,
+/// The `_meta` member that carries client information (2026-07-28), when
+/// `meta` is an object.
+fn meta_client_info(meta: &RawValue) -> Option<&RawValue> {
+    let [info] = members(meta.get(), [CLIENT_INFO_META_KEY]).ok()?;
+    info
+}
+
+/// A raw value as a `Value` (refused: a string with a lone surrogate).
+fn value_of(raw: &RawValue) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<Value>(raw.get())
+}
+
+/// The members named in `names` of the JSON object `json`, each raw (a
+/// `null` member counts as absent); the others skipped. Anything but an object is refused: a JSON array is never
+/// read positionally as a message, `_meta` or client information (serde's
+/// derived structs accept `[id, method, params]`). Keys are compared once
+/// unescaped without checking surrogates, so a key holding a lone surrogate
+/// (`"\ud800"`) is one more key to skip, not an error that would hide the
+/// whole message. A name given twice is an error, as with a derived struct.
+fn members<'a, const N: usize>(
+    json: &'a str,
+    names: [&'static str; N],
+) -> Result<[Option<&'a RawValue>; N], serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(json);
+    let found = Members(names).deserialize(&mut de)?;
+    de.end()?;
+    Ok(found)
+}
+
+/// The seed and visitor of [`members`].
+struct Members<const N: usize>([&'static str; N]);
+
+impl<'de, const N: usize> serde::de::DeserializeSeed<'de> for Members<N> {
+    type Value = [Option<&'de RawValue>; N];
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, const N: usize> serde::de::Visitor<'de> for Members<N> {
+    type Value = [Option<&'de RawValue>; N];
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = [None; N];
+        let mut seen = [false; N];
+        while let Some(KeyBytes(key)) = map.next_key()? {
+            match self.0.iter().position(|n| n.as_bytes() == &*key) {
+                Some(i) if seen[i] => {
+                    return Err(serde::de::Error::duplicate_field(self.0[i]));
+                }
+                Some(i) => {
+                    seen[i] = true;
+                    let value = map.next_value::<&'de RawValue>()?;
+                    found[i] = Some(value).filter(|v| v.get() != "null");
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// An object key as bytes, unescaped without checking surrogates.
+struct KeyBytes<'de>(Cow<'de, [u8]>);
+
+impl<'de> Deserialize<'de> for KeyBytes<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = KeyBytes<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                Ok(KeyBytes(Cow::Borrowed(v)))
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(KeyBytes(Cow::Owned(v.to_vec())))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(KeyBytes(Cow::Borrowed(v.as_bytes())))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(KeyBytes(Cow::Owned(v.as_bytes().to_vec())))
+            }
+        }
+        d.deserialize_bytes(Visit)
+    }
 }
 
 /// A JSON string, borrowed when it has no escapes.
@@ -78,8 +186,8 @@ fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 /// another type, is not the flag).
 fn is_proxy_flag(client_info: Option<&RawValue>) -> bool {
     client_info
-        .and_then(|c| serde_json::from_str::<ClientInfo<'_>>(c.get()).ok())
-        .and_then(|c| c.proxy)
+        .and_then(|c| members(c.get(), ["proxy"]).ok())
+        .and_then(|[proxy]| proxy)
         .is_some_and(|p| p.get() == "true")
 }
 
@@ -157,9 +265,11 @@ impl RawCall {
     }
 }
 
-/// The arguments the engine reads from a call (detail level, query).
-pub(crate) const DESCRIPTOR_ARGUMENTS: [&str; 6] =
-    ["detail", "query", "q", "pattern", "search", "filter"];
+/// The arguments the engine reads from a call (detail level, query under
+/// each of its names, see [`ToolCall::query`]).
+pub(crate) const DESCRIPTOR_ARGUMENTS: [&str; 8] = [
+    "detail", "query", "q", "pattern", "search", "filter", "keyword", "term",
+];
 
 /// Characters kept of a remembered call's name and of each kept argument.
 pub(crate) const KEPT_CHARS: usize = 256;
@@ -197,14 +307,14 @@ pub(crate) fn classify(body: &Bytes) -> Classified {
     let whole = Whole { body, text };
     match text.trim_ascii_start().as_bytes().first() {
         Some(b'{') => {
-            if let Ok(r) = serde_json::from_str::<Request<'_>>(text) {
+            if let Some(r) = Request::read(text) {
                 classify_one(r, &whole, &mut out);
             }
         }
         Some(b'[') => {
             if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
                 for item in items {
-                    if let Ok(r) = serde_json::from_str::<Request<'_>>(item.get()) {
+                    if let Some(r) = Request::read(item.get()) {
                         classify_one(r, &whole, &mut out);
                     }
                 }
@@ -247,12 +357,9 @@ fn classify_one(r: Request<'_>, whole: &Whole<'_>, out: &mut Classified) {
     let params = r
         .params
         .filter(|p| p.get().starts_with('{'))
-        .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
+        .and_then(|p| Params::read(p.get()))
         .unwrap_or_default();
-    let meta_info = params
-        .meta
-        .and_then(|m| serde_json::from_str::<Meta<'_>>(m.get()).ok())
-        .and_then(|m| m.client_info);
+    let meta_info = params.meta.and_then(meta_client_info);
     if is_proxy_flag(meta_info) {
         out.proxy = true;
     }
@@ -291,15 +398,20 @@ fn classify_one(r: Request<'_>, whole: &Whole<'_>, out: &mut Classified) {
     }
 }
 
-/// A message of a response body, as far as the layer reads it.
-#[derive(Deserialize)]
+/// A message of a response body, as far as the layer reads it (a member
+/// that is `null` counts as absent).
 struct Message<'a> {
-    #[serde(default)]
     id: Option<Value>,
-    #[serde(borrow, default)]
     method: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     result: Option<&'a RawValue>,
+}
+
+impl<'a> Message<'a> {
+    fn read(json: &'a str) -> Result<Self, serde_json::Error> {
+        let [id, method, result] = members(json, ["id", "method", "result"])?;
+        let id = id.map(value_of).transpose()?;
+        Ok(Message { id, method, result })
+    }
 }
 
 /// What a message in a response body is.
@@ -320,7 +432,7 @@ pub(crate) enum Reply<'a> {
 
 /// Reads one message of a response body.
 pub(crate) fn read_reply(text: &str) -> Reply<'_> {
-    match serde_json::from_str::<Message<'_>>(text) {
+    match Message::read(text) {
         Ok(Message {
             id: Some(id),
             method: None,
