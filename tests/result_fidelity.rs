@@ -106,3 +106,153 @@ fn a_zero_ttl_expires_at_once_and_the_next_cleanup_deletes() {
     assert_eq!(report.deleted.len(), 1);
     assert!(!off.file.path.exists());
 }
+
+/// The rewritten result is an `rmcp::model::CallToolResult`.
+fn as_rmcp(rewritten: &str) -> rmcp::model::CallToolResult {
+    serde_json::from_str(rewritten).expect("rmcp reads the rewritten result")
+}
+
+fn assert_rebuilds(off: &Offloaded, original: &Value) {
+    let rebuilt: Value = serde_json::from_str(&rebuild_file(&off.file.path).unwrap()).unwrap();
+    assert_eq!(
+        &rebuilt, original,
+        "rebuilt result differs from the original"
+    );
+}
+
+#[test]
+fn an_embedded_text_resource_is_counted_and_offloaded_like_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path());
+    let log: String = (0..2000)
+        .map(|i| {
+            format!(
+                "2026-01-01T00:00:{:02}Z INFO worker {i} handled request {i}\n",
+                i % 60
+            )
+        })
+        .collect();
+    assert!(log.len() > 100_000);
+    let json_text = serde_json::to_string(&rows(800)).unwrap();
+    for (text, mime, count) in [
+        (log.as_str(), "text/plain", 2000),
+        (json_text.as_str(), "application/json", 800),
+    ] {
+        let resource = json!({
+            "type": "resource",
+            "resource": {"uri": "file:///var/log/app.log", "mimeType": mime, "text": text},
+            "annotations": {"audience": ["assistant"], "priority": 0.9},
+        });
+        let result = json!({"content": [resource], "isError": false});
+        let off = offload(&o, &ToolCall::new("read_log", None), &result);
+        assert_eq!(off.response.summary.count, count);
+        assert_rebuilds(&off, &result);
+        let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+        assert!(
+            off.result.len() * 10 < result.to_string().len(),
+            "{}",
+            off.result.len()
+        );
+        let content = rewritten["content"].as_array().unwrap();
+        assert_eq!(content.len(), 1, "the descriptor alone");
+        assert_eq!(content[0]["type"], "text");
+        // The descriptor carries the annotations of the block it stands for.
+        assert_eq!(content[0]["annotations"], resource["annotations"]);
+        as_rmcp(&off.result);
+    }
+    // A blob resource stays as it is, and small ones are not counted as text.
+    let blob = json!({"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAAA".repeat(50_000)}});
+    let result = json!({"content": [blob]});
+    match o
+        .process(
+            &ToolCall::new("read_blob", None),
+            result.to_string().as_bytes(),
+        )
+        .unwrap()
+    {
+        Outcome::Inline(_) => {}
+        other => panic!("a blob is no text: {other:?}"),
+    }
+}
+
+#[test]
+fn kept_blocks_keep_their_order_and_the_descriptor_its_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path());
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let audio = json!({"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"});
+    let annotations = json!({"audience": ["user", "assistant"], "priority": 0.25});
+    let big = serde_json::to_string(&rows(300)).unwrap();
+    let result = json!({
+        "content": [
+            image,
+            {"type": "text", "text": big, "annotations": annotations},
+            audio,
+            {"type": "text", "text": big},
+        ],
+        "_meta": {"trace": "abc"},
+    });
+    let off = offload(&o, &ToolCall::new("list_items", None), &result);
+    assert_rebuilds(&off, &result);
+    let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+    let content = rewritten["content"].as_array().unwrap();
+    assert_eq!(content.len(), 3, "{content:?}");
+    assert_eq!(content[0]["annotations"], annotations);
+    assert_eq!(content[1], image);
+    assert_eq!(content[2], audio);
+    assert_eq!(rewritten["_meta"], json!({"trace": "abc"}));
+    let parsed = as_rmcp(&off.result);
+    assert_eq!(parsed.content.len(), 3);
+    // Without annotations on the source block, the descriptor has none.
+    let result = json!({"content": [{"type": "text", "text": big}, image]});
+    let off = offload(&o, &ToolCall::new("list_items", None), &result);
+    let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+    assert!(rewritten["content"][0].get("annotations").is_none());
+    assert_eq!(rewritten["content"][1], image);
+}
+
+#[test]
+fn a_resource_link_to_the_file_follows_the_descriptor_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path());
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let result = json!({"content": [{"type": "text", "text": serde_json::to_string(&rows(300)).unwrap()}, image]});
+    let mut call = ToolCall::new("list_items", None);
+    let off = offload(&o, &call, &result);
+    let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+    assert_eq!(
+        rewritten["content"].as_array().unwrap().len(),
+        2,
+        "no link unless asked"
+    );
+    call.resource_link = true;
+    let off = offload(&o, &call, &result);
+    let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+    let content = rewritten["content"].as_array().unwrap();
+    assert_eq!(content.len(), 3);
+    let name = off.file.path.file_name().unwrap().to_str().unwrap();
+    let size = std::fs::metadata(&off.file.path).unwrap().len();
+    let link = &content[1];
+    assert_eq!(link["type"], "resource_link");
+    assert_eq!(link["uri"], tower_lro::resource_uri(name));
+    assert_eq!(link["name"], name);
+    assert_eq!(link["mimeType"], "application/jsonl");
+    assert_eq!(link["size"], size);
+    let description = link["description"].as_str().unwrap();
+    assert!(
+        description.len() < 120 && !description.contains('/'),
+        "{description}"
+    );
+    assert_eq!(
+        tower_lro::file_name_of_uri(link["uri"].as_str().unwrap()),
+        Some(name)
+    );
+    assert_eq!(content[2], image);
+    assert_rebuilds(&off, &result);
+    let parsed = as_rmcp(&off.result);
+    let link = parsed.content[1]
+        .as_resource_link()
+        .expect("a resource_link block");
+    assert_eq!(link.uri, tower_lro::resource_uri(name));
+    assert_eq!(link.size, Some(size));
+}

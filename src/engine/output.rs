@@ -4,20 +4,21 @@
 use chrono::{DateTime, Utc};
 
 use super::config::EffectivePolicy;
+use super::describe::{self, Facts};
 use super::descriptor::{
-    self, Detail, HEADER_TYPE, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
-    guidance,
+    Detail, HEADER_TYPE, OffloadHeader, OffloadResponse, OffloadedResult, RecipeProgram,
 };
+use super::events::PassReason;
 use super::offloader::Offloader;
 use super::outcome::{Offloaded, Outcome};
 use super::rebuild::expiry;
-use super::recipes;
+use super::recipes::{self, Recipe};
 use super::records::{self, Extraction, Rebuild, RecordKind, Records, RecordsView};
 use super::stats::RecordStats;
 use super::store;
 use crate::json::push_json_string;
 use crate::wire::call::ToolCall;
-use crate::wire::mcp::{BlockOut, RawObject, RawResult};
+use crate::wire::mcp::{BlockOut, RawObject, RawResult, resource_link_block};
 
 /// The spec's operation name for a tool: `recall`, `list`, `inject`,
 /// `search`, else the tool name reduced to `[a-z0-9_]` (at most 64 bytes), so
@@ -75,11 +76,23 @@ impl Offloader {
             structured_copy_key,
         } = extraction;
         let stats = RecordStats::collect(records.view().iter());
-        let detail = detail_level(call, &stats);
+        let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
+        let recipes = recipes::build(&stats, kind, detail, records.view());
+        let programs = recipes.iter().map(|r| r.program.clone()).collect();
         let id = ulid::Ulid::new();
-        let header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild);
+        let header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild, programs);
         let file_name = store::file_name(&header.operation, id);
         let file = File::new(records, &header);
+        // Described before the write: a descriptor over its budget keeps
+        // the result inline, and no file is left behind.
+        let planned = self.store.dir().join(&file_name);
+        let described = Described { header: &header, stats: &stats, kind, recipes: &recipes };
+        let response = match self.descriptor(&described, &planned, file.records()) {
+            Ok(response) => response,
+            Err(descriptor_tokens) => {
+                return Outcome::Inline(PassReason::DescriptorTooLarge { descriptor_tokens });
+            }
+        };
         let path = match self.store.write(&file_name, &file.bytes) {
             Ok(path) => path,
             Err(error) => {
@@ -89,10 +102,25 @@ impl Offloader {
                 return self.truncate(parsed, rebuild, records, error, estimated_tokens, threshold);
             }
         };
-        let response = self.descriptor(&header, &path, &stats, kind, file.records());
+        let response = match path == planned {
+            true => response,
+            false => self.descriptor(&described, &path, file.records()).unwrap_or(response),
+        };
         drop(file);
         let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
-        let mut blocks = vec![BlockOut::NewText(&descriptor_json)];
+        // The descriptor first, with the annotations of the first block it
+        // stands for; the link to the file next; the kept blocks in order.
+        let mut blocks = Vec::with_capacity(kept_blocks.len() + 2);
+        blocks.push(match records::first_source(&kept_blocks, parsed.blocks.len()) {
+            Some(i) => BlockOut::TextLike(&descriptor_json, i),
+            None => BlockOut::NewText(&descriptor_json),
+        });
+        let link = call.resource_link.then(|| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let size = std::fs::metadata(&path).ok().map(|m| m.len());
+            resource_link_block(&store::resource_uri(&name), &name, size)
+        });
+        blocks.extend(link.as_deref().map(BlockOut::Json));
         blocks.extend(kept_blocks.iter().map(|&i| BlockOut::Original(i)));
         let structured = match structured_copy_key {
             Some(key) => structured_copy(parsed, &key, &descriptor_json),
@@ -124,6 +152,7 @@ impl Offloader {
         estimated_tokens: usize,
         detail: Detail,
         rebuild: Rebuild,
+        recipes: Vec<RecipeProgram>,
     ) -> OffloadHeader {
         let created_at: DateTime<Utc> = id.datetime().into();
         let timestamp = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -139,68 +168,40 @@ impl Offloader {
             tool: Some(call.name.clone()),
             expires_at: Some(timestamp(expiry(created_at, self.config.ttl))),
             rebuild: Some(rebuild),
-            recipes: Vec::new(),
+            recipes,
             owner: call.owner.clone(),
         }
     }
 
-    /// The descriptor of a written file.
+    /// The descriptor of the file at `path`, within its budget; else the
+    /// estimated tokens of the smallest one.
     fn descriptor(
         &self,
-        header: &OffloadHeader,
+        d: &Described<'_>,
         path: &std::path::Path,
-        stats: &RecordStats,
-        kind: RecordKind,
         records: RecordsView<'_>,
-    ) -> OffloadResponse {
-        let (count, tokens, detail) = (records.len(), header.estimated_tokens, header.detail);
-        let file_path = path.to_string_lossy().into_owned();
-        let jq_recipes = recipes::build(&file_path, stats, kind, detail, records);
-        let memories = kind == RecordKind::Json && stats.memory_recipes_fit(detail);
-        let guidance = if memories {
-            guidance(count, tokens, &file_path, detail)
-        } else {
-            descriptor::generic_guidance(count, tokens, &file_path, detail, &jq_recipes)
-        };
-        OffloadResponse {
-            offloaded: true,
-            summary: OffloadSummary {
-                count,
-                estimated_tokens: tokens,
-                operation: header.operation.clone(),
-                top_namespaces: stats.top_categories(5),
-                score_range: stats.score_range(),
-                detail,
-            },
-            file_path,
-            line_schema: line_schema(stats, kind),
-            jq_recipes,
-            guidance,
-            preview: preview(records, self.config.preview_chars),
-        }
+    ) -> Result<OffloadResponse, usize> {
+        let path = path.to_string_lossy();
+        describe::describe(&Facts {
+            header: d.header,
+            path: &path,
+            stats: d.stats,
+            kind: d.kind,
+            recipes: d.recipes,
+            records,
+            preview_chars: self.config.preview_chars,
+            extraction: self.config.extraction,
+            estimator: &*self.estimator,
+        })
     }
 }
 
-/// The records' schema, its description saying what a line is.
-fn line_schema(stats: &RecordStats, kind: RecordKind) -> serde_json::Value {
-    let mut schema = stats.line_schema();
-    if let (Some(text), Some(description)) = (kind.describe(), schema.get_mut("description")) {
-        *description = text.into();
-    }
-    schema
-}
-
-/// The detail level: the call's `detail` argument, else the tool's default,
-/// else inferred from the records.
-fn detail_level(call: &ToolCall, stats: &RecordStats) -> Detail {
-    if let Some(d) = call.string_arg("detail").and_then(Detail::parse) {
-        return d;
-    }
-    match call.name.as_str() {
-        "recall_memories" => Detail::Light,
-        "inject_context" => Detail::Medium,
-        _ => stats.inferred_detail(),
-    }
+/// What the descriptor is made of, besides the file's path and records.
+struct Described<'a> {
+    header: &'a OffloadHeader,
+    stats: &'a RecordStats,
+    kind: RecordKind,
+    recipes: &'a [Recipe],
 }
 
 /// `structuredContent` whose member `key` copied the text as a string: now
@@ -264,39 +265,4 @@ fn json_len(value: &impl serde::Serialize) -> usize {
     let mut count = Count(0);
     let _ = serde_json::to_writer(&mut count, value);
     count.0
-}
-
-/// About the first `limit` characters of the data (records joined by
-/// newlines). Only the records shown are walked; the rest is counted.
-fn preview(records: RecordsView<'_>, limit: usize) -> String {
-    if limit == 0 {
-        return String::new();
-    }
-    let mut out = String::new();
-    let mut taken = 0usize;
-    for (n, rec) in records.iter().enumerate() {
-        if taken >= limit {
-            break;
-        }
-        if n > 0 {
-            out.push('\n');
-            taken += 1;
-        }
-        let want = limit.saturating_sub(taken);
-        match rec.char_indices().nth(want) {
-            Some((cut, _)) => {
-                out.push_str(&rec[..cut]);
-                taken += want;
-            }
-            None => {
-                out.push_str(rec);
-                taken += rec.chars().count();
-            }
-        }
-    }
-    let total = records.chars();
-    if total > taken {
-        out.push_str(&format!("...(truncated, {} more chars)", total - taken));
-    }
-    out
 }

@@ -32,8 +32,12 @@ pub enum ResultError {
 pub(crate) struct RawBlock<'a> {
     /// Every field of the block, raw.
     pub fields: RawObject<'a>,
-    /// The decoded `text` of a text block.
+    /// The decoded text of the block: `text` of a text block, or
+    /// `resource.text` of an embedded text resource (text is text, whichever
+    /// block carries it).
     pub text: Option<String>,
+    /// The text is `resource.text` (an embedded resource), not `text`.
+    pub in_resource: bool,
 }
 
 /// A `CallToolResult` taken apart down to its content blocks.
@@ -54,6 +58,32 @@ pub(crate) enum BlockOut<'s> {
     WithText(usize, Option<&'s str>),
     /// A new text block with this text.
     NewText(&'s str),
+    /// A new text block with this text, carrying the `annotations` of
+    /// original block `like` when it has some (the descriptor, in place of
+    /// the text it stands for).
+    TextLike(&'s str, usize),
+    /// A block given as minified JSON (an object).
+    Json(&'s str),
+}
+
+/// A `resource_link` content block (MCP 2025-06-18) to an offload file:
+/// its `uri` and `name`, `mimeType` `application/jsonl`, a one-sentence
+/// `description` and, when known, its `size` in bytes. Minified JSON.
+pub(crate) fn resource_link_block(uri: &str, name: &str, size: Option<u64>) -> String {
+    let mut out = String::with_capacity(uri.len() + name.len() + 160);
+    out.push_str("{\"type\":\"resource_link\",\"uri\":");
+    push_json_string(&mut out, uri);
+    out.push_str(",\"name\":");
+    push_json_string(&mut out, name);
+    out.push_str(
+        ",\"mimeType\":\"application/jsonl\",\"description\":\"The full tool result: a \
+         header line, then one JSON record per line.\"",
+    );
+    if let Some(size) = size {
+        out.push_str(&format!(",\"size\":{size}"));
+    }
+    out.push('}');
+    out
 }
 
 impl<'a> RawResult<'a> {
@@ -154,23 +184,16 @@ impl<'a> RawResult<'a> {
                 .ok_or(ResultError::NotToolResult(
                     "a content block has no string `type`",
                 ))?;
-            let text = if kind == "text"
-                && null_text
-                && fields.get("text").is_some_and(|t| t.get() == "null")
-            {
-                None
-            } else if kind == "text" {
-                let text: String = fields
-                    .get("text")
-                    .and_then(|t| serde_json::from_str(t.get()).ok())
-                    .ok_or(ResultError::NotToolResult(
-                        "a text block has no string `text`",
-                    ))?;
-                Some(text)
-            } else {
-                None
+            let (text, in_resource) = match kind.as_str() {
+                "text" => (block_text(&fields, null_text)?, false),
+                "resource" => resource_text(&fields, null_text),
+                _ => (None, false),
             };
-            blocks.push(RawBlock { fields, text });
+            blocks.push(RawBlock {
+                fields,
+                text,
+                in_resource,
+            });
         }
         Ok(RawResult { top, blocks })
     }
@@ -217,18 +240,27 @@ impl<'a> RawResult<'a> {
 
     fn write_block(&self, out: &mut String, block: &BlockOut<'_>) {
         let (index, text) = match *block {
-            BlockOut::NewText(text) => {
-                out.push_str("{\"type\":\"text\",\"text\":");
-                push_json_string(out, text);
-                out.push('}');
-                return;
+            BlockOut::NewText(text) => return write_text_block(out, text, None),
+            BlockOut::TextLike(text, like) => {
+                let annotations = self
+                    .blocks
+                    .get(like)
+                    .and_then(|b| b.fields.get("annotations"));
+                return write_text_block(out, text, annotations.copied());
             }
+            BlockOut::Json(json) => return out.push_str(json),
             BlockOut::Original(i) => (i, None),
             BlockOut::WithText(i, text) => (i, Some(text)),
         };
         let Some(original) = self.blocks.get(index) else {
             out.push_str("null");
             return;
+        };
+        // Where the text goes: `text`, or `resource.text`.
+        let text_key = if original.in_resource {
+            "resource"
+        } else {
+            "text"
         };
         out.push('{');
         for (n, (key, value)) in original.fields.iter().enumerate() {
@@ -237,14 +269,82 @@ impl<'a> RawResult<'a> {
             }
             push_json_string(out, key);
             out.push(':');
-            match (key.as_str(), text) {
-                ("text", Some(Some(t))) => push_json_string(out, t),
-                ("text", Some(None)) => out.push_str("null"),
+            match text {
+                Some(t) if key == text_key && original.in_resource => write_resource(out, value, t),
+                Some(Some(t)) if key == text_key => push_json_string(out, t),
+                Some(None) if key == text_key => out.push_str("null"),
                 _ => minify_into(value.get(), out),
             }
         }
         out.push('}');
     }
+}
+
+/// A text block, with `annotations` when given.
+fn write_text_block(out: &mut String, text: &str, annotations: Option<&RawValue>) {
+    out.push_str("{\"type\":\"text\",\"text\":");
+    push_json_string(out, text);
+    if let Some(a) = annotations {
+        out.push_str(",\"annotations\":");
+        minify_into(a.get(), out);
+    }
+    out.push('}');
+}
+
+/// The `text` of a text block (`None`: nulled in a rebuild envelope).
+fn block_text(fields: &RawObject<'_>, null_text: bool) -> Result<Option<String>, ResultError> {
+    let raw = fields.get("text");
+    if null_text && raw.is_some_and(|t| t.get() == "null") {
+        return Ok(None);
+    }
+    raw.and_then(|t| serde_json::from_str(t.get()).ok())
+        .map(Some)
+        .ok_or(ResultError::NotToolResult(
+            "a text block has no string `text`",
+        ))
+}
+
+/// The `resource.text` of an embedded resource, and whether the block
+/// carries one (nulled in a rebuild envelope: `None`, true). A blob
+/// resource, or one not shaped as the schema says, is no text: it stays as
+/// it is.
+fn resource_text(fields: &RawObject<'_>, null_text: bool) -> (Option<String>, bool) {
+    let Some(resource) = fields
+        .get("resource")
+        .and_then(|r| serde_json::from_str::<RawObject<'_>>(r.get()).ok())
+    else {
+        return (None, false);
+    };
+    match resource.get("text") {
+        Some(t) if null_text && t.get() == "null" => (None, true),
+        Some(t) => match serde_json::from_str::<String>(t.get()) {
+            Ok(text) => (Some(text), true),
+            Err(_) => (None, false),
+        },
+        None => (None, false),
+    }
+}
+
+/// Writes `resource` (a raw object) with its `text` replaced (`None`: `null`).
+fn write_resource(out: &mut String, resource: &RawValue, text: Option<&str>) {
+    let Ok(fields) = serde_json::from_str::<RawObject<'_>>(resource.get()) else {
+        minify_into(resource.get(), out);
+        return;
+    };
+    out.push('{');
+    for (n, (key, value)) in fields.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        push_json_string(out, key);
+        out.push(':');
+        match (key.as_str(), text) {
+            ("text", Some(t)) => push_json_string(out, t),
+            ("text", None) => out.push_str("null"),
+            _ => minify_into(value.get(), out),
+        }
+    }
+    out.push('}');
 }
 
 /// Content blocks read at most: each costs its fields' map whatever its

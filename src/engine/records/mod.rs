@@ -387,6 +387,18 @@ pub(crate) struct Extraction {
     pub structured_copy_key: Option<String>,
 }
 
+/// The first content block (of `blocks`) that gave records, from the
+/// sorted list of the blocks that did not: the descriptor stands for it
+/// and carries its annotations.
+pub(crate) fn first_source(kept_blocks: &[usize], blocks: usize) -> Option<usize> {
+    let first = kept_blocks
+        .iter()
+        .enumerate()
+        .find(|&(n, &i)| n != i)
+        .map_or(kept_blocks.len(), |(n, _)| n);
+    (first < blocks).then_some(first)
+}
+
 /// Errors while rebuilding a result from an offloaded file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
