@@ -657,3 +657,105 @@ async fn a_caller_that_gives_up_frees_its_slot() {
         start.elapsed()
     );
 }
+
+/// What `tail -n +2 FILE | jq ...` prints on stdout, and how many errors
+/// it reports on stderr (jq fails then; that is expected here).
+fn jq_with_errors(file: &Path, q: &Query) -> (String, usize) {
+    let f = q.jq_flags();
+    let mut cmd = format!("tail -n +2 {} | jq", sq(&file.display().to_string()));
+    for (on, flag) in [(f.slurp, " -s"), (f.raw, " -r"), (f.compact, " -c")] {
+        if on {
+            cmd.push_str(flag);
+        }
+    }
+    cmd.push(' ');
+    cmd.push_str(&sq(q.filter()));
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .unwrap();
+    let errors = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("jq: error"))
+        .count();
+    (String::from_utf8(out.stdout).unwrap(), errors)
+}
+
+/// The reader skips the fields a filter never reads. Records of every
+/// shape (not objects, keys missing, null, duplicated, escaped, nested
+/// under other names) give what jq prints, errors included, for filters
+/// that read a few fields, with and without `-s`.
+#[test]
+fn filters_reading_few_fields_match_jq_on_odd_records() {
+    require_jq();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("atlatl-odd-01J00000000000000000000000.jsonl");
+    let records = [
+        r#"{"namespace":"a","provenance":{"confidence":0.9,"source":"x"},"id":1,"title":"t","tags":["x"]}"#,
+        r#"{"na\u006despace":"b","provenance":{"confidence":0.2},"id":2, "title" : "\"q\""}"#,
+        r#""just a string""#,
+        r#"[1,2,{"namespace":"c"}]"#,
+        r#"{"namespace":null,"provenance":null,"extra":{"namespace":"deep","id":9}}"#,
+        r#"{"provenance":{"confidence":"high"},"id":{"nested":true},"title":null}"#,
+        r#"{"namespace":"a","namespace":"dup","provenance":{"confidence":0.7,"confidence":0.1}}"#,
+        r#"{}"#,
+        r#"42"#,
+        r#"null"#,
+        r#"{"provenance":[1,2],"id":"x","tags":{"a":[{"b":1e400}]}}"#,
+        r#"{"provenance":"str","id":3,"skipped":[{"deep":[[["\ud83d\ude00"]]]},-0.0,1E-7,true,false]}"#,
+    ];
+    std::fs::write(
+        &file,
+        format!("{{\"type\":\"lro_header\"}}\n{}\n", records.join("\n")),
+    )
+    .unwrap();
+    let q = Query::new;
+    let queries = [
+        q("select(.provenance.confidence > 0.5) | {id, title, tags}").compact(true),
+        q(".namespace"),
+        q(".provenance.confidence"),
+        q("select(.namespace) | .id"),
+        q("{namespace, c: .provenance.confidence}").compact(true),
+        q("if .id then .title else .namespace end"),
+        q("try .provenance.confidence catch \"E\""),
+        q(".provenance.confidence?, .extra.id?"),
+        q("\"\\(.namespace)-\\(.id)\"").raw(true),
+        q("select(.provenance) | .provenance | .confidence // \"none\""),
+        q("1, (.tags | length)"),
+        q("group_by(.namespace) | map({namespace: .[0].namespace, count: length})")
+            .slurp(true)
+            .compact(true),
+        q("[.[] | .namespace?]").slurp(true).compact(true),
+        q("[.[] | select(.id?) | .id] | length, length").slurp(true),
+        q("sort_by(.id?) | map(.title?)").slurp(true).compact(true),
+        q("group_by(.namespace?) | map({n: .[0].namespace?, c: length})")
+            .slurp(true)
+            .compact(true),
+        q("first(.[] | .provenance?), [limit(2; .[] | .id?)]")
+            .slurp(true)
+            .compact(true),
+        q("min_by(.id?) | .title?, (max_by(.id?) | .id?)")
+            .slurp(true)
+            .compact(true),
+    ];
+    for query in &queries {
+        let (want, errors) = jq_with_errors(&file, query);
+        let page = extract_all(&file, query);
+        assert!(
+            page.text() == want,
+            "{:?}\n--- extractor\n{}\n--- jq\n{want}",
+            query.filter(),
+            page.text()
+        );
+        assert_eq!(
+            page.error_count,
+            errors,
+            "{:?}: {:?}",
+            query.filter(),
+            page.errors
+        );
+    }
+}

@@ -103,6 +103,7 @@ mod guard;
 mod input;
 mod natives;
 mod print;
+mod project;
 mod recipe;
 mod run;
 mod traits;
@@ -625,7 +626,7 @@ impl Job {
         let deadline = Instant::now() + self.limits.time_limit;
         let bytes = read_capped(&self.file, self.limits.max_input_bytes)?;
         let compiled = run::compile(&self.query)?;
-        let inputs = read_inputs(bytes)?;
+        let inputs = read_inputs(bytes, compiled.needs());
         let budget = Budget {
             deadline,
             alloc_bytes: self.limits.max_alloc_bytes,
@@ -634,7 +635,11 @@ impl Job {
         };
         let mut pager = Pager::new(self.paging, &self.limits);
         let stopped =
-            guard::run_guarded(budget, || run::evaluate(&compiled, inputs, &mut pager)).err();
+            match guard::run_guarded(budget, || run::evaluate(&compiled, inputs, &mut pager)) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => return Err(ExtractError::BadInput(e.to_string())),
+                Err(stop) => Some(stop),
+            };
         self.page(pager, stopped)
     }
 
@@ -680,14 +685,12 @@ impl Job {
     }
 }
 
-/// The input values: the fast reader's, else jaq's (which reports errors).
-fn read_inputs(file: Vec<u8>) -> Result<Vec<jaq_json::Val>, ExtractError> {
+/// The input values after the header line, read as the evaluation asks
+/// for them, each only as far as the filter reads it.
+fn read_inputs(file: Vec<u8>, need: project::Need) -> fast::Records {
     let file = bytes::Bytes::from(file);
     let after = file.slice_ref(input::after_header(&file));
-    match fast::values(&after) {
-        Some(values) => Ok(values),
-        None => input::values(&after).map_err(|e| ExtractError::BadInput(e.to_string())),
-    }
+    fast::Records::new(after, need)
 }
 
 /// The file's bytes, if it is a regular file no larger than `max`.

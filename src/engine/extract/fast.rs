@@ -8,46 +8,163 @@
 use bytes::Bytes;
 use jaq_json::{Map, Rc, Val};
 
+use super::input::{self, InputError};
+use super::project::Need;
 use super::value::Jv;
+
+/// The byte that ends a string.
+const QUOTE: u8 = 0x22;
 
 /// jq 1.6's `MAX_PARSING_DEPTH`.
 const MAX_DEPTH: usize = 256;
 
 /// Every JSON value of `text`, or `None` when anything is unusual.
+#[cfg(test)]
 pub(crate) fn values(text: &Bytes) -> Option<Vec<Val>> {
-    let mut r = Reader { src: text, pos: 0 };
+    let mut r = Reader::new(text.clone());
     let mut out = Vec::new();
     loop {
-        r.skip_ws();
-        if r.pos >= text.len() {
-            return Some(out);
+        match r.next(&Need::All) {
+            Next::Value(v) => out.push(v),
+            Next::End => return Some(out),
+            Next::Unusual { .. } => return None,
         }
-        out.push(r.value(0)?);
     }
 }
 
-struct Reader<'s> {
-    src: &'s Bytes,
-    pos: usize,
+/// The input values one at a time, each read as far as `need` says (the
+/// rest of it validated and skipped); from the first unusual value on,
+/// jaq's reader reads the rest whole and reports errors as jq would.
+pub(crate) struct Records {
+    reader: Reader,
+    need: Need,
+    rest: Option<std::vec::IntoIter<Val>>,
+    failed: bool,
+    count: usize,
 }
 
-impl Reader<'_> {
+impl Records {
+    /// The values of `text`.
+    pub fn new(text: Bytes, need: Need) -> Records {
+        Records {
+            reader: Reader::new(text),
+            need,
+            rest: None,
+            failed: false,
+            count: 0,
+        }
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<Val, InputError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(rest) = &mut self.rest {
+            return rest.next().map(Ok);
+        }
+        if self.failed {
+            return None;
+        }
+        match self.reader.next(&self.need) {
+            Next::Value(v) => {
+                self.count += 1;
+                Some(Ok(v))
+            }
+            Next::End => None,
+            Next::Unusual { at } => match input::values(&self.reader.src[at..]) {
+                Ok(values) => {
+                    self.rest = Some(values.into_iter());
+                    self.next()
+                }
+                Err(e) => {
+                    self.failed = true;
+                    Some(Err(e.after(self.count)))
+                }
+            },
+        }
+    }
+}
+
+/// What the reader found next.
+enum Next {
+    Value(Val),
+    End,
+    /// Something the fast reader leaves to jaq's, starting at byte `at`.
+    Unusual {
+        at: usize,
+    },
+}
+
+/// A string's contents: a span of the source when it has no escapes.
+enum Text {
+    Span(usize, usize),
+    Owned(Vec<u8>),
+}
+
+struct Reader {
+    src: Bytes,
+    pos: usize,
+    /// Entries of the objects being read (a stack shared by all levels, so
+    /// each object is built at its final size).
+    entries: Vec<(Val, Val)>,
+    /// Items of the arrays being read.
+    items: Vec<Val>,
+}
+
+impl Reader {
+    fn new(src: Bytes) -> Reader {
+        Reader {
+            src,
+            pos: 0,
+            entries: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    fn next(&mut self, need: &Need) -> Next {
+        self.skip_ws();
+        if self.pos >= self.src.len() {
+            return Next::End;
+        }
+        let at = self.pos;
+        match self.value(0, need) {
+            Some(v) => Next::Value(v),
+            None => Next::Unusual { at },
+        }
+    }
+
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.src.get(self.pos) {
             self.pos += 1;
         }
     }
 
-    fn value(&mut self, depth: usize) -> Option<Val> {
+    fn value(&mut self, depth: usize, need: &Need) -> Option<Val> {
         self.skip_ws();
         match *self.src.get(self.pos)? {
-            b'{' if depth < MAX_DEPTH => self.object(depth + 1),
+            b'{' if depth < MAX_DEPTH => self.object(depth + 1, need),
             b'[' if depth < MAX_DEPTH => self.array(depth + 1),
             b'"' => self.string().map(Val::utf8_str),
             b't' => self.literal(b"true", Val::Bool(true)),
             b'f' => self.literal(b"false", Val::Bool(false)),
             b'n' => self.literal(b"null", Val::Null),
             b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    /// Checks a value as [`value`](Self::value) would read it, builds nothing.
+    fn skip(&mut self, depth: usize) -> Option<()> {
+        self.skip_ws();
+        match *self.src.get(self.pos)? {
+            b'{' if depth < MAX_DEPTH => self.skip_object(depth + 1),
+            b'[' if depth < MAX_DEPTH => self.skip_array(depth + 1),
+            b'"' => self.text().map(drop),
+            b't' => self.literal(b"true", Val::Null).map(drop),
+            b'f' => self.literal(b"false", Val::Null).map(drop),
+            b'n' => self.literal(b"null", Val::Null).map(drop),
+            b'-' | b'0'..=b'9' => self.number().map(drop),
             _ => None,
         }
     }
@@ -78,37 +195,44 @@ impl Reader<'_> {
 
     /// A string: a slice of the source when it has no escapes.
     fn string(&mut self) -> Option<Bytes> {
-        let start = self.pos + 1;
-        let rest = &self.src[start..];
-        let end = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[end] == b'"' && !rest[..end].iter().any(|&b| b < 0x20) {
-            self.pos = start + end + 1;
-            return Some(self.src.slice(start..start + end));
-        }
-        self.escaped(start)
+        Some(match self.text()? {
+            Text::Span(start, end) => self.src.slice(start..end),
+            Text::Owned(v) => Bytes::from(v),
+        })
     }
 
-    fn escaped(&mut self, start: usize) -> Option<Bytes> {
+    fn text(&mut self) -> Option<Text> {
+        let start = self.pos + 1;
+        let rest = self.src.get(start..)?;
+        let end = memchr::memchr2(QUOTE, b'\\', rest)?;
+        if rest[end] == QUOTE && !rest[..end].iter().any(|&b| b < 0x20) {
+            self.pos = start + end + 1;
+            return Some(Text::Span(start, start + end));
+        }
+        self.escaped(start).map(Text::Owned)
+    }
+
+    fn escaped(&mut self, start: usize) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         let mut i = start;
         loop {
             let b = *self.src.get(i)?;
             i += 1;
             match b {
-                b'"' => break,
+                QUOTE => break,
                 b'\\' => i = self.escape(i, &mut out)?,
                 0..=0x1f => return None,
                 _ => out.push(b),
             }
         }
         self.pos = i;
-        Some(Bytes::from(out))
+        Some(out)
     }
 
     /// Decodes the escape after a backslash at `i - 1`; returns where it ends.
     fn escape(&self, i: usize, out: &mut Vec<u8>) -> Option<usize> {
         let c = match *self.src.get(i)? {
-            b'"' => '"',
+            QUOTE => '\u{22}',
             b'\\' => '\\',
             b'/' => '/',
             b'b' => '\u{8}',
@@ -150,56 +274,121 @@ impl Reader<'_> {
 
     fn array(&mut self, depth: usize) -> Option<Val> {
         self.pos += 1;
-        let mut items = Vec::new();
+        let base = self.items.len();
         self.skip_ws();
-        if self.src.get(self.pos) == Some(&b']') {
-            self.pos += 1;
-            return Some(Val::Arr(Rc::new(items)));
-        }
-        loop {
-            items.push(self.value(depth)?);
-            self.skip_ws();
-            match *self.src.get(self.pos)? {
-                b',' => self.pos += 1,
-                b']' => {
-                    self.pos += 1;
-                    return Some(Val::Arr(Rc::new(items)));
+        if self.src.get(self.pos) != Some(&b']') {
+            loop {
+                let v = self.value(depth, &Need::All)?;
+                self.items.push(v);
+                if self.after_item(b']')? {
+                    break;
                 }
-                _ => return None,
             }
+        }
+        self.pos += 1;
+        Some(Val::Arr(Rc::new(self.items.drain(base..).collect())))
+    }
+
+    /// After an item: `,` (more follow) or `close` (the end, not consumed).
+    fn after_item(&mut self, close: u8) -> Option<bool> {
+        self.skip_ws();
+        match *self.src.get(self.pos)? {
+            b',' => {
+                self.pos += 1;
+                Some(false)
+            }
+            b if b == close => Some(true),
+            _ => None,
         }
     }
 
-    fn object(&mut self, depth: usize) -> Option<Val> {
+    fn skip_array(&mut self, depth: usize) -> Option<()> {
         self.pos += 1;
-        let mut map = Map::default();
         self.skip_ws();
-        if self.src.get(self.pos) == Some(&b'}') {
-            self.pos += 1;
-            return Some(Val::obj(map));
-        }
-        loop {
-            self.skip_ws();
-            if self.src.get(self.pos) != Some(&b'"') {
-                return None;
-            }
-            let key = self.string()?;
-            self.skip_ws();
-            if self.src.get(self.pos) != Some(&b':') {
-                return None;
-            }
-            self.pos += 1;
-            let v = self.value(depth)?;
-            map.insert(Val::utf8_str(key), v);
-            self.skip_ws();
-            match *self.src.get(self.pos)? {
-                b',' => self.pos += 1,
-                b'}' => {
-                    self.pos += 1;
-                    return Some(Val::obj(map));
+        if self.src.get(self.pos) != Some(&b']') {
+            loop {
+                self.skip(depth)?;
+                if self.after_item(b']')? {
+                    break;
                 }
-                _ => return None,
             }
+        }
+        self.pos += 1;
+        Some(())
+    }
+
+    /// An object, with only the keys `need` reads (all when it reads all).
+    fn object(&mut self, depth: usize, need: &Need) -> Option<Val> {
+        self.pos += 1;
+        let base = self.entries.len();
+        self.skip_ws();
+        if self.src.get(self.pos) != Some(&b'}') {
+            loop {
+                let key = self.key()?;
+                let wanted = match need {
+                    Need::All => Some(&Need::All),
+                    Need::Keys(keys) => Need::key(keys, self.text_bytes(&key)),
+                };
+                match wanted {
+                    Some(n) => {
+                        let v = self.value(depth, n)?;
+                        let k = Val::utf8_str(self.text_into_bytes(key));
+                        self.entries.push((k, v));
+                    }
+                    None => self.skip(depth)?,
+                }
+                if self.after_item(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.pos += 1;
+        let map: Map = self.entries.drain(base..).collect();
+        Some(Val::obj(map))
+    }
+
+    fn skip_object(&mut self, depth: usize) -> Option<()> {
+        self.pos += 1;
+        self.skip_ws();
+        if self.src.get(self.pos) != Some(&b'}') {
+            loop {
+                self.key()?;
+                self.skip(depth)?;
+                if self.after_item(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.pos += 1;
+        Some(())
+    }
+
+    /// A key and its colon.
+    fn key(&mut self) -> Option<Text> {
+        self.skip_ws();
+        if self.src.get(self.pos) != Some(&b'"') {
+            return None;
+        }
+        let key = self.text()?;
+        self.skip_ws();
+        if self.src.get(self.pos) != Some(&b':') {
+            return None;
+        }
+        self.pos += 1;
+        Some(key)
+    }
+
+    fn text_bytes<'t>(&'t self, t: &'t Text) -> &'t [u8] {
+        match t {
+            Text::Span(s, e) => &self.src[*s..*e],
+            Text::Owned(v) => v,
+        }
+    }
+
+    fn text_into_bytes(&self, t: Text) -> Bytes {
+        match t {
+            Text::Span(s, e) => self.src.slice(s..e),
+            Text::Owned(v) => Bytes::from(v),
         }
     }
 }

@@ -30,6 +30,19 @@ impl std::fmt::Display for InputError {
     }
 }
 
+impl InputError {
+    /// The same error, in a text where `count` values came before.
+    pub fn after(self, count: usize) -> InputError {
+        match self {
+            InputError::Invalid { index, reason } => InputError::Invalid {
+                index: index + count,
+                reason,
+            },
+            other => other,
+        }
+    }
+}
+
 /// The bytes after the first line (`tail -n +2`): nothing when there is
 /// no line break.
 pub(crate) fn after_header(file: &[u8]) -> &[u8] {

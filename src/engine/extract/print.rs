@@ -87,6 +87,7 @@ impl<S: Sink> Printer<S> {
             Val::Null => self.put(b"null"),
             Val::Bool(true) => self.put(b"true"),
             Val::Bool(false) => self.put(b"false"),
+            Val::Num(Num::Int(i)) if i.unsigned_abs() <= 1 << 53 => self.put(int(*i, &mut [0; 24])),
             Val::Num(n) => {
                 let mut s = String::new();
                 number(num_f64(n), &mut s);
@@ -136,10 +137,40 @@ impl<S: Sink> Printer<S> {
 
     /// A JSON string with jq 1.6's escapes.
     pub fn string(&mut self, s: &[u8]) -> Result<(), TooLong> {
+        if !s.iter().any(|&b| needs_escape(b)) {
+            self.put(b"\"")?;
+            self.put(s)?;
+            return self.put(b"\"");
+        }
         let mut quoted = Vec::with_capacity(s.len() + 2);
         escape(s, &mut quoted);
         self.put(&quoted)
     }
+}
+
+/// Whether jq 1.6 escapes the byte `b` in a string.
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f
+}
+
+/// The decimal digits of `i` (as jq 1.6 prints an integer below 1e17:
+/// every integer a double holds exactly is), in `buf`.
+fn int(i: isize, buf: &mut [u8; 24]) -> &[u8] {
+    let mut at = buf.len();
+    let mut n = i.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// `s` as a quoted JSON string, escaped as jq 1.6 does: `"` and `\`,

@@ -8,7 +8,9 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
 use jaq_json::{Map, Rc, Val};
 
+use super::input::InputError;
 use super::print::{Printer, Sink, TooLong};
+use super::project::Need;
 use super::traits::{Eval, Hooked};
 use super::value::Jv;
 use super::{ExtractError, JqFlags, Paging, Query};
@@ -18,6 +20,14 @@ pub(crate) struct Compiled {
     filter: jaq_core::Filter<Eval>,
     vars: Vec<Jv>,
     flags: JqFlags,
+    needs: Need,
+}
+
+impl Compiled {
+    /// What of each record the filter reads.
+    pub fn needs(&self) -> Need {
+        self.needs.clone()
+    }
 }
 
 /// Compiles `query`: its filter, with `$ARGS` and one variable per
@@ -43,6 +53,7 @@ pub(crate) fn compile(query: &Query) -> Result<Compiled, ExtractError> {
         filter,
         vars: variables(query),
         flags: query.flags,
+        needs: super::project::needs(&query.filter, query.flags.slurp),
     })
 }
 
@@ -124,29 +135,41 @@ fn cut(s: &str) -> &str {
 }
 
 /// Runs `c` over `inputs`, printing into `pager` until the outputs end or
-/// the pager is full.
-pub(crate) fn evaluate(c: &Compiled, inputs: Vec<Val>, pager: &mut Pager) {
-    let inputs = if c.flags.slurp {
-        vec![Jv::array(inputs).0]
+/// the pager is full. `Err` when the input is not valid JSON (the outputs
+/// of the values before the bad one are printed first, as jq prints them).
+pub(crate) fn evaluate(
+    c: &Compiled,
+    inputs: impl Iterator<Item = Result<Val, InputError>>,
+    pager: &mut Pager,
+) -> Result<(), InputError> {
+    let ctx = Ctx::<Eval>::new(Hooked(&c.filter.lut), Vars::new(c.vars.iter().cloned()));
+    if c.flags.slurp {
+        let all = inputs.collect::<Result<Vec<Val>, _>>()?;
+        // A full pager says so in `pager.full`.
+        let _ = run_one(c, &ctx, Jv::array(all).0, pager);
     } else {
-        inputs
-    };
-    for input in inputs {
-        let ctx = Ctx::<Eval>::new(Hooked(&c.filter.lut), Vars::new(c.vars.iter().cloned()));
-        for out in c.filter.id.run((ctx, Jv(input))) {
-            let printed = match out {
-                Ok(v) => pager.output(&v, c.flags),
-                Err(e) => {
-                    pager.error(e);
-                    break;
-                }
-            };
-            if printed.is_err() {
-                return;
+        for input in inputs {
+            if run_one(c, &ctx, input?, pager).is_err() {
+                return Ok(());
             }
         }
     }
-    pager.finished = true;
+    pager.finished = pager.full.is_none();
+    Ok(())
+}
+
+/// The outputs of one input; `Err` when the pager is full.
+fn run_one(c: &Compiled, ctx: &Ctx<Eval>, input: Val, pager: &mut Pager) -> Result<(), TooLong> {
+    for out in c.filter.id.run((ctx.clone(), Jv(input))) {
+        match out {
+            Ok(v) => pager.output(&v, c.flags)?,
+            Err(e) => {
+                pager.error(e);
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Why the pager stopped taking output.
