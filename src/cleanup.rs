@@ -112,15 +112,39 @@ impl Custodian {
     /// One scan, as if the time were `now` (for callers with their own clock).
     pub fn run_once_at(&self, now: DateTime<Utc>) -> CleanupReport {
         let mut report = CleanupReport::default();
+        for (path, created_at) in self.scan(now, &mut report) {
+            self.delete(path, created_at, now, &mut report);
+        }
+        report
+    }
+
+    /// The files a run at `now` would delete, deleting nothing (a dry run).
+    pub fn expired_at(&self, now: DateTime<Utc>) -> Vec<PathBuf> {
+        let mut report = CleanupReport::default();
+        self.scan(now, &mut report)
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect()
+    }
+
+    /// The expired offload files of the directory (regular files only,
+    /// never through a symlink), with their creation times; counts what it
+    /// saw in `report`.
+    fn scan(
+        &self,
+        now: DateTime<Utc>,
+        report: &mut CleanupReport,
+    ) -> Vec<(PathBuf, DateTime<Utc>)> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             // No directory yet: nothing was ever written.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return report,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
             Err(e) => {
                 report.errors.push((self.dir.clone(), e));
-                return report;
+                return Vec::new();
             }
         };
+        let mut expired = Vec::new();
         for entry in entries {
             let entry = match entry {
                 Ok(entry) => entry,
@@ -130,8 +154,7 @@ impl Custodian {
                 }
             };
             let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Some(created_at) = created_at(name) else {
+            let Some(created_at) = name.to_str().and_then(created_at) else {
                 continue;
             };
             let path = entry.path();
@@ -150,33 +173,43 @@ impl Custodian {
             }
             report.scanned += 1;
             let expires_at = header_expiry(&path).unwrap_or_else(|| expiry(created_at, self.ttl));
-            if now < expires_at {
-                continue;
-            }
-            match std::fs::remove_file(&path) {
-                Ok(()) => {
-                    let age_seconds = (now - created_at).num_seconds().max(0) as u64;
-                    self.events.emit(OffloadEvent::OffloadFileExpired {
-                        path: path.clone(),
-                        created_at,
-                        age_seconds,
-                    });
-                    report.deleted.push(path);
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => report.vanished += 1,
-                Err(e) => {
-                    tracing::warn!(
-                        target: "tower_lro",
-                        task = "offload_cleanup",
-                        path = %path.display(),
-                        error = %e,
-                        "cannot delete expired offload file"
-                    );
-                    report.errors.push((path, e));
-                }
+            if now >= expires_at {
+                expired.push((path, created_at));
             }
         }
-        report
+        expired
+    }
+
+    /// Deletes one expired file, with its event.
+    fn delete(
+        &self,
+        path: PathBuf,
+        created_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+        report: &mut CleanupReport,
+    ) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                let age_seconds = (now - created_at).num_seconds().max(0) as u64;
+                self.events.emit(OffloadEvent::OffloadFileExpired {
+                    path: path.clone(),
+                    created_at,
+                    age_seconds,
+                });
+                report.deleted.push(path);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => report.vanished += 1,
+            Err(e) => {
+                tracing::warn!(
+                    target: "tower_lro",
+                    task = "offload_cleanup",
+                    path = %path.display(),
+                    error = %e,
+                    "cannot delete expired offload file"
+                );
+                report.errors.push((path, e));
+            }
+        }
     }
 
     /// Runs [`run_once`](Self::run_once) on the blocking pool every

@@ -1,0 +1,72 @@
+//! `lro`: Large Result Offloading from the command line.
+//!
+//! File tools for people working with offloaded results:
+//!
+//! ```text
+//! lro inspect FILE                 # header, count, fields, expiry, recipes
+//! lro rebuild FILE                 # the original CallToolResult JSON
+//! lro extract FILE --recipe 6      # a recipe of the file, as lro_extract runs it
+//! lro extract FILE --recipe 2 --param namespace=_semantic
+//! lro extract FILE --query 'select(.confidence > 0.8)' [--offset N] [--limit N]
+//! lro cleanup [DIR] [--ttl SECONDS] [--dry-run]
+//! ```
+//!
+//! `--config FILE` reads the `[prompt.offload]` section of a TOML file;
+//! `ATLATL_PROMPT__OFFLOAD__*` variables apply over it; flags win.
+
+mod files;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Large Result Offloading (LRO) for MCP: the file tools.
+#[derive(Debug, Parser)]
+#[command(name = "lro", version)]
+struct Cli {
+    /// A TOML file whose `[prompt.offload]` section configures LRO
+    /// (environment variables ATLATL_PROMPT__OFFLOAD__* apply over it).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Shows an offloaded file at a glance: what produced it, how many
+    /// records, their fields, when it expires, its recipes.
+    Inspect(files::InspectArgs),
+    /// Prints the original CallToolResult JSON the file was made from.
+    Rebuild(files::RebuildArgs),
+    /// Runs one of the file's recipes, or a jq filter, over its records
+    /// (the same extractor as the `lro_extract` tool).
+    Extract(files::ExtractArgs),
+    /// Deletes expired offloaded files.
+    Cleanup(files::CleanupArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match tower_lro::OffloadConfig::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(e) => return fail(&format!("configuration: {e}")),
+    };
+    let done = match cli.command {
+        Command::Inspect(args) => files::inspect(&args),
+        Command::Rebuild(args) => files::rebuild(&args),
+        Command::Extract(args) => files::extract(&args),
+        Command::Cleanup(args) => files::cleanup(&args, &config),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => fail(&message),
+    }
+}
+
+/// One line on stderr, exit status 1.
+fn fail(message: &str) -> ExitCode {
+    eprintln!("lro: {message}");
+    ExitCode::FAILURE
+}
