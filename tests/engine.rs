@@ -148,12 +148,19 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
         assert_eq!(header["estimated_tokens"], d.summary.estimated_tokens);
         chrono::DateTime::parse_from_rfc3339(header["timestamp"].as_str().unwrap()).unwrap();
         assert_eq!(file_records(&off.file.path), memories);
+        // Extraction is on by default: the spec's lro_extract template.
         assert!(d.guidance.starts_with(&format!(
-            "Results offloaded to JSONL (200 memories, ~{} tokens saved).\nFile: {file}\nDetail level: {}\n",
+            "Results offloaded to JSONL (200 memories, ~{} tokens saved).\nDetail level: {}\nUse the `lro_extract` tool",
             d.summary.estimated_tokens,
             detail.as_str()
         )));
-        assert!(d.guidance.ends_with("memory objects start at line 2."));
+        assert!(d.guidance.contains(&format!(
+            "- Browse: lro_extract(file_path=\"{file}\", recipe=1)\n"
+        )));
+        assert!(
+            d.guidance
+                .ends_with("9=detail-adaptive, 10=detail-adaptive.")
+        );
         let top = &d.summary.top_namespaces;
         assert!(!top.is_empty() && top.len() <= 5);
         let counts = counts_by(&memories, "namespace");
@@ -205,14 +212,20 @@ fn full_detail_memories_average_about_200_tokens() {
 }
 
 #[test]
-fn detail_comes_from_argument_then_tool_default_then_fields() {
+fn detail_follows_the_records_whatever_the_argument_or_tool_default() {
     let dir = tempfile::tempdir().unwrap();
     let o = offloader(dir.path());
     let full = memory_tool_result(&MemoryGenerator::new(3).memories(100, Detail::Full));
     let medium = memory_tool_result(&MemoryGenerator::new(3).memories(150, Detail::Medium));
     let cases = [
-        ("recall_memories", None, &full, "light"),
-        ("inject_context", None, &full, "medium"),
+        ("recall_memories", None, &full, "full"),
+        ("inject_context", None, &full, "full"),
+        (
+            "recall_memories",
+            Some(json!({"detail": "light"})),
+            &medium,
+            "medium",
+        ),
         (
             "recall_memories",
             Some(json!({"detail": "full"})),
@@ -237,6 +250,13 @@ fn detail_comes_from_argument_then_tool_default_then_fields() {
                 .guidance
                 .contains(&format!("Detail level: {want}\n"))
         );
+        // The recipes are the spec's table for that level: recipe 9 sorts
+        // by a confidence the records have.
+        let nine = &off.response.jq_recipes[8].command;
+        match want {
+            "full" => assert!(nine.contains("sort_by(.provenance.confidence)"), "{nine}"),
+            _ => assert!(nine.contains("sort_by(.confidence)"), "{nine}"),
+        }
     }
 }
 
@@ -365,7 +385,9 @@ fn generic_records_get_recipes_from_their_own_fields() {
     assert_eq!(s["max"], 249);
     assert_eq!(s["min"], 0);
     assert!(d.guidance.contains("(400 records,"));
-    assert!(d.guidance.contains("records start at line 2."));
+    assert!(d.guidance.contains("Use the `lro_extract` tool"));
+    assert!(d.guidance.contains("- Filter: lro_extract(file_path="));
+    assert!(d.guidance.contains("Available recipes: 1="));
     assert_eq!(d.line_schema["properties"]["odd key"]["type"], "boolean");
     assert_eq!(d.line_schema["properties"]["latency_ms"]["type"], "integer");
     assert_rebuilds(&off, &result);

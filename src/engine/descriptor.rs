@@ -173,6 +173,42 @@ pub struct OffloadResponse {
     /// the data, so the reader can judge it before opening the file.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub preview: String,
+    /// Addition: when the file expires (ISO 8601); after that it may be
+    /// deleted and extraction refuses it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub expires_at: String,
+    /// Addition: the result was one page of a paged listing (it carried a
+    /// cursor, `has_more` or a total beyond its count): the file holds
+    /// this page only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageInfo>,
+}
+
+/// Addition: what a paged result said about its other pages.
+///
+/// The spec forbids a result that is offloaded and has an active cursor at
+/// once; a layer in front of a server cannot stop the server from paging,
+/// so it says so instead: the file holds this page, how many records there
+/// are in all when the result told, and how to ask for the next page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PageInfo {
+    /// The cursor of the next page, as the result gave it (cut to 200
+    /// characters when longer; `next_cursor_field` says where to read it
+    /// whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Where the result carried it (`structuredContent.nextCursor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor_field: Option<String>,
+    /// Records in all pages, when the result said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Whether more pages follow, when the result said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_more: Option<bool>,
+    /// What this means for the reader, in a sentence or two.
+    pub note: String,
 }
 
 /// Summary of an offloaded result set. Its `Debug` leaves out the
@@ -182,17 +218,26 @@ pub struct OffloadResponse {
 pub struct OffloadSummary {
     /// Total number of records in the file.
     pub count: usize,
-    /// Estimated total tokens saved by offloading.
+    /// Estimated tokens of the whole result: what reading it inline would
+    /// cost. The spec calls this "tokens saved"; the descriptor itself
+    /// costs some of them (at most about 1,200).
     pub estimated_tokens: usize,
     /// The operation that was performed.
     pub operation: String,
     /// Top namespaces represented (up to 5): values of `namespace`, or of the
     /// most category-like field for other records.
     pub top_namespaces: Vec<String>,
-    /// Score range (min, max) if applicable.
+    /// Score range (min, max) if applicable: of the records' `score`-like
+    /// field, else of their confidence (`confidence`, or
+    /// `provenance.confidence` at full detail). `score_field` names it.
     pub score_range: Option<(f64, f64)>,
     /// Detail level used for serialization.
     pub detail: Detail,
+    /// Addition: the field `score_range` comes from (`score`,
+    /// `confidence`, `provenance.confidence`, ...), so a confidence range is
+    /// not read as search scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_field: Option<String>,
 }
 
 /// A ready-to-run jq command. Its `Debug` shows the description only (a
@@ -220,35 +265,28 @@ pub fn guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> Stri
     )
 }
 
-/// Guidance for records that are not memories: the same template, with the
-/// recipe pointers naming what this file's recipes really do.
-pub(crate) fn generic_guidance(
-    count: usize,
-    tokens: usize,
-    path: &str,
-    detail: Detail,
-    recipes: &[JqRecipe],
-) -> String {
-    let name = |i: usize| {
-        recipes
-            .get(i)
-            .map(|r| r.description.to_lowercase())
-            .unwrap_or_default()
+/// The specification's guidance template for an implementation that
+/// serves extraction itself (the `lro_extract` tool), filled in. The
+/// custom-filter example uses the confidence field the records have at
+/// `detail` (none at light).
+pub fn extract_guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> String {
+    let path = serde_json::to_string(path).unwrap_or_default();
+    let custom = match detail {
+        Detail::Light => r#"select(.memory_type == \"episodic\")"#,
+        Detail::Medium => "select(.confidence > 0.8)",
+        Detail::Full => "select(.provenance.confidence > 0.8)",
     };
     format!(
-        "Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n\
-         File: {path}\n\
+        "Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n\
          Detail level: {detail}\n\
-         Use the jq recipes above to extract specific data. Common patterns:\n\
-         - Browse: recipe #1 ({})\n\
-         - Filter: recipe #2 ({}) or #3 ({})\n\
-         - Analyze: recipe #4 ({})\n\
-         Read the file directly only if you need the complete dataset.\n\
-         The header line (line 1) contains metadata; records start at line 2.",
-        name(0),
-        name(1),
-        name(2),
-        name(3)
+         Use the `lro_extract` tool to query this result set. Examples:\n\
+         - Browse: lro_extract(file_path={path}, recipe=1)\n\
+         - Filter by namespace: lro_extract(file_path={path}, recipe=2, params={{\"namespace\": \"_semantic\"}})\n\
+         - Search by keyword: lro_extract(file_path={path}, recipe=3, params={{\"keyword\": \"your term\"}})\n\
+         - Custom filter: lro_extract(file_path={path}, query=\"{custom}\")\n\
+         Available recipes: 1=titles+namespaces, 2=filter namespace, 3=search titles,\n\
+         4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date,\n\
+         9=detail-adaptive, 10=detail-adaptive."
     )
 }
 

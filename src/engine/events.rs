@@ -125,15 +125,22 @@ pub enum PassReason {
     /// layer asks servers for identity bodies, and passes on what a server
     /// compresses anyway.
     Encoded(String),
+    /// Even the smallest descriptor would be over its budget (about 1,200
+    /// estimated tokens; an output directory of a very long path).
+    DescriptorTooLarge {
+        /// Estimated tokens of the smallest descriptor.
+        descriptor_tokens: usize,
+    },
 }
 
 impl PassReason {
     /// The reason's stable name, used as the `reason` field of the tracing
     /// event: `disabled`, `excluded`, `under_threshold`, `is_error`,
     /// `no_records`, `unparseable`, `proxy`, `buffer_cap`, `interrupted`,
-    /// `encoded`.
+    /// `encoded`, `descriptor_too_large`.
     pub fn as_str(&self) -> &'static str {
         match self {
+            PassReason::DescriptorTooLarge { .. } => "descriptor_too_large",
             PassReason::Disabled => "disabled",
             PassReason::Excluded => "excluded",
             PassReason::UnderThreshold { .. } => "under_threshold",

@@ -25,7 +25,7 @@ use super::descriptor::Detail;
 use super::records::string_end;
 
 /// Nesting depth down to which the line schema is described.
-const SCHEMA_DEPTH: usize = 6;
+pub(crate) const SCHEMA_DEPTH: usize = 6;
 /// Properties described per object in the line schema.
 const SCHEMA_PROPERTIES: usize = 64;
 /// Top-level fields tracked for recipes and the summary.
@@ -77,8 +77,44 @@ impl SchemaNode {
         Some(node)
     }
 
-    fn to_schema(&self) -> Value {
+    /// The node as JSON Schema, described `depth` levels down (0: its type
+    /// only). `top`: the records' own node, the only one that lists
+    /// `required` (and only when some property is missing from some record).
+    fn to_schema(&self, depth: usize, top: bool) -> Value {
         let mut out = Map::new();
+        if let Some(t) = self.type_names() {
+            out.insert("type".into(), t);
+        }
+        if depth == 0 {
+            return Value::Object(out);
+        }
+        if self.types & ty::OBJECT != 0 && !self.properties.is_empty() {
+            let props: Map<String, Value> = self
+                .properties
+                .iter()
+                .map(|(k, (node, _))| (k.clone(), node.to_schema(depth - 1, false)))
+                .collect();
+            let required: Vec<&String> = self
+                .properties
+                .iter()
+                .filter(|(_, (_, n))| *n == self.objects)
+                .map(|(k, _)| k)
+                .collect();
+            out.insert("properties".into(), Value::Object(props));
+            if top && !required.is_empty() && required.len() < self.properties.len() {
+                out.insert("required".into(), json!(required));
+            }
+        }
+        if let Some(items) = &self.items
+            && items.types != 0
+        {
+            out.insert("items".into(), items.to_schema(depth - 1, false));
+        }
+        Value::Object(out)
+    }
+
+    /// `"type"`: one name, or the list of them.
+    fn type_names(&self) -> Option<Value> {
         let mut names: Vec<&str> = Vec::new();
         for (bit, name) in [
             (ty::OBJECT, "object"),
@@ -94,37 +130,10 @@ impl SchemaNode {
             }
         }
         match names.as_slice() {
-            [] => {}
-            [one] => {
-                out.insert("type".into(), json!(one));
-            }
-            many => {
-                out.insert("type".into(), json!(many));
-            }
+            [] => None,
+            [one] => Some(json!(one)),
+            many => Some(json!(many)),
         }
-        if self.types & ty::OBJECT != 0 && !self.properties.is_empty() {
-            let props: Map<String, Value> = self
-                .properties
-                .iter()
-                .map(|(k, (node, _))| (k.clone(), node.to_schema()))
-                .collect();
-            let required: Vec<&String> = self
-                .properties
-                .iter()
-                .filter(|(_, (_, n))| *n == self.objects)
-                .map(|(k, _)| k)
-                .collect();
-            out.insert("properties".into(), Value::Object(props));
-            if !required.is_empty() {
-                out.insert("required".into(), json!(required));
-            }
-        }
-        if let Some(items) = &self.items
-            && items.types != 0
-        {
-            out.insert("items".into(), items.to_schema());
-        }
-        Value::Object(out)
     }
 }
 
@@ -212,27 +221,38 @@ fn looks_like_date(s: &str) -> bool {
         && b[8..10].iter().all(u8::is_ascii_digit)
 }
 
-/// Which fields the spec's memory recipes need, and whether all records have them.
-#[derive(Debug, Clone, Copy)]
+/// How many records have the fields the spec's memory recipes need.
+#[derive(Debug, Clone, Copy, Default)]
 struct MemoryCheck {
-    /// Every record is an object with string `id`, `title`, `namespace` and a `memory_type`.
-    core: bool,
-    /// `tags` is an array or absent in every record.
-    tags: bool,
-    /// `content` is a string in every record.
-    content: bool,
-    /// `provenance` is an object or absent in every record.
-    provenance_shape: bool,
+    /// Object records with string `title` and `namespace` (the table's
+    /// recipes 2 and 3 stop with an error on a record without them).
+    core: usize,
+    /// Object records with a string `id`.
+    ids: usize,
+    /// Object records with a `memory_type`.
+    typed: usize,
+    /// Object records whose `tags` is an array, null or absent.
+    tags: usize,
+    /// Object records whose `content` is a string.
+    content: usize,
+    /// Object records whose `provenance` is an object, null or absent.
+    provenance_shape: usize,
 }
 
 impl MemoryCheck {
     /// Folds in the memory fields of one object record.
     fn fold(&mut self, f: &MemoryFields) {
         let string = |t: u8| t == ty::STRING;
-        self.core &= string(f.id) && string(f.title) && string(f.namespace) && f.memory_type != 0;
-        self.tags &= matches!(f.tags, 0 | ty::ARRAY | ty::NULL);
-        self.content &= string(f.content);
-        self.provenance_shape &= matches!(f.provenance, 0 | ty::NULL | ty::OBJECT);
+        let add = |n: &mut usize, yes: bool| *n += usize::from(yes);
+        add(&mut self.core, string(f.title) && string(f.namespace));
+        add(&mut self.ids, string(f.id));
+        add(&mut self.typed, f.memory_type != 0);
+        add(&mut self.tags, matches!(f.tags, 0 | ty::ARRAY | ty::NULL));
+        add(&mut self.content, string(f.content));
+        add(
+            &mut self.provenance_shape,
+            matches!(f.provenance, 0 | ty::NULL | ty::OBJECT),
+        );
     }
 }
 
@@ -300,18 +320,10 @@ impl RecordStats {
             schema: SchemaNode::default(),
             fields: IndexMap::new(),
             provenance_confidence: FieldStats::default(),
-            memory: MemoryCheck {
-                core: true,
-                tags: true,
-                content: true,
-                provenance_shape: true,
-            },
+            memory: MemoryCheck::default(),
         };
         for rec in records {
             stats.fold(rec);
-        }
-        if stats.count == 0 {
-            stats.memory.core = false;
         }
         stats
     }
@@ -321,7 +333,6 @@ impl RecordStats {
         self.count += 1;
         if too_deep_for_jq(rec) {
             self.too_deep += 1;
-            self.memory.core = false;
         }
         let mut de = serde_json::Deserializer::from_str(rec);
         match Root(self)
@@ -329,63 +340,76 @@ impl RecordStats {
             .and_then(|t| de.end().map(|()| t))
         {
             Ok(ty::OBJECT) => self.objects += 1,
-            Ok(ty::STRING) => {
-                self.strings += 1;
-                self.memory.core = false;
-            }
-            Ok(ty::INTEGER | ty::NUMBER) => {
-                self.numbers += 1;
-                self.memory.core = false;
-            }
-            Ok(_) => self.memory.core = false,
-            Err(_) => {
-                self.opaque += 1;
-                self.memory.core = false;
-            }
+            Ok(ty::STRING) => self.strings += 1,
+            Ok(ty::INTEGER | ty::NUMBER) => self.numbers += 1,
+            Ok(_) => {}
+            Err(_) => self.opaque += 1,
         }
     }
 
     /// Whether the records are memory records that the spec's recipes for
-    /// `detail` run on without error (jq 1.6 reads every one of them).
+    /// `detail` run on without error (jq 1.6 reads every one of them) and
+    /// with fields that the records have. Mostly memories is enough: every
+    /// record must be an object with a string `title` and `namespace`, a
+    /// `tags` list if any (and a string `content` at medium and full, a
+    /// `provenance` object if any at full), since the table's recipes stop
+    /// with an error otherwise; `id`, `memory_type` and the confidence that
+    /// recipe 9 sorts by (`confidence` at medium, `provenance.confidence`
+    /// at full) need only be in most.
     pub fn memory_recipes_fit(&self, detail: Detail) -> bool {
         let m = self.memory;
-        let base = m.core && m.tags && self.too_deep == 0;
+        let all = |n: usize| n == self.count;
+        let most = |n: usize| n * 2 > self.count;
+        let base = self.count > 0
+            && self.objects == self.count
+            && self.too_deep == 0
+            && all(m.core)
+            && all(m.tags)
+            && most(m.ids)
+            && most(m.typed);
+        let confidence = self.fields.get("confidence").map_or(0, |f| f.numbers);
         match detail {
             Detail::Light => base,
-            Detail::Medium => base && m.content,
-            Detail::Full => base && m.content && m.provenance_shape,
+            Detail::Medium => base && all(m.content) && most(confidence),
+            Detail::Full => {
+                base && all(m.content)
+                    && all(m.provenance_shape)
+                    && most(self.provenance_confidence.numbers)
+            }
         }
     }
 
-    /// Detail level inferred from the fields: `provenance` → full, a
-    /// flattened `confidence` → medium, else light.
+    /// Detail level the records show: `provenance` → full, a flattened
+    /// `confidence` or a `content` → medium, else light.
     pub fn inferred_detail(&self) -> Detail {
-        if self.fields.get("provenance").is_some_and(|f| f.present > 0) {
+        let has = |k: &str| self.fields.get(k).is_some_and(|f| f.present > 0);
+        if has("provenance") {
             Detail::Full
-        } else if self.fields.get("confidence").is_some_and(|f| f.numbers > 0) {
+        } else if self.fields.get("confidence").is_some_and(|f| f.numbers > 0) || has("content") {
             Detail::Medium
         } else {
             Detail::Light
         }
     }
 
-    /// The line schema (JSON Schema 2020-12) of the records.
-    pub fn line_schema(&self) -> Value {
-        let mut schema = self.schema.to_schema();
-        if let Value::Object(map) = &mut schema {
-            let mut head = Map::new();
-            head.insert(
-                "$schema".into(),
-                json!("https://json-schema.org/draft/2020-12/schema"),
-            );
-            head.insert(
-                "description".into(),
-                json!("One record per line of the JSONL file, after the header line."),
-            );
-            head.append(map);
-            return Value::Object(head);
-        }
-        schema
+    /// The line schema (JSON Schema) of the records, described `depth`
+    /// levels down (at most [`SCHEMA_DEPTH`]; 0: the records' type only).
+    /// Trimmed to what tells the reader something: no `$schema`, and
+    /// `required` only at the top and only when some property is missing
+    /// from some record (a schema without it still accepts every record).
+    pub fn line_schema(&self, depth: usize) -> Value {
+        self.schema.to_schema(depth.min(SCHEMA_DEPTH), true)
+    }
+
+    /// The field of object records that holds a tree's child nodes: an
+    /// array of objects that have the same field (`children`).
+    pub fn tree_field(&self) -> Option<&str> {
+        self.schema.properties.iter().find_map(|(k, (node, _))| {
+            node.items
+                .as_ref()
+                .is_some_and(|i| i.types & ty::OBJECT != 0 && i.properties.contains_key(k))
+                .then_some(k.as_str())
+        })
     }
 
     /// The field used for `top_namespaces`: `namespace`, else the most
@@ -454,11 +478,6 @@ impl RecordStats {
         }
         (self.provenance_confidence.numbers > 0)
             .then_some(("provenance.confidence", &self.provenance_confidence))
-    }
-
-    /// `(min, max)` of the score field.
-    pub fn score_range(&self) -> Option<(f64, f64)> {
-        self.score_field().map(|(_, f)| (f.min, f.max))
     }
 }
 
@@ -739,11 +758,23 @@ mod tests {
             r#"{"a":2.5,"c":[],"d":null}"#,
         ];
         let s = RecordStats::collect(recs);
-        let schema = s.line_schema();
+        let schema = s.line_schema(SCHEMA_DEPTH);
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["properties"]["a"]["type"], "number");
         assert_eq!(schema["properties"]["c"]["items"]["type"], "integer");
         assert_eq!(schema["required"], json!(["a", "c"]));
+        assert_eq!(s.line_schema(0), json!({"type": "object"}));
+        // Every property in every record: no `required` to repeat them.
+        let all = RecordStats::collect([r#"{"a":1,"b":{"c":1}}"#, r#"{"a":2,"b":{"c":2}}"#]);
+        assert_eq!(
+            all.line_schema(SCHEMA_DEPTH),
+            json!({"type": "object", "properties": {"a": {"type": "integer"},
+                "b": {"type": "object", "properties": {"c": {"type": "integer"}}}}})
+        );
+        assert_eq!(all.tree_field(), None);
+        let tree =
+            RecordStats::collect([r#"{"name":"a","children":[{"name":"b","children":[]}]}"#]);
+        assert_eq!(tree.tree_field(), Some("children"));
     }
 
     #[test]
@@ -760,7 +791,10 @@ mod tests {
         let s = RecordStats::collect(recs.iter().map(String::as_str));
         assert_eq!(s.category_field(), Some("level"));
         assert_eq!(s.top_categories(5), vec!["info", "warn", "error"]);
-        assert_eq!(s.score_range(), Some((0.0, 1.9)));
+        assert_eq!(
+            s.score_field().map(|(_, f)| (f.min, f.max)),
+            Some((0.0, 1.9))
+        );
         assert!(!s.memory_recipes_fit(Detail::Light));
     }
 }

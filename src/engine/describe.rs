@@ -1,0 +1,306 @@
+//! The descriptor of a written file, small and true.
+//!
+//! **Budget.** A descriptor is never over [`DESCRIPTOR_BUDGET_TOKENS`]
+//! estimated tokens, whatever the records hold: recipes quote only short
+//! field names, values and words (see `recipes`), and when the descriptor
+//! is still over the budget it is built again with less: the line schema
+//! described less deeply, then without the preview, then the records' type
+//! only and one namespace. When even that is over (an output directory of
+//! a path thousands of characters long), there is no descriptor: the result
+//! stays inline ([`PassReason::DescriptorTooLarge`]). Since a result is
+//! offloaded only past the threshold (1,600 by default), a descriptor is
+//! smaller than the result it replaces whenever the threshold is at least
+//! the budget; an operator who sets a lower threshold asks for small
+//! results to be offloaded anyway.
+//!
+//! **Guidance.** When the layer serves extraction (`lro_extract`, the
+//! default), the guidance is the spec's native template; otherwise the
+//! spec's shell template. For records that are not memories both name the
+//! recipes that really browse, filter, search and analyze.
+//!
+//! [`PassReason::DescriptorTooLarge`]: crate::PassReason::DescriptorTooLarge
+
+use super::descriptor::{
+    Detail, OffloadHeader, OffloadResponse, OffloadSummary, extract_guidance, guidance,
+};
+use super::estimate::TokenEstimator;
+use super::paging;
+use super::recipes::{self, Recipe, Role};
+use super::records::{RecordKind, RecordsView};
+use super::stats::RecordStats;
+
+/// Largest descriptor, in estimated tokens.
+pub(crate) const DESCRIPTOR_BUDGET_TOKENS: usize = 1200;
+
+/// What a descriptor is made of.
+pub(crate) struct Facts<'a> {
+    pub header: &'a OffloadHeader,
+    pub path: &'a str,
+    pub stats: &'a RecordStats,
+    pub kind: RecordKind,
+    pub recipes: &'a [Recipe],
+    pub records: RecordsView<'a>,
+    pub preview_chars: usize,
+    /// The guidance points at `lro_extract` rather than the shell.
+    pub extraction: bool,
+    pub estimator: &'a dyn TokenEstimator,
+}
+
+/// How much a descriptor tells beyond what the spec requires.
+#[derive(Clone, Copy)]
+struct Detailing {
+    schema_depth: usize,
+    preview: bool,
+    namespaces: usize,
+}
+
+/// From the most detailed to the least; the first within the budget is
+/// used. Nested objects are described two levels down at most: deeper
+/// levels rarely matter to a query and cost the most.
+const DETAILINGS: [Detailing; 4] = [
+    Detailing {
+        schema_depth: 2,
+        preview: true,
+        namespaces: 5,
+    },
+    Detailing {
+        schema_depth: 1,
+        preview: true,
+        namespaces: 5,
+    },
+    Detailing {
+        schema_depth: 1,
+        preview: false,
+        namespaces: 3,
+    },
+    Detailing {
+        schema_depth: 0,
+        preview: false,
+        namespaces: 1,
+    },
+];
+
+/// The descriptor, as detailed as the budget allows; else the estimated
+/// tokens of the smallest one.
+pub(crate) fn describe(f: &Facts<'_>) -> Result<OffloadResponse, usize> {
+    let mut smallest = usize::MAX;
+    for detailing in DETAILINGS {
+        let response = build(f, detailing);
+        let json = serde_json::to_string(&response).unwrap_or_default();
+        let tokens = f.estimator.estimate(&json);
+        if tokens <= DESCRIPTOR_BUDGET_TOKENS {
+            return Ok(response);
+        }
+        smallest = smallest.min(tokens);
+    }
+    Err(smallest)
+}
+
+fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
+    let (count, tokens, detail) = (f.records.len(), f.header.estimated_tokens, f.header.detail);
+    let memories = recipes::is_memory(f.stats, f.kind, detail);
+    let guidance = match (memories, f.extraction) {
+        (true, true) => extract_guidance(count, tokens, f.path, detail),
+        (true, false) => guidance(count, tokens, f.path, detail),
+        (false, true) => generic_extract_guidance(count, tokens, f.path, f.recipes),
+        (false, false) => generic_guidance(count, tokens, f.recipes),
+    };
+    let tool = f.header.tool.as_deref().unwrap_or(&f.header.operation);
+    OffloadResponse {
+        offloaded: true,
+        summary: summary(f, d.namespaces),
+        file_path: f.path.to_owned(),
+        line_schema: line_schema(f.stats, f.kind, d.schema_depth),
+        jq_recipes: recipes::jq_recipes(f.path, f.recipes),
+        guidance,
+        preview: if d.preview {
+            preview(f.records, f.preview_chars)
+        } else {
+            String::new()
+        },
+        expires_at: f.header.expires_at.clone().unwrap_or_default(),
+        page: paging::page_info(f.header.rebuild.as_ref(), count, tool),
+    }
+}
+
+fn summary(f: &Facts<'_>, namespaces: usize) -> OffloadSummary {
+    let score = f.stats.score_field();
+    OffloadSummary {
+        count: f.records.len(),
+        estimated_tokens: f.header.estimated_tokens,
+        operation: f.header.operation.clone(),
+        top_namespaces: f.stats.top_categories(namespaces),
+        score_range: score.map(|(_, s)| (s.min, s.max)),
+        detail: f.header.detail,
+        score_field: score.map(|(name, _)| name.to_owned()),
+    }
+}
+
+/// The records' schema; line records say what a line is.
+fn line_schema(stats: &RecordStats, kind: RecordKind, depth: usize) -> serde_json::Value {
+    let mut schema = stats.line_schema(depth);
+    if let (Some(text), serde_json::Value::Object(map)) = (kind.describe(), &mut schema) {
+        map.insert("description".into(), text.into());
+    }
+    schema
+}
+
+/// The first recipe of `role`, as `#n (short name)`.
+fn pointer(recipes: &[Recipe], role: Role) -> Option<String> {
+    recipes::first_of(recipes, role).map(|(n, short)| format!("#{n} ({short})"))
+}
+
+/// Shell guidance for records that are not memories: the spec's template,
+/// its Browse / Filter / Analyze lines naming recipes that do that (a line
+/// is left out when no recipe does). The path and the detail level are in
+/// `file_path` and `summary`, not repeated.
+pub(crate) fn generic_guidance(count: usize, tokens: usize, recipes: &[Recipe]) -> String {
+    let mut g = format!(
+        "Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n\
+         Use the jq recipes above to extract specific data. Common patterns:\n"
+    );
+    if let Some(p) = pointer(recipes, Role::Browse) {
+        g.push_str(&format!("- Browse: recipe {p}\n"));
+    }
+    let filters: Vec<String> = [Role::Filter, Role::Search]
+        .into_iter()
+        .filter_map(|r| pointer(recipes, r))
+        .collect();
+    if !filters.is_empty() {
+        g.push_str(&format!("- Filter: recipe {}\n", filters.join(" or ")));
+    }
+    if let Some(p) = pointer(recipes, Role::Analyze) {
+        g.push_str(&format!("- Analyze: recipe {p}\n"));
+    }
+    g.push_str(
+        "Read the file directly only if you need the complete dataset.\n\
+         The header line (line 1) contains metadata; records start at line 2.",
+    );
+    g
+}
+
+/// `lro_extract` guidance for records that are not memories: examples with
+/// recipes that really browse, filter and search (with their parameters),
+/// a custom filter, and the list of the ten recipes.
+pub(crate) fn generic_extract_guidance(
+    count: usize,
+    tokens: usize,
+    path: &str,
+    recipes: &[Recipe],
+) -> String {
+    let path = serde_json::to_string(path).unwrap_or_default();
+    let mut g = format!(
+        "Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n\
+         Use the `lro_extract` tool to query this result set. Examples:\n"
+    );
+    for (label, role) in [
+        ("Browse", Role::Browse),
+        ("Filter", Role::Filter),
+        ("Search", Role::Search),
+    ] {
+        let Some((n, _)) = recipes::first_of(recipes, role) else {
+            continue;
+        };
+        let params = example_params(&recipes[n - 1], role);
+        g.push_str(&format!(
+            "- {label}: lro_extract(file_path={path}, recipe={n}{params})\n"
+        ));
+    }
+    if let Some(query) = custom_example(recipes) {
+        let query = serde_json::to_string(&query).unwrap_or_default();
+        g.push_str(&format!(
+            "- Custom filter: lro_extract(file_path={path}, query={query})\n"
+        ));
+    }
+    let list: Vec<String> = recipes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("{}={}", i + 1, r.short))
+        .collect();
+    g.push_str(&format!("Available recipes: {}.", list.join(", ")));
+    g
+}
+
+/// `, params={...}` for an example call: a search shows `"your term"`,
+/// others their default values.
+fn example_params(recipe: &Recipe, role: Role) -> String {
+    if recipe.program.params.is_empty() {
+        return String::new();
+    }
+    let params: serde_json::Map<String, serde_json::Value> = recipe
+        .program
+        .params
+        .iter()
+        .map(|(k, v)| {
+            let v = if role == Role::Search && k == "keyword" {
+                "your term"
+            } else {
+                v
+            };
+            (k.clone(), v.into())
+        })
+        .collect();
+    format!(", params={}", serde_json::Value::Object(params))
+}
+
+/// A per-record filter of the recipes (a filter or a search), rendered
+/// with its default values, as an example of a custom query.
+fn custom_example(recipes: &[Recipe]) -> Option<String> {
+    recipes
+        .iter()
+        .filter(|r| matches!(r.role, Role::Filter | Role::Search) && !r.program.flags.contains('s'))
+        .find(|r| !r.raw)
+        .map(|r| recipes::render(&r.program.filter, &r.program))
+}
+
+/// About the first `limit` characters of the data (records joined by
+/// newlines). Only the records shown are walked; the rest is counted.
+fn preview(records: RecordsView<'_>, limit: usize) -> String {
+    if limit == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut taken = 0usize;
+    for (n, rec) in records.iter().enumerate() {
+        if taken >= limit {
+            break;
+        }
+        if n > 0 {
+            out.push('\n');
+            taken += 1;
+        }
+        let want = limit.saturating_sub(taken);
+        match rec.char_indices().nth(want) {
+            Some((cut, _)) => {
+                out.push_str(&rec[..cut]);
+                taken += want;
+            }
+            None => {
+                out.push_str(rec);
+                taken += rec.chars().count();
+            }
+        }
+    }
+    let total = records.chars();
+    if total > taken {
+        out.push_str(&format!("...(truncated, {} more chars)", total - taken));
+    }
+    out
+}
+
+/// The detail level: the records', when they are objects (a recall
+/// without `detail` that returned full records is `full`, whatever the
+/// argument or the tool's default says); else the call's `detail`
+/// argument, else the tool's default, else light.
+pub(crate) fn detail_level(argument: Option<&str>, tool: &str, stats: &RecordStats) -> Detail {
+    if stats.objects > 0 {
+        return stats.inferred_detail();
+    }
+    if let Some(d) = argument.and_then(Detail::parse) {
+        return d;
+    }
+    match tool {
+        "inject_context" => Detail::Medium,
+        _ => Detail::Light,
+    }
+}

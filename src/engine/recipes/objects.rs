@@ -1,0 +1,570 @@
+//! Recipes for JSON records: objects (by the roles their fields play),
+//! trees of objects, one large object, and scalars.
+
+use serde_json::Value;
+
+use super::super::records::RecordsView;
+use super::super::stats::{FieldStats, RecordStats};
+use super::{Builder, KEYWORD_SAMPLE, Role, keyword, lit, path, projection, quotable, suffix};
+
+/// Field roles found in object records.
+struct Roles<'s> {
+    id: Option<&'s str>,
+    label: Option<&'s str>,
+    text: Option<&'s str>,
+    category: Option<(&'s str, String)>,
+    number: Option<String>,
+    number_name: Option<&'s str>,
+    date: Option<&'s str>,
+}
+
+// Well-known names of each role, most telling first.
+const ID_NAMES: [&str; 4] = ["id", "uuid", "key", "_id"];
+const LABEL_NAMES: [&str; 8] = [
+    "title", "name", "path", "subject", "summary", "label", "message", "msg",
+];
+const DATE_NAMES: [&str; 7] = [
+    "created",
+    "created_at",
+    "timestamp",
+    "time",
+    "date",
+    "modified",
+    "updated_at",
+];
+const TEXT_NAMES: [&str; 6] = [
+    "content",
+    "text",
+    "body",
+    "message",
+    "description",
+    "summary",
+];
+
+/// The role each field plays, as far as the statistics tell.
+fn roles(stats: &RecordStats) -> Roles<'_> {
+    let fields = RoleFinder { stats };
+    let id = fields.id();
+    let date = fields.date();
+    let (number, number_name) = fields.number(id);
+    Roles {
+        id,
+        label: fields.common_string(&LABEL_NAMES),
+        text: fields.text(date),
+        category: fields.category(),
+        number,
+        number_name,
+        date,
+    }
+}
+
+/// Finds each role among the fields of object records: a well-known name
+/// first, else any field that fits. Fields whose names are too long to
+/// quote are never used.
+struct RoleFinder<'s> {
+    stats: &'s RecordStats,
+}
+
+impl<'s> RoleFinder<'s> {
+    /// Present in at least half of the object records.
+    fn common(&self, f: &FieldStats) -> bool {
+        f.present * 2 >= self.stats.objects
+    }
+
+    /// The fields whose names a recipe may quote.
+    fn usable(&self) -> impl Iterator<Item = (&'s String, &'s FieldStats)> {
+        self.stats.fields.iter().filter(|(k, _)| quotable(k))
+    }
+
+    /// The first of `names` that is a common field holding strings.
+    fn common_string(&self, names: &[&str]) -> Option<&'s str> {
+        names.iter().find_map(|n| {
+            self.stats
+                .fields
+                .get_key_value(*n)
+                .filter(|(_, f)| f.strings > 0 && self.common(f))
+                .map(|(k, _)| k.as_str())
+        })
+    }
+
+    /// A common field with a well-known id name, else the first common
+    /// `*_id` or `*Id` field.
+    fn id(&self) -> Option<&'s str> {
+        let fields = &self.stats.fields;
+        ID_NAMES
+            .iter()
+            .find_map(|n| {
+                fields
+                    .get_key_value(*n)
+                    .filter(|(_, f)| self.common(f))
+                    .map(|(k, _)| k.as_str())
+            })
+            .or_else(|| {
+                self.usable()
+                    .find(|(k, f)| self.common(f) && (k.ends_with("_id") || k.ends_with("Id")))
+                    .map(|(k, _)| k.as_str())
+            })
+    }
+
+    /// A field with a well-known date name whose strings are mostly dates,
+    /// else the first common field whose values are mostly dates.
+    fn date(&self) -> Option<&'s str> {
+        let fields = &self.stats.fields;
+        DATE_NAMES
+            .iter()
+            .find_map(|n| {
+                fields
+                    .get_key_value(*n)
+                    .filter(|(_, f)| f.dates > 0 && f.dates * 2 >= f.strings)
+                    .map(|(k, _)| k.as_str())
+            })
+            .or_else(|| {
+                self.usable()
+                    .find(|(_, f)| f.dates > 0 && f.dates * 2 >= f.present && self.common(f))
+                    .map(|(k, _)| k.as_str())
+            })
+    }
+
+    /// A common string field with a well-known text name, else the string
+    /// field (the date aside) with the longest strings on average.
+    fn text(&self, date: Option<&str>) -> Option<&'s str> {
+        self.common_string(&TEXT_NAMES).or_else(|| {
+            self.usable()
+                .filter(|(k, f)| f.strings > 0 && Some(k.as_str()) != date)
+                .max_by_key(|(_, f)| f.string_bytes / f.strings.max(1))
+                .map(|(k, _)| k.as_str())
+        })
+    }
+
+    /// The category field and its most common value (both short enough to
+    /// quote).
+    fn category(&self) -> Option<(&'s str, String)> {
+        let name = self.stats.category_field().filter(|n| quotable(n))?;
+        let (top, _) = *self.stats.fields.get(name)?.top_values(1).first()?;
+        quotable(top).then(|| (name, top.to_owned()))
+    }
+
+    /// The score-like field, else the first common numeric field that is
+    /// not the id: its jq path and its name.
+    fn number(&self, id: Option<&str>) -> (Option<String>, Option<&'s str>) {
+        match self.stats.score_field() {
+            // `?`: in some records `provenance` may be no object.
+            Some(("provenance.confidence", _)) => (
+                Some(".provenance.confidence?".to_owned()),
+                Some("provenance.confidence"),
+            ),
+            Some((k, _)) if quotable(k) => (Some(path(k)), Some(k)),
+            _ => self
+                .usable()
+                .find(|(k, f)| f.numbers > 0 && self.common(f) && Some(k.as_str()) != id)
+                .map(|(k, _)| (Some(path(k)), Some(k.as_str())))
+                .unwrap_or((None, None)),
+        }
+    }
+}
+
+/// Recipes for records that are (mostly) objects: trees get walking
+/// recipes, one or two large objects key recipes, others recipes built on
+/// their fields' roles; the order is the order they are offered in.
+pub(super) fn object_recipes(b: &mut Builder, stats: &RecordStats, records: RecordsView<'_>) {
+    // Records jq reads as strings (too deep) make the records mixed too.
+    if stats.objects < stats.count || stats.too_deep > 0 {
+        b.each = "objects | ".into();
+        b.all = "map(objects) | ".into();
+    }
+    let r = roles(stats);
+    if let Some(children) = stats.tree_field().filter(|c| quotable(c)) {
+        return tree_recipes(b, children, &r, records);
+    }
+    if stats.count <= 2 && stats.fields.len() > 8 {
+        return large_object_recipes(b, stats, records);
+    }
+    field_recipes(b, stats, &r, records);
+}
+
+/// Recipes on the fields' roles.
+fn field_recipes(b: &mut Builder, stats: &RecordStats, r: &Roles<'_>, records: RecordsView<'_>) {
+    use Role::*;
+    let shown = shown_fields(r, stats);
+    if !shown.is_empty() {
+        let desc = format!("Extract {} only", shown.join(", "));
+        b.each(desc, "fields", Browse, "c", projection(&shown));
+    }
+    if let Some((cat, value)) = &r.category {
+        b.push_with(
+            (
+                format!("Filter by {cat} (value: \"{value}\", the most common)"),
+                &format!("filter {cat}"),
+            ),
+            Filter,
+            "c",
+            format!("{}select({} == $value)", b.each, path(cat)),
+            &[("value", value)],
+        );
+    }
+    if let Some(text) = r.text.filter(|t| quotable(t)) {
+        let kw = sample_keyword(records, |v| {
+            v.get(text).and_then(Value::as_str).map(str::to_owned)
+        });
+        let filter = format!(
+            "{}select({} | strings | test($keyword; \"i\"))",
+            b.each,
+            path(text)
+        );
+        search_recipe(b, ("c", &filter), text, kw.as_deref());
+    }
+    if let Some((cat, _)) = &r.category {
+        category_recipes(b, cat);
+    }
+    if let (Some(num), Some(name)) = (&r.number, r.number_name) {
+        number_recipes(b, num, name);
+    }
+    if let Some(date) = r.date {
+        let p = path(date);
+        b.all(
+            format!("Sort by {date} (first 10)"),
+            &format!("sort by {date}"),
+            Analyze,
+            "",
+            format!("sort_by({p}) | .[:10]"),
+        );
+    }
+    if let Some(label) = r.label {
+        b.each(
+            format!("List {label} only"),
+            &format!("{label} list"),
+            Browse,
+            "r",
+            format!("{} | strings", path(label)),
+        );
+    }
+    if let Some((name, _)) = stats
+        .fields
+        .iter()
+        .find(|(k, f)| f.present < stats.objects && quotable(k))
+    {
+        b.all(
+            format!("Count records that have {name}"),
+            &format!("count with {name}"),
+            Analyze,
+            "",
+            format!("map(select(has({}))) | length", lit(name)),
+        );
+    }
+}
+
+/// A search recipe for `filter` (which takes `$keyword`), over `what`.
+fn search_recipe(b: &mut Builder, (flags, filter): (&str, &str), what: &str, kw: Option<&str>) {
+    let (desc, value) = match kw {
+        Some(k) => (format!("Search {what} for \"{k}\" (case-insensitive)"), k),
+        None => (
+            format!("Search {what} by keyword (\"keyword\" is a placeholder: set your term)"),
+            "keyword",
+        ),
+    };
+    b.push_with(
+        (desc, &format!("search {what}")),
+        Role::Search,
+        flags,
+        filter.to_owned(),
+        &[("keyword", value)],
+    );
+}
+
+/// A keyword from the first records' texts, as `text_of` gives them.
+pub(super) fn sample_keyword(
+    records: RecordsView<'_>,
+    text_of: impl Fn(&Value) -> Option<String>,
+) -> Option<String> {
+    let texts: Vec<String> = records
+        .iter()
+        .take(KEYWORD_SAMPLE)
+        .filter_map(|rec| serde_json::from_str::<Value>(rec).ok())
+        .filter_map(|v| text_of(&v))
+        .collect();
+    keyword::pick(texts.iter().map(String::as_str))
+}
+
+/// The id, label and category fields, each once; else the first three fields.
+fn shown_fields<'s>(r: &Roles<'s>, stats: &'s RecordStats) -> Vec<&'s str> {
+    let mut shown: Vec<&str> = Vec::new();
+    for f in [r.id, r.label, r.category.as_ref().map(|c| c.0)]
+        .into_iter()
+        .flatten()
+    {
+        if !shown.contains(&f) {
+            shown.push(f);
+        }
+    }
+    if shown.is_empty() {
+        stats
+            .fields
+            .keys()
+            .filter(|k| quotable(k))
+            .take(3)
+            .map(String::as_str)
+            .collect()
+    } else {
+        shown
+    }
+}
+
+/// Counts by category, and its distinct values.
+fn category_recipes(b: &mut Builder, cat: &str) {
+    let (p, s, k) = (path(cat), suffix(cat), lit(cat));
+    b.all(
+        format!("Count by {cat}"),
+        &format!("count by {cat}"),
+        Role::Analyze,
+        "",
+        format!("group_by({p}) | map({{{k}: .[0]{s}, count: length}})"),
+    );
+    b.all(
+        format!("List unique values of {cat}"),
+        &format!("unique {cat}"),
+        Role::Browse,
+        "",
+        format!("map({p}) | unique"),
+    );
+}
+
+/// The top ten by the numeric field `num` (a jq path), and its min, max and mean.
+fn number_recipes(b: &mut Builder, num: &str, name: &str) {
+    b.all(
+        format!("Sort by {name} descending (top 10)"),
+        &format!("top 10 by {name}"),
+        Role::Analyze,
+        "",
+        format!("sort_by({num}) | reverse | .[:10]"),
+    );
+    b.all(
+        format!("Min, max and mean of {name}"),
+        &format!("{name} stats"),
+        Role::Analyze,
+        "",
+        format!("map({num} | numbers) | {{min: min, max: max, mean: (if length > 0 then add / length else null end)}}"),
+    );
+}
+
+/// Recipes that walk a tree whose nodes hold their children in `children`.
+fn tree_recipes(b: &mut Builder, children: &str, r: &Roles<'_>, records: RecordsView<'_>) {
+    use Role::*;
+    let kids = path(children);
+    let nodes = format!("recurse(objects | {kids} | arrays | .[])");
+    let all_nodes = format!("[.[] | {nodes} | objects]");
+    let leaf = format!("select((({kids} | arrays | length) // 0) == 0)");
+    let name = r.label.filter(|l| *l != children).unwrap_or("name");
+    let np = path(name);
+    b.all(
+        "Count all nodes of the tree".into(),
+        "count nodes",
+        Analyze,
+        "",
+        format!("{all_nodes} | length"),
+    );
+    b.all(
+        "Count leaves (nodes without children)".into(),
+        "count leaves",
+        Analyze,
+        "",
+        format!("{all_nodes} | map({leaf}) | length"),
+    );
+    b.all(
+        format!("First 50 paths ({name}s joined by /)"),
+        "paths",
+        Browse,
+        "r",
+        format!("def p($pre): objects | ($pre + \"/\" + ({np} | tostring)) as $q | $q, ({kids} | arrays | .[] | p($q)); [.[] | p(\"\")] | .[:50][]"),
+    );
+    b.all(
+        "First 20 leaves".into(),
+        "first leaves",
+        Browse,
+        "c",
+        format!("{all_nodes} | map({leaf}) | .[:20][]"),
+    );
+    let kw = sample_keyword(records, |v| Some(tree_names(v, children, name)));
+    let filter = format!(
+        "{all_nodes} | map(select({np} | strings | test($keyword; \"i\")) | del({kids})) | .[:50][]"
+    );
+    search_recipe(
+        b,
+        ("sc", &filter),
+        &format!("{name}s in the whole tree"),
+        kw.as_deref(),
+    );
+    b.all(
+        "Depth of the tree".into(),
+        "depth",
+        Analyze,
+        "",
+        format!("def d: 1 + ([objects | {kids} | arrays | .[] | d] | max // 0); map(d) | max"),
+    );
+    b.all(
+        "Nodes with the most children (top 10)".into(),
+        "widest nodes",
+        Analyze,
+        "c",
+        format!("{all_nodes} | map({{{n}: {np}, children: (({kids} | arrays | length) // 0)}}) | sort_by(-.children) | .[:10][]", n = lit(name)),
+    );
+    b.each(
+        format!("Top-level {name}s"),
+        "top level",
+        Browse,
+        "r",
+        format!("{np} | tostring"),
+    );
+}
+
+/// The names in a tree, joined by spaces (a sample for the keyword).
+fn tree_names(v: &Value, children: &str, name: &str) -> String {
+    let mut out = String::new();
+    let mut stack = vec![v];
+    while let Some(node) = stack.pop() {
+        if out.len() > 64 * 1024 {
+            break;
+        }
+        if let Some(s) = node.get(name).and_then(Value::as_str) {
+            out.push_str(s);
+            out.push(' ');
+        }
+        if let Some(kids) = node.get(children).and_then(Value::as_array) {
+            stack.extend(kids.iter());
+        }
+    }
+    out
+}
+
+/// Recipes for one or two large objects (an environment, a config):
+/// their keys, sizes and values by key.
+fn large_object_recipes(b: &mut Builder, stats: &RecordStats, records: RecordsView<'_>) {
+    use Role::*;
+    b.each(
+        "Count keys".into(),
+        "count keys",
+        Analyze,
+        "",
+        "keys | length".into(),
+    );
+    b.each(
+        "List keys".into(),
+        "keys",
+        Browse,
+        "r",
+        "keys_unsorted[]".into(),
+    );
+    b.each(
+        "Largest values by key (top 20 sizes in characters)".into(),
+        "largest",
+        Analyze,
+        "c",
+        "to_entries | map({key, size: (.value | tojson | length)}) | sort_by(-.size) | .[:20][]"
+            .into(),
+    );
+    if let Some(key) = stats.fields.keys().find(|k| quotable(k)) {
+        b.push_with(
+            (format!("Value of one key (key: \"{key}\")"), "value of key"),
+            Filter,
+            "c",
+            format!("{}.[$key]", b.each),
+            &[("key", key)],
+        );
+    }
+    let kw = sample_keyword(records, |v| {
+        v.as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" "))
+    });
+    let filter = format!(
+        "{}to_entries[] | select(.key | test($keyword; \"i\")) | .key",
+        b.each
+    );
+    search_recipe(b, ("r", &filter), "keys", kw.as_deref());
+    b.push_with(
+        (
+            "Keys whose value mentions a term (\"keyword\" is a placeholder: set your term)".into(),
+            "search values",
+        ),
+        Search,
+        "r",
+        format!(
+            "{}to_entries[] | select(.value | tojson | test($keyword; \"i\")) | .key",
+            b.each
+        ),
+        &[("keyword", "keyword")],
+    );
+    b.each(
+        "Count values by JSON type".into(),
+        "count by type",
+        Analyze,
+        "c",
+        "[.[] | type] | group_by(.) | map({type: .[0], count: length})".into(),
+    );
+    b.each(
+        "First 10 entries".into(),
+        "first 10",
+        Browse,
+        "c",
+        "to_entries[:10] | from_entries".into(),
+    );
+    b.each(
+        "Values shortened to 60 characters (first 30 keys)".into(),
+        "short values",
+        Browse,
+        "c",
+        "to_entries[:30][] | {key, value: (.value | tojson | .[:60])}".into(),
+    );
+}
+
+/// Recipes for records that are strings, numbers or other scalars.
+pub(super) fn scalar_recipes(b: &mut Builder, stats: &RecordStats) {
+    use Role::*;
+    if stats.strings > 0 {
+        b.push_with(
+            (
+                "Search by keyword (\"keyword\" is a placeholder: set your term)".into(),
+                "search",
+            ),
+            Search,
+            "r",
+            "strings | select(test($keyword; \"i\"))".into(),
+            &[("keyword", "keyword")],
+        );
+        b.push(
+            "Most frequent values (top 20)".into(),
+            "frequent values",
+            Analyze,
+            "s",
+            "group_by(.) | map({value: .[0], count: length}) | sort_by(-.count) | .[:20]".into(),
+        );
+    }
+    if stats.numbers > 0 {
+        b.push(
+            "Min, max and mean".into(),
+            "stats",
+            Analyze,
+            "s",
+            "map(numbers) | {min: min, max: max, mean: (if length > 0 then add / length else null end)}".into(),
+        );
+    }
+    b.push(
+        "Count unique values".into(),
+        "count unique",
+        Analyze,
+        "s",
+        "unique | length".into(),
+    );
+    b.push(
+        "Smallest 10 values".into(),
+        "smallest",
+        Analyze,
+        "s",
+        "sort | .[:10]".into(),
+    );
+    b.push(
+        "Largest 10 values".into(),
+        "largest",
+        Analyze,
+        "s",
+        "sort | .[-10:]".into(),
+    );
+}
