@@ -1,6 +1,6 @@
 //! A descriptor's recipe command, `tail -n +2 'FILE' | jq -s -r 'FILTER'`,
 //! read back into its file, flags and filter (the POSIX shell quoting that
-//! `recipes::shell_quote` writes, undone).
+//! `descriptor::shell_quote` writes, undone).
 
 use super::{ExtractError, JqFlags, Query};
 

@@ -191,6 +191,8 @@ pub(crate) struct Pager {
     /// Index of the line being printed.
     line: usize,
     current: Vec<u8>,
+    /// Printed bytes not yet split into lines (at most [`PENDING`]).
+    pending: Vec<u8>,
     pub lines: Vec<String>,
     page_bytes: usize,
     max_page_bytes: usize,
@@ -214,6 +216,7 @@ impl Pager {
             count_until: end.saturating_add(limits.max_counted_lines),
             line: 0,
             current: Vec::new(),
+            pending: Vec::new(),
             lines: Vec::new(),
             page_bytes: 0,
             max_page_bytes: limits.max_page_bytes,
@@ -239,9 +242,24 @@ impl Pager {
     fn output(&mut self, v: &Jv, flags: JqFlags) -> Result<(), TooLong> {
         match (&v.0, flags.raw) {
             (Val::TStr(s), true) => self.put(s)?,
-            _ => Printer::into_sink(&mut *self, !flags.compact).value(&v.0)?,
+            _ => match Printer::into_sink(&mut *self, !flags.compact).value(&v.0) {
+                Ok(()) => self.flush()?,
+                Err(e) => {
+                    self.pending.clear();
+                    return Err(e);
+                }
+            },
         }
         self.put(b"\n")
+    }
+
+    /// Passes on what the printer left in `pending`.
+    fn flush(&mut self) -> Result<(), TooLong> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let r = self.put(&pending);
+        pending.clear();
+        self.pending = pending;
+        r
     }
 
     fn error(&mut self, e: jaq_core::Exn<'_, Jv>) {
@@ -281,7 +299,10 @@ impl Pager {
 
     fn end_line(&mut self) -> Result<(), TooLong> {
         if self.in_page() {
-            let line = String::from_utf8_lossy(&self.current).into_owned();
+            let line = match std::str::from_utf8(&self.current) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(&self.current).into_owned(),
+            };
             self.lines.push(line);
             self.current.clear();
         }
@@ -293,9 +314,19 @@ impl Pager {
     }
 }
 
+/// Bytes the printer collects before the pager looks at them.
+const PENDING: usize = 8 << 10;
+
 impl Sink for &mut Pager {
     fn put(&mut self, bytes: &[u8]) -> Result<(), TooLong> {
-        Pager::put(self, bytes)
+        if self.pending.len() + bytes.len() > PENDING {
+            self.flush()?;
+            if bytes.len() > PENDING {
+                return Pager::put(self, bytes);
+            }
+        }
+        self.pending.extend_from_slice(bytes);
+        Ok(())
     }
 }
 

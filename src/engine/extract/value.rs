@@ -330,7 +330,7 @@ impl Jv {
     pub(crate) fn index_val(self, index: &Jv) -> ValR<Jv> {
         match (&self.0, &index.0) {
             (Val::Null, _) => Ok(Jv(Val::Null)),
-            (Val::Obj(o), Val::TStr(_)) => Ok(Jv(o.get(&index.0).cloned().unwrap_or_default())),
+            (Val::Obj(o), Val::TStr(_)) => Ok(Jv(get(o, &index.0).cloned().unwrap_or_default())),
             (Val::Arr(a), Val::Num(n)) => {
                 Ok(Jv(array_get(a, num_f64(n)).cloned().unwrap_or_default()))
             }
@@ -350,6 +350,16 @@ impl Jv {
                 index.type_name()
             ))),
         }
+    }
+}
+
+/// The value of `key` in `o`: small objects (most records a filter reads
+/// a few fields of) are scanned rather than hashed.
+pub(crate) fn get<'m>(o: &'m Map, key: &Val) -> Option<&'m Val> {
+    if o.len() <= 8 {
+        o.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    } else {
+        o.get(key)
     }
 }
 
@@ -433,12 +443,20 @@ impl std::ops::Add for Jv {
             (Val::TStr(x), Val::TStr(y)) => Ok(Jv(Val::utf8_str(concat(&x, &y)))),
             (Val::Arr(mut x), Val::Arr(y)) => {
                 guard::charge(container_cost(x.len().saturating_add(y.len())));
-                Rc::make_mut(&mut x).extend(y.iter().cloned());
+                match Rc::try_unwrap(y) {
+                    Ok(y) => Rc::make_mut(&mut x).extend(y),
+                    Err(y) => Rc::make_mut(&mut x).extend(y.iter().cloned()),
+                }
                 Ok(Jv(Val::Arr(x)))
             }
             (Val::Obj(mut x), Val::Obj(y)) => {
                 guard::charge(container_cost(x.len().saturating_add(y.len())));
-                Rc::make_mut(&mut x).extend(y.iter().map(|(k, v)| (k.clone(), v.clone())));
+                match Rc::try_unwrap(y) {
+                    Ok(y) => Rc::make_mut(&mut x).extend(y),
+                    Err(y) => {
+                        Rc::make_mut(&mut x).extend(y.iter().map(|(k, v)| (k.clone(), v.clone())))
+                    }
+                }
                 Ok(Jv(Val::Obj(x)))
             }
             (x, y) => Err(math_error(&Jv(x), &Jv(y), "added")),
