@@ -102,7 +102,7 @@ pub use engine::events::{EventHook, OffloadEvent, PassReason};
 pub use engine::extract::{
     ExtractError, ExtractLimits, Extractor, JqFlags, Page, Paging, Query, RecipeCommand,
 };
-pub use engine::rebuild::{rebuild, rebuild_at, rebuild_file};
+pub use engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
 pub use engine::records::{Rebuild, RebuildError};
 pub use engine::store::{
     FILE_EXTENSION, FILE_PREFIX, FsStore, RESOURCE_URI_PREFIX, Store, StoreError, file_name_of_uri,

@@ -256,3 +256,175 @@ fn a_resource_link_to_the_file_follows_the_descriptor_when_asked() {
     assert_eq!(link.uri, tower_lro::resource_uri(name));
     assert_eq!(link.size, Some(size));
 }
+
+/// Line 1 of any file stays under this many bytes.
+const HEADER_MAX: usize = 6 << 10;
+
+/// A small deterministic generator (no clock, no global state).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// `json` with whitespace sprinkled between its tokens at random: no style
+/// or table describes it.
+fn sprinkled(json: &str, seed: u64) -> String {
+    let mut rng = Lcg(seed);
+    let mut out = String::with_capacity(json.len() * 2);
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        out.push(c);
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        } else if matches!(c, ',' | ':' | '[' | '{') {
+            out.push_str(["", " ", "  ", "\n", "\t", " \n "][rng.next(6) as usize]);
+        }
+    }
+    out
+}
+
+/// Equal as JSON, a text block that holds JSON compared by its JSON (its
+/// layout may be given up), or exactly when `exact_text`.
+fn same_result(rebuilt: &Value, original: &Value, exact_text: bool) {
+    if exact_text {
+        assert_eq!(rebuilt, original);
+        return;
+    }
+    let parse_texts = |v: &Value| {
+        let mut v = v.clone();
+        let parse = |text: &mut Value| {
+            if let Some(parsed) = text
+                .as_str()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            {
+                *text = parsed;
+            }
+        };
+        for block in v["content"].as_array_mut().unwrap() {
+            if block.get("resource").is_some() {
+                parse(&mut block["resource"]["text"]);
+            } else if block.get("text").is_some() {
+                parse(&mut block["text"]);
+            }
+        }
+        v
+    };
+    assert_eq!(parse_texts(rebuilt), parse_texts(original));
+}
+
+/// Offloads `result`: line 1 is small, and the file with the rewritten
+/// result rebuilds it. Returns line 1's length.
+fn check_small_header(o: &Offloader, result: &Value, exact_text: bool) -> usize {
+    let off = offload(o, &ToolCall::new("shape_tool", None), result);
+    let text = std::fs::read_to_string(&off.file.path).unwrap();
+    let line1 = text.lines().next().unwrap().len();
+    assert!(
+        line1 <= HEADER_MAX,
+        "line 1 is {line1} bytes of {}",
+        text.len()
+    );
+    let rebuilt = tower_lro::rebuild_with(&text, &off.result).expect("rebuilds");
+    same_result(&serde_json::from_str(&rebuilt).unwrap(), result, exact_text);
+    as_rmcp(&off.result);
+    line1
+}
+
+#[test]
+fn line_one_stays_small_whatever_the_result_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path());
+    let rows_json = serde_json::to_string(&rows(700)).unwrap();
+    let image = json!({"type": "image", "data": "iVBO".repeat(40_000), "mimeType": "image/png"});
+    let spaced_jsonl: String = rows(700)
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(
+                "{}{}\n",
+                " ".repeat(i % 3),
+                sprinkled(&r.to_string(), i as u64)
+            )
+        })
+        .collect();
+    let shapes: Vec<(&str, Value, bool)> = vec![
+        (
+            "irregular whitespace",
+            json!({"content": [{"type": "text", "text": sprinkled(&rows_json, 1)}]}),
+            false,
+        ),
+        (
+            "regular odd layout",
+            json!({"content": [{"type": "text", "text": format!("[ {} ]", rows(700).iter().map(Value::to_string).collect::<Vec<_>>().join(" ,\n"))}]}),
+            true,
+        ),
+        (
+            "a large image kept",
+            json!({"content": [{"type": "text", "text": rows_json}, image]}),
+            true,
+        ),
+        (
+            "images and audio, small and large",
+            json!({"content": (0..40).map(|i| if i == 20 { json!({"type": "text", "text": rows_json}) } else { json!({"type": "image", "data": "A".repeat(i * 500), "mimeType": "image/png"}) }).collect::<Vec<_>>()}),
+            true,
+        ),
+        (
+            "a large sibling of the records",
+            json!({"content": [{"type": "text", "text": json!({"items": rows(700), "notes": "n".repeat(40_000)}).to_string()}]}),
+            true,
+        ),
+        (
+            "structured with a large sibling and its text copy",
+            {
+                let s = json!({"rows": rows(700), "blob": "b".repeat(30_000)});
+                json!({"content": [{"type": "text", "text": s.to_string()}], "structuredContent": s})
+            },
+            true,
+        ),
+        (
+            "a large _meta",
+            json!({"content": [{"type": "text", "text": rows_json}], "_meta": {"trace": "t".repeat(50_000)}}),
+            true,
+        ),
+        (
+            "a large structuredContent that stays",
+            json!({"content": [{"type": "text", "text": rows_json}], "structuredContent": {"a": "s".repeat(30_000), "b": "s".repeat(30_000)}}),
+            true,
+        ),
+        (
+            "JSON lines laid out at random",
+            json!({"content": [{"type": "text", "text": spaced_jsonl}]}),
+            false,
+        ),
+        (
+            "a resource of sprinkled JSON",
+            json!({"content": [{"type": "resource", "resource": {"uri": "file:///r.json", "mimeType": "application/json", "text": sprinkled(&rows_json, 7)}}]}),
+            false,
+        ),
+        (
+            "leading whitespace",
+            json!({"content": [{"type": "text", "text": format!("{}{rows_json}\n", " ".repeat(30_000))}]}),
+            false,
+        ),
+    ];
+    for (name, result, exact) in &shapes {
+        let line1 = check_small_header(&o, result, *exact);
+        println!("{name}: line 1 is {line1} bytes");
+    }
+}

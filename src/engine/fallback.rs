@@ -76,7 +76,10 @@ impl Offloader {
         warning: &str,
     ) -> String {
         let body = rebuild
-            .and_then(|r| records::assemble(r, records, false).ok())
+            .and_then(|r| {
+                let kept = Some(records::KeptSource::Original(parsed));
+                records::assemble(r, records, false, kept).ok()
+            })
             .unwrap_or_default();
         match RawResult::parse(&body) {
             Ok(truncated) => {

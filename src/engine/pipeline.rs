@@ -59,7 +59,10 @@ impl Offloader {
             }));
         }
         let large = policy.threshold_tokens / 4;
-        let extraction = records::extract(&mut parsed, |t| self.estimator.estimate(t) > large)?;
+        // The descriptor, and the resource link when asked, come first.
+        let inserted = 1 + usize::from(call.resource_link);
+        let is_large = |t: &str| self.estimator.estimate(t) > large;
+        let extraction = records::extract(&mut parsed, is_large, inserted)?;
         if extraction.records.is_empty() {
             return Ok(Outcome::Inline(PassReason::NoRecords));
         }

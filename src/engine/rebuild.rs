@@ -10,11 +10,15 @@ use super::descriptor::{HEADER_TYPE, OffloadHeader};
 use super::offloader::Offloader;
 use super::records::{self, RebuildError};
 use super::store::parse_file_name;
+use crate::wire::mcp::RawResult;
 
 /// Rebuilds the original `CallToolResult` JSON from the contents of an
 /// offloaded file. The result equals the original as JSON; every literal is
-/// as the server wrote it. Refuses a file whose header's `expires_at` has
-/// passed.
+/// as the server wrote it (the layout of a JSON text block too, unless it
+/// was irregular and large: see the engine docs). Refuses a file whose
+/// header's `expires_at` has passed, and one whose header leaves large kept
+/// parts to the rewritten result ([`RebuildError::NeedsRewrittenResult`]:
+/// use [`rebuild_with`]).
 pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
     rebuild_at(jsonl, Utc::now())
 }
@@ -23,6 +27,23 @@ pub fn rebuild(jsonl: &str) -> Result<String, RebuildError> {
 /// compared with `now` instead of the system clock (for callers with their
 /// own clock, and for tests of expiry that do not wait).
 pub fn rebuild_at(jsonl: &str, now: DateTime<Utc>) -> Result<String, RebuildError> {
+    rebuild_from(jsonl, None, now)
+}
+
+/// [`rebuild`] from the file and the rewritten result the client got
+/// (`CallToolResult` JSON): the header leaves the large parts that result
+/// carries unchanged (an image, a large `_meta`, the text around
+/// `structuredContent`'s record array) to it, so that the file's first
+/// line stays small.
+pub fn rebuild_with(jsonl: &str, rewritten: &str) -> Result<String, RebuildError> {
+    rebuild_from(jsonl, Some(rewritten), Utc::now())
+}
+
+fn rebuild_from(
+    jsonl: &str,
+    rewritten: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<String, RebuildError> {
     let mut lines = jsonl.split('\n');
     let header_line = lines
         .next()
@@ -51,7 +72,12 @@ pub fn rebuild_at(jsonl: &str, now: DateTime<Utc>) -> Result<String, RebuildErro
             found: records.len(),
         });
     }
-    records::assemble(&rebuild, &records, true)
+    let rewritten = rewritten
+        .map(RawResult::parse)
+        .transpose()
+        .map_err(|e| RebuildError::Corrupt(format!("the rewritten result: {e}")))?;
+    let source = rewritten.as_ref().map(records::KeptSource::Rewritten);
+    records::assemble(&rebuild, &records, true, source)
 }
 
 /// When a file created at `created_at` with time-to-live `ttl` expires.

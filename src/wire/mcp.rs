@@ -209,6 +209,18 @@ impl<'a> RawResult<'a> {
     /// Writes the result as compact JSON with the given blocks and, when
     /// `structured` is `Some`, that raw text in place of `structuredContent`.
     pub(crate) fn write(&self, blocks: &[BlockOut<'_>], structured: Option<&str>) -> String {
+        self.write_over(blocks, structured, &[])
+    }
+
+    /// [`write`](Self::write), with the top-level fields named in `fields`
+    /// given as raw JSON (`structuredContent` included, when `structured`
+    /// is `None`).
+    pub(crate) fn write_over(
+        &self,
+        blocks: &[BlockOut<'_>],
+        structured: Option<&str>,
+        fields: &[(&str, &str)],
+    ) -> String {
         let mut out = String::with_capacity(256);
         out.push('{');
         for (n, (key, value)) in self.top.iter().enumerate() {
@@ -231,11 +243,31 @@ impl<'a> RawResult<'a> {
                 "structuredContent" if structured.is_some() => {
                     minify_into(structured.unwrap_or("null"), &mut out)
                 }
-                _ => minify_into(value.get(), &mut out),
+                k => match fields.iter().find(|(f, _)| *f == k) {
+                    Some((_, raw)) => minify_into(raw, &mut out),
+                    None => minify_into(value.get(), &mut out),
+                },
             }
         }
         out.push('}');
         out
+    }
+
+    /// Content block `i` as minified JSON, unchanged.
+    pub(crate) fn block_json(&self, i: usize) -> String {
+        let mut out = String::new();
+        self.write_block(&mut out, &BlockOut::Original(i));
+        out
+    }
+
+    /// Bytes of content block `i` as the server wrote it (about).
+    pub(crate) fn block_bytes(&self, i: usize) -> usize {
+        self.blocks.get(i).map_or(0, |b| {
+            b.fields
+                .iter()
+                .map(|(k, v)| k.len() + v.get().len() + 4)
+                .sum()
+        })
     }
 
     fn write_block(&self, out: &mut String, block: &BlockOut<'_>) {

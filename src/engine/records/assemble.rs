@@ -2,26 +2,102 @@
 //! out again from its records, put in its block or in `structuredContent`,
 //! then written into the envelope.
 
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 use crate::wire::mcp::{BlockOut, RawObject, RawResult};
 
-use super::{Rebuild, RebuildError, Segment, Shape, StructuredCopy, with_field};
+use super::shape::{JsonShape, json_shape, minified};
+use super::{FromResult, Rebuild, RebuildError, Segment, Shape, StructuredCopy, with_field};
+
+/// Where the parts a header leaves out ([`FromResult`]) are found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KeptSource<'r, 'a> {
+    /// The original result (the write-failure fallback still has it).
+    Original(&'r RawResult<'a>),
+    /// The rewritten result the client got.
+    Rewritten(&'r RawResult<'a>),
+}
+
+impl KeptSource<'_, '_> {
+    /// Original block `i`, the `rank`-th of the kept blocks, as JSON.
+    fn block(&self, i: usize, rank: usize, inserted: usize) -> Option<String> {
+        let (result, at) = match *self {
+            KeptSource::Original(r) => (r, i),
+            KeptSource::Rewritten(r) => (r, inserted.checked_add(rank)?),
+        };
+        (at < result.blocks.len()).then(|| result.block_json(at))
+    }
+
+    /// A top-level field, raw.
+    fn field(&self, key: &str) -> Option<&str> {
+        let (KeptSource::Original(r) | KeptSource::Rewritten(r)) = *self;
+        r.top.get(key).map(|v| v.get())
+    }
+
+    /// The text around `structuredContent`'s record array, cut at `at` in
+    /// the rewritten result.
+    fn around(&self, at: usize) -> Option<(String, String)> {
+        match *self {
+            KeptSource::Rewritten(r) => {
+                let slim = minified(r.structured()?.get()).into_owned();
+                (slim.get(at..at + 2) == Some("[]")).then(|| {
+                    let after = slim.get(at + 2..).unwrap_or_default().to_owned();
+                    (slim.get(..at).unwrap_or_default().to_owned(), after)
+                })
+            }
+            KeptSource::Original(r) => match json_shape(&minified(r.structured()?.get())) {
+                JsonShape::Array { before, after, .. } => Some((before.into(), after.into())),
+                JsonShape::Single => None,
+            },
+        }
+    }
+}
 
 /// Puts a result back together from its rebuild info and (some of) its
 /// records. With `exact == false` (records dropped) text that was kept
-/// verbatim is re-laid out from the remaining records instead.
+/// verbatim is re-laid out from the remaining records instead. What the
+/// header leaves out is taken from `source`; without one, such a header
+/// is refused.
 pub(crate) fn assemble(
     rebuild: &Rebuild,
     records: &[&str],
     exact: bool,
+    source: Option<KeptSource<'_, '_>>,
 ) -> Result<String, RebuildError> {
-    let envelope = RawResult::parse_envelope(rebuild.result.get())
-        .map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+    let resolved = match &rebuild.from_result {
+        None => Cow::Borrowed(rebuild.result.get()),
+        Some(from) => {
+            let source = source.ok_or(RebuildError::NeedsRewrittenResult)?;
+            Cow::Owned(resolve(rebuild, from, source)?)
+        }
+    };
+    let around = match (&rebuild.from_result, source) {
+        (
+            Some(FromResult {
+                around: Some((at, segs)),
+                ..
+            }),
+            Some(source),
+        ) => {
+            let parts = source
+                .around(*at)
+                .ok_or_else(|| corrupt("structuredContent"))?;
+            Some((parts, segs.as_slice()))
+        }
+        _ => None,
+    };
+    let envelope =
+        RawResult::parse_envelope(&resolved).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
     let mut values = Values::new(envelope.blocks.len());
-    for seg in &rebuild.segments {
+    for (n, seg) in rebuild.segments.iter().enumerate() {
         let recs = segment_records(seg, records, exact)?;
-        let value = lay_out(&seg.shape, recs, exact)?;
+        let parts = around
+            .as_ref()
+            .filter(|(_, segs)| segs.contains(&n))
+            .map(|((b, a), _)| (b.as_str(), a.as_str()));
+        let value = lay_out(&seg.shape, recs, exact, parts)?;
         values.put(seg, value, !exact && recs.is_empty())?;
     }
     if let Some(copy) = &rebuild.structured_copy {
@@ -56,15 +132,69 @@ fn segment_records<'r, 's>(
     }
 }
 
+/// The envelope with what the header left out put back from `source`.
+fn resolve(
+    rebuild: &Rebuild,
+    from: &FromResult,
+    source: KeptSource<'_, '_>,
+) -> Result<String, RebuildError> {
+    let envelope = RawResult::parse_envelope(rebuild.result.get())
+        .map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+    let count: usize = from.blocks.iter().map(|r| r.1).sum();
+    let total = envelope.blocks.len().saturating_add(count);
+    if total > crate::wire::mcp::MAX_CONTENT_BLOCKS {
+        return Err(corrupt("too many blocks left out"));
+    }
+    let mut is_source = vec![false; total];
+    for seg in &rebuild.segments {
+        if let Some(slot) = seg.block.and_then(|b| is_source.get_mut(b)) {
+            *slot = true;
+        }
+    }
+    let left_out = from.left_out(total);
+    let (mut rank, mut next) = (0usize, 0usize);
+    let mut taken: Vec<Result<String, usize>> = Vec::with_capacity(total);
+    for (i, source_block) in is_source.iter().enumerate() {
+        if left_out[i] {
+            let block = source.block(i, rank, from.inserted);
+            taken.push(Ok(block.ok_or_else(|| corrupt("kept block"))?));
+        } else {
+            taken.push(Err(next));
+            next += 1;
+        }
+        rank += usize::from(!source_block);
+    }
+    let blocks: Vec<BlockOut<'_>> = taken
+        .iter()
+        .map(|t| match t {
+            Ok(json) => BlockOut::Json(json),
+            Err(e) => BlockOut::Original(*e),
+        })
+        .collect();
+    let mut fields = Vec::with_capacity(from.fields.len());
+    for key in &from.fields {
+        let raw = source.field(key).ok_or_else(|| corrupt("kept field"))?;
+        fields.push((key.as_str(), raw));
+    }
+    Ok(envelope.write_over(&blocks, None, &fields))
+}
+
 /// The value a segment's records came from, laid out as it was; with
-/// records dropped (`!exact`), from the records that are left.
-fn lay_out(shape: &Shape, recs: &[&str], exact: bool) -> Result<String, RebuildError> {
+/// records dropped (`!exact`), from the records that are left. `around`:
+/// the text around the record array, when the header left it out.
+fn lay_out(
+    shape: &Shape,
+    recs: &[&str],
+    exact: bool,
+    around: Option<(&str, &str)>,
+) -> Result<String, RebuildError> {
     Ok(match shape {
         Shape::Json {
             before,
             after,
             format,
         } => {
+            let (before, after) = around.unwrap_or((before, after));
             let minified = json_array(before, recs, after);
             match format {
                 Some(f) => f.apply(&minified, exact),

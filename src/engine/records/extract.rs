@@ -20,8 +20,8 @@ use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 use super::lines;
 use super::shape::{JsonShape, TextKind, classify_text, elements_of, json_shape, jsonl_lines};
 use super::{
-    Extraction, Rebuild, RecordKind, Records, Segment, Shape, StructuredCopy, TextFormat,
-    with_field,
+    Extraction, FromResult, KEPT_BUDGET, Rebuild, RecordKind, Records, Segment, Shape,
+    StructuredCopy, TextFormat, with_field,
 };
 
 /// Takes a parsed result apart. `is_large` says whether a plain text block is
@@ -30,9 +30,14 @@ use super::{
 /// The text of each block that gave records leaves `result`: it is in the
 /// records now, or (when no known layout reproduces it) moved into the
 /// rebuild as it was; it is never copied.
+///
+/// `inserted` blocks (the descriptor, a resource link) will come before the
+/// kept ones in the rewritten result: large kept parts are left to it (see
+/// [`FromResult`]).
 pub(crate) fn extract(
     result: &mut RawResult<'_>,
     is_large: impl Fn(&str) -> bool,
+    inserted: usize,
 ) -> Result<Extraction, ResultError> {
     let (mut found, structured) = find_records(result, is_large);
     let kind = found.kind();
@@ -41,7 +46,8 @@ pub(crate) fn extract(
         Some((_, emptied)) => Some(emptied.as_str()),
         None => found.has_structured_source().then_some("null"),
     };
-    let envelope = envelope(result, &found.is_source, nulled_structured)?;
+    let from_result = leave_to_result(result, &mut found, nulled_structured.is_none(), inserted);
+    let envelope = envelope(result, &found.is_source, nulled_structured, &from_result)?;
     let kept_blocks = (0..result.blocks.len())
         .filter(|&i| !found.is_source[i])
         .collect();
@@ -55,6 +61,7 @@ pub(crate) fn extract(
             result: envelope,
             segments: found.segments,
             structured_copy,
+            from_result: Some(from_result).filter(FromResult::refers),
         },
         kept_blocks,
         structured_slim: structured.map(|s| s.slim),
@@ -93,7 +100,7 @@ fn find_records<'a>(
             (TextKind::Json { minified, .. }, Some(element)) => {
                 found.element_copy_text(i, element, text, minified)
             }
-            (TextKind::Json { minified, .. }, None) => match shapes[i].take() {
+            (TextKind::Json { minified, .. }, None) => match found.fit_around(shapes[i].take()) {
                 Some(JsonShape::Array {
                     before,
                     after,
@@ -126,6 +133,9 @@ struct StructuredArray<'a> {
 /// The records and segments found so far, and which blocks gave them.
 struct Found {
     records: Records,
+    /// What is left of [`LAYOUT_BUDGET`](super::LAYOUT_BUDGET) for the
+    /// layout of the texts.
+    layout_budget: usize,
     /// Some plain text gave groups of lines.
     grouped_lines: bool,
     /// In file order. A segment of a block that copies records (of the
@@ -140,6 +150,7 @@ impl Found {
     fn new(blocks: usize) -> Found {
         Found {
             records: Records::default(),
+            layout_budget: super::LAYOUT_BUDGET,
             grouped_lines: false,
             segments: Vec::new(),
             is_source: vec![false; blocks],
@@ -202,7 +213,7 @@ impl Found {
         let Shape::Json { before, after, .. } = &first.shape else {
             return;
         };
-        let format = TextFormat::detect(text, &array.minified);
+        let format = TextFormat::detect(text, &array.minified, &mut self.layout_budget);
         let shape = json_array_shape(before, after, Some(format));
         let (start, count) = (first.start, first.count);
         self.repeat(block, start, count, shape);
@@ -210,8 +221,34 @@ impl Found {
 
     /// A JSON text equal to structured record `element`: it repeats it.
     fn element_copy_text(&mut self, block: usize, element: usize, text: &str, minified: &str) {
-        let format = Some(TextFormat::detect(text, minified));
+        let format = Some(TextFormat::detect(text, minified, &mut self.layout_budget));
         self.repeat(block, element, 1, Shape::Value { format });
+    }
+
+    /// The shape of a JSON text block, as one value when the text around
+    /// its record array does not fit in the header (what is left of
+    /// [`LAYOUT_BUDGET`](super::LAYOUT_BUDGET)), which then keeps it.
+    fn fit_around<'k>(&mut self, shape: Option<JsonShape<'k>>) -> Option<JsonShape<'k>> {
+        match shape {
+            Some(JsonShape::Array { before, after, .. })
+                if before.len() + after.len() > self.layout_budget =>
+            {
+                Some(JsonShape::Single)
+            }
+            Some(JsonShape::Array {
+                before,
+                after,
+                array,
+            }) => {
+                self.layout_budget -= before.len() + after.len();
+                Some(JsonShape::Array {
+                    before,
+                    after,
+                    array,
+                })
+            }
+            other => other,
+        }
     }
 
     /// A JSON text holding a record array: its elements.
@@ -223,7 +260,7 @@ impl Found {
         (before, after): (&str, &str),
         array: &str,
     ) {
-        let format = Some(TextFormat::detect(text, minified));
+        let format = Some(TextFormat::detect(text, minified, &mut self.layout_budget));
         self.add(Some(block), |records| {
             push_elements(records, array);
             json_array_shape(before, after, format)
@@ -232,7 +269,7 @@ impl Found {
 
     /// A JSON text holding one value: that value, one record.
     fn value_text(&mut self, block: usize, text: &str, minified: &str) {
-        let format = Some(TextFormat::detect(text, minified));
+        let format = Some(TextFormat::detect(text, minified, &mut self.layout_budget));
         self.add(Some(block), |records| {
             records.reserve(minified.len() + 1);
             records.push(minified);
@@ -245,6 +282,7 @@ impl Found {
     fn jsonl_text(&mut self, block: usize, text: &str) {
         let (lead, core, trail) = trim_parts(text);
         let trailing_newline = trail == "\n";
+        let mut budget = self.layout_budget;
         self.add(Some(block), |records| {
             let start = records.body.len();
             records.reserve(core.len() + 1);
@@ -254,12 +292,20 @@ impl Found {
             // The lines written, joined by `\n`: the text itself when exact.
             let joined = &records.body[start..records.body.len() - 1];
             let exact = lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
+            // Else the text is kept as it was when it is short; a longer one
+            // is rebuilt as its compact lines (equal as JSON lines, not
+            // byte for byte: see `TextFormat`).
+            let verbatim = !exact && text.len() <= budget;
+            if verbatim {
+                budget -= text.len();
+            }
             Shape::Jsonl {
                 trailing_newline,
                 // The text itself is moved in at the end (`take_source_texts`).
-                verbatim: (!exact).then(String::new),
+                verbatim: verbatim.then(String::new),
             }
         });
+        self.layout_budget = budget;
     }
 
     /// Plain text: line records (see `lines`).
@@ -446,14 +492,101 @@ fn structured_text_copy(result: &RawResult<'_>, found: &Found) -> Option<(Struct
     None
 }
 
+/// Which kept parts the header leaves to the rewritten result: kept blocks
+/// and top-level fields (`structuredContent` when `structured_kept`, it
+/// stays as it is) past [`KEPT_BUDGET`] bytes, in order, and the text
+/// around `structuredContent`'s record array when it does not fit either
+/// (its segments then hold none).
+fn leave_to_result(
+    result: &RawResult<'_>,
+    found: &mut Found,
+    structured_kept: bool,
+    inserted: usize,
+) -> FromResult {
+    let mut left = KEPT_BUDGET;
+    let mut fits = |bytes: usize| match left.checked_sub(bytes) {
+        Some(rest) => {
+            left = rest;
+            true
+        }
+        None => false,
+    };
+    let mut from = FromResult {
+        inserted,
+        ..FromResult::default()
+    };
+    for i in (0..result.blocks.len()).filter(|&i| !found.is_source[i]) {
+        if !fits(result.block_bytes(i)) {
+            match from.blocks.last_mut() {
+                Some((start, n)) if *start + *n == i => *n += 1,
+                _ => from.blocks.push((i, 1)),
+            }
+        }
+    }
+    for (key, value) in &result.top {
+        let stays = key != "content" && (key != "structuredContent" || structured_kept);
+        if stays && !fits(value.get().len()) {
+            from.fields.push(key.clone());
+        }
+    }
+    found.leave_around(&mut fits, &mut from);
+    from
+}
+
+impl FromResult {
+    /// Whether the header leaves anything to the rewritten result.
+    fn refers(&self) -> bool {
+        !self.blocks.is_empty() || !self.fields.is_empty() || self.around.is_some()
+    }
+}
+
+impl Found {
+    /// Leaves the text around the structured record array to the rewritten
+    /// result when it does not fit: from every segment that repeats it.
+    fn leave_around(&mut self, fits: &mut impl FnMut(usize) -> bool, from: &mut FromResult) {
+        let Some(Segment {
+            block: None,
+            shape: Shape::Json { before, after, .. },
+            ..
+        }) = self.segments.first()
+        else {
+            return;
+        };
+        if fits(before.len() + after.len()) {
+            return;
+        }
+        let (before, after) = (before.clone(), after.clone());
+        let mut segs = Vec::new();
+        for (n, seg) in self.segments.iter_mut().enumerate() {
+            if let Shape::Json {
+                before: b,
+                after: a,
+                ..
+            } = &mut seg.shape
+                && *b == before
+                && *a == after
+            {
+                b.clear();
+                a.clear();
+                segs.push(n);
+            }
+        }
+        from.around = Some((before.len(), segs));
+    }
+}
+
 /// The original result with every source text block's `text` nulled and,
-/// when `structured` is `Some`, that in place of `structuredContent`.
+/// when `structured` is `Some`, that in place of `structuredContent`; the
+/// parts left to the rewritten result out (blocks) or `null` (fields).
 fn envelope(
     result: &RawResult<'_>,
     is_source: &[bool],
     structured: Option<&str>,
+    from: &FromResult,
 ) -> Result<Box<RawValue>, ResultError> {
+    let left_out = from.left_out(result.blocks.len());
     let blocks: Vec<BlockOut<'_>> = (0..result.blocks.len())
+        .filter(|&i| !left_out[i])
         .map(|i| {
             if is_source[i] {
                 BlockOut::WithText(i, None)
@@ -462,5 +595,7 @@ fn envelope(
             }
         })
         .collect();
-    RawValue::from_string(result.write(&blocks, structured)).map_err(ResultError::NotJson)
+    let fields: Vec<(&str, &str)> = from.fields.iter().map(|k| (k.as_str(), "null")).collect();
+    let json = result.write_over(&blocks, structured, &fields);
+    RawValue::from_string(json).map_err(ResultError::NotJson)
 }

@@ -28,6 +28,7 @@
 
 mod assemble;
 mod extract;
+mod layout;
 mod lines;
 mod shape;
 
@@ -37,7 +38,7 @@ use serde_json::value::RawValue;
 use crate::json::{Style, minify, minify_into, trim_parts};
 use crate::wire::mcp::RawObject;
 
-pub(crate) use assemble::assemble;
+pub(crate) use assemble::{KeptSource, assemble};
 pub(crate) use extract::extract;
 pub(crate) use shape::string_end;
 
@@ -56,6 +57,38 @@ pub struct Rebuild {
     /// record-source block (the Python SDK's `{"result": "<text>"}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) structured_copy: Option<StructuredCopy>,
+    /// What the header leaves to the rewritten result, which carries it
+    /// unchanged (a large image, a large `_meta`): rebuilding then needs
+    /// that result too ([`rebuild_with`](crate::rebuild_with)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) from_result: Option<FromResult>,
+}
+
+/// Bytes of kept content blocks and top-level fields a file header repeats,
+/// all together; larger ones are left to the rewritten result
+/// ([`FromResult`]), so line 1 stays small whatever the result holds.
+pub(crate) const KEPT_BUDGET: usize = 2048;
+
+/// The parts of the original result a header does not repeat because the
+/// rewritten result carries them unchanged, in order.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct FromResult {
+    /// Blocks the rewritten result has before the kept ones (the
+    /// descriptor, the resource link).
+    pub inserted: usize,
+    /// Content blocks left out of the envelope, as runs `(first original
+    /// index, count)`: the kept blocks of the rewritten result, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<(usize, usize)>,
+    /// Top-level fields whose value in the envelope is a `null` standing
+    /// for the rewritten result's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// `(n, segments)`: the text around the record array of these segments
+    /// is the rewritten result's `structuredContent` (`before[]after`, the
+    /// array emptied), cut at byte `n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around: Option<(usize, Vec<usize>)>,
 }
 
 impl std::fmt::Debug for Rebuild {
@@ -63,6 +96,7 @@ impl std::fmt::Debug for Rebuild {
         f.debug_struct("Rebuild")
             .field("result_bytes", &self.result.get().len())
             .field("segments", &self.segments.len())
+            .field("from_result", &self.from_result.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -143,7 +177,18 @@ pub(crate) enum Shape {
     },
 }
 
-/// How a JSON text block was laid out around its minified form.
+/// Bytes of text layout a file header may hold, all blocks together: the
+/// [`Layout`] tables, and the texts kept verbatim. Past it, a text's layout
+/// is given up (see [`TextFormat`]).
+pub(crate) const LAYOUT_BUDGET: usize = 2048;
+
+/// How a JSON text block was laid out around its minified form, in the
+/// first of these ways that fits: a known [`Style`]; a [`Layout`] table
+/// (the whitespace of each kind of gap); the text itself when it is short.
+/// The header's share of them is bounded by [`LAYOUT_BUDGET`]. A text laid
+/// out in none of these ways (whitespace that differs from gap to gap, in a
+/// text of more than a few KB) is rebuilt compact, between its original
+/// leading and trailing whitespace: equal as JSON, not byte for byte.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct TextFormat {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -152,31 +197,45 @@ pub(crate) struct TextFormat {
     trail: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     style: Option<Style>,
-    /// The original text, kept when no known style reproduces it. During
-    /// an extraction `Some("")` stands for it: the block's text is moved in
-    /// at the end ([`Segment::keep_verbatim`]), never copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    layout: Option<layout::Layout>,
+    /// The original text, kept when no known style or layout table
+    /// reproduces it and it is short. During an extraction `Some("")`
+    /// stands for it: the block's text is moved in at the end
+    /// ([`Segment::keep_verbatim`]), never copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     verbatim: Option<String>,
 }
 
 impl TextFormat {
-    fn detect(text: &str, minified: &str) -> TextFormat {
-        let (lead, core, trail) = trim_parts(text);
-        match Style::detect(core, minified) {
-            Some(style) => TextFormat {
-                lead: lead.to_owned(),
-                trail: trail.to_owned(),
-                style: Some(style),
-                verbatim: None,
-            },
-            // The text itself is moved in at the end of the extraction.
-            None => TextFormat {
-                lead: String::new(),
-                trail: String::new(),
-                style: None,
-                verbatim: Some(String::new()),
-            },
+    /// How `text` lays out `minified`; `budget` is what is left of
+    /// [`LAYOUT_BUDGET`], and what this text takes of it is taken off.
+    fn detect(text: &str, minified: &str, budget: &mut usize) -> TextFormat {
+        let (mut lead, core, mut trail) = trim_parts(text);
+        // Whitespace around the JSON: kept while it fits.
+        if lead.len() + trail.len() > *budget {
+            (lead, trail) = ("", "");
         }
+        *budget -= lead.len() + trail.len();
+        let mut format = TextFormat {
+            lead: lead.to_owned(),
+            trail: trail.to_owned(),
+            style: Style::detect(core, minified),
+            layout: None,
+            verbatim: None,
+        };
+        if format.style.is_some() {
+            return format;
+        }
+        format.layout = layout::learn(core, *budget);
+        if let Some(l) = &format.layout {
+            *budget = budget.saturating_sub(l.bytes());
+        } else if text.len() <= *budget {
+            // The text itself is moved in at the end of the extraction.
+            *budget -= text.len();
+            format.verbatim = Some(String::new());
+        }
+        format
     }
 
     /// Lays out `minified`; `exact` is false when records were dropped, in
@@ -185,7 +244,10 @@ impl TextFormat {
         match (&self.verbatim, exact) {
             (Some(v), true) => v.clone(),
             _ => {
-                let body = self.style.unwrap_or(Style::Compact).apply(minified);
+                let body = match &self.layout {
+                    Some(layout) => layout.apply(minified),
+                    None => self.style.unwrap_or(Style::Compact).apply(minified),
+                };
                 let mut s = String::with_capacity(self.lead.len() + body.len() + self.trail.len());
                 s.push_str(&self.lead);
                 s.push_str(&body);
@@ -387,6 +449,20 @@ pub(crate) struct Extraction {
     pub structured_copy_key: Option<String>,
 }
 
+impl FromResult {
+    /// For each of `blocks` original blocks, whether it is left out.
+    pub(crate) fn left_out(&self, blocks: usize) -> Vec<bool> {
+        let mut out = vec![false; blocks];
+        for &(start, n) in &self.blocks {
+            let end = start.saturating_add(n).min(blocks);
+            if let Some(run) = out.get_mut(start.min(end)..end) {
+                run.fill(true);
+            }
+        }
+        out
+    }
+}
+
 /// The first content block (of `blocks`) that gave records, from the
 /// sorted list of the blocks that did not: the descriptor stands for it
 /// and carries its annotations.
@@ -423,6 +499,10 @@ pub enum RebuildError {
     /// Reading the file failed.
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
+    /// The header leaves large kept parts (an image, a large `_meta`) to the
+    /// rewritten result: rebuild with [`rebuild_with`](crate::rebuild_with).
+    #[error("the rebuild needs the rewritten result, which holds the parts the file does not")]
+    NeedsRewrittenResult,
     /// The file's time-to-live has passed: it is refused even if the cleanup
     /// task has not deleted it yet.
     #[error("the offloaded file expired at {expired_at}")]
