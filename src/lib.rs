@@ -40,6 +40,8 @@
 //!    `respond` → `json_response` / `sse_rewrite` → `body`, with
 //!    `request_body` (the request tee) and `state` (what the services of
 //!    one layer share) below them); and `cleanup` — the custodial task.
+//! 5. `command` (feature `cli`) — what the `lro` binary runs: the local
+//!    stdio proxy ([`command::proxy`]) on top of the layer.
 //!
 //! All modules are private; the public surface below is re-exported here,
 //! once.
@@ -85,6 +87,8 @@ mod fuzz;
 mod json;
 mod middleware;
 mod wire;
+#[cfg(feature = "cli")]
+pub mod command;
 
 pub use cleanup::{CleanupHandle, CleanupReport, Custodian};
 pub use engine::config::{

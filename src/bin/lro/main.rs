@@ -11,10 +11,17 @@
 //! lro cleanup [DIR] [--ttl SECONDS] [--dry-run]
 //! ```
 //!
+//! And the spec's local LRO proxy, for an agent's MCP configuration:
+//!
+//! ```text
+//! lro proxy http://server:8000/mcp [--header 'Authorization: Bearer ...']
+//! ```
+//!
 //! `--config FILE` reads the `[prompt.offload]` section of a TOML file;
 //! `ATLATL_PROMPT__OFFLOAD__*` variables apply over it; flags win.
 
 mod files;
+mod proxy;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +52,9 @@ enum Command {
     Extract(files::ExtractArgs),
     /// Deletes expired offloaded files.
     Cleanup(files::CleanupArgs),
+    /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
+    /// the remote server; large results become files on this machine.
+    Proxy(proxy::ProxyArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,11 +68,27 @@ fn main() -> ExitCode {
         Command::Rebuild(args) => files::rebuild(&args),
         Command::Extract(args) => files::extract(&args),
         Command::Cleanup(args) => files::cleanup(&args, &config),
+        Command::Proxy(args) => {
+            logs();
+            proxy::run(args, config)
+        }
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fail(&message),
     }
+}
+
+/// Logs on stderr (stdout is the agent's), filtered by `RUST_LOG`
+/// (default `warn`).
+fn logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
 }
 
 /// One line on stderr, exit status 1.

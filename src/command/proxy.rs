@@ -1,0 +1,608 @@
+//! The spec's local LRO proxy ("Remote Transport Proxy"): MCP over stdio to
+//! the agent, streamable HTTP to the remote server, large results offloaded
+//! into files on the agent's own disk, where its shell and `jq` are.
+//!
+//! ```text
+//! agent ── stdin/stdout (one JSON-RPC message per line) ──► lro proxy
+//!   lro proxy ── OffloadLayer ── announce as proxy ── HTTP ──► remote server
+//! ```
+//!
+//! Each line from the agent is POSTed to the server as it comes (in
+//! parallel: a long tool call never holds back the agent's answer to a
+//! server request); the answer, JSON or an event stream, goes back one
+//! message per line, each event as the server sends it. The answers pass
+//! through the same [`OffloadLayer`](crate::OffloadLayer) as any server's,
+//! so large tool results become descriptors with files in a per-user `0700`
+//! directory, and the layer answers `lro_extract` itself. Upstream, the
+//! proxy registers as an LRO proxy (the `lro-proxy` header and
+//! `clientInfo.proxy: true` in `initialize`, the spec's step 1), so a server
+//! running LRO itself answers in full and the offloading happens once, here.
+//! Nothing else is changed: messages are relayed byte for byte, minified
+//! only when an event's data spans several lines.
+//!
+//! The session: the `Mcp-Session-Id` and the negotiated protocol version
+//! of the `initialize` answer go with every later request; once the agent
+//! says `notifications/initialized`, the server's GET stream is opened for
+//! its own requests and notifications; at the end of stdin the session is
+//! ended with `DELETE`. A request the server cannot be reached for, or
+//! answers with an HTTP error, gets a JSON-RPC error answer, so the agent
+//! never waits forever; a line that is not JSON gets the JSON-RPC parse
+//! error. Logs go to stderr (`tracing`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tower_service::Service;
+
+use crate::middleware::{DEFAULT_PROXY_HEADER, OffloadLayer, OffloadService, RequestBody};
+use crate::wire::sse::{EventSplitter, event_data};
+use crate::{OffloadConfig, StoreError};
+
+/// The header carrying the session id.
+const SESSION_HEADER: &str = "mcp-session-id";
+/// The header carrying the negotiated protocol version.
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// The longest line read from the agent (a message of 64 MiB).
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+/// How long the end of the session (`DELETE`) may take at exit.
+const GOODBYE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the proxy connects to and how.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProxyOptions {
+    /// The remote MCP endpoint (`http://host/mcp`).
+    pub upstream: Uri,
+    /// Headers sent with every request upstream (e.g. `Authorization`).
+    pub headers: HeaderMap,
+    /// The offload configuration (output directory, threshold, ttl...).
+    pub config: OffloadConfig,
+    /// Whether the proxy registers upstream as an LRO proxy (default true).
+    pub announce: bool,
+}
+
+impl ProxyOptions {
+    /// A proxy to `upstream` with the default configuration.
+    pub fn new(upstream: Uri) -> Self {
+        ProxyOptions {
+            upstream,
+            headers: HeaderMap::new(),
+            config: OffloadConfig::default(),
+            announce: true,
+        }
+    }
+}
+
+/// Why the proxy stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The upstream URL is not an `http://` URL with a host.
+    #[error("upstream URL {0:?}: expected http://HOST[:PORT]/PATH")]
+    BadUpstream(String),
+    /// The output directory cannot be used.
+    #[error("output directory: {0}")]
+    Store(#[from] StoreError),
+    /// Reading the agent's messages failed.
+    #[error("stdin: {0}")]
+    Input(std::io::Error),
+}
+
+/// The session shared by the requests of one run.
+#[derive(Debug, Default)]
+struct Session {
+    id: Option<HeaderValue>,
+    version: Option<HeaderValue>,
+    stream_opened: bool,
+}
+
+/// What every request of one run shares.
+struct Shared {
+    client: Client<HttpConnector, Full<Bytes>>,
+    upstream: Uri,
+    headers: HeaderMap,
+    announce: bool,
+    session: Mutex<Session>,
+    out: mpsc::UnboundedSender<String>,
+}
+
+/// Runs the proxy until `input` ends, writing to `output`.
+pub async fn run<R, W>(options: ProxyOptions, input: R, output: W) -> Result<(), ProxyError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ProxyOptions {
+        upstream,
+        headers,
+        config,
+        announce,
+    } = options;
+    if upstream.scheme_str() != Some("http") || upstream.host().is_none() {
+        return Err(ProxyError::BadUpstream(upstream.to_string()));
+    }
+    let layer = OffloadLayer::builder().config(config).try_build()?;
+    let (out, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_lines(rx, output));
+    let shared = Arc::new(Shared {
+        client: client(),
+        upstream,
+        headers,
+        announce,
+        session: Mutex::new(Session::default()),
+        out,
+    });
+    let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
+    let read = read_lines(input, &shared, &service).await;
+    goodbye(&shared).await;
+    drop(service);
+    drop(shared);
+    let _ = writer.await;
+    read
+}
+
+/// A client with `TCP_NODELAY` (no delayed-ACK waits on keep-alive).
+fn client() -> Client<HttpConnector, Full<Bytes>> {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// Writes each message as one line, flushed.
+async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<String>, mut out: W) {
+    while let Some(mut line) = rx.recv().await {
+        line.push('\n');
+        if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
+            tracing::warn!(target: "tower_lro", "stdout closed; messages from the server are dropped");
+            return;
+        }
+    }
+}
+
+/// Reads the agent's lines and sends each upstream in a task of its own;
+/// waits for the tasks at the end of the input.
+async fn read_lines<R: AsyncRead + Unpin>(
+    input: R,
+    shared: &Arc<Shared>,
+    service: &OffloadService<Upstream>,
+) -> Result<(), ProxyError> {
+    let mut lines = BufReader::new(input);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut lines)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(ProxyError::Input)?;
+        if n == 0 {
+            break;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            tracing::error!(target: "tower_lro", "a message over {MAX_LINE_BYTES} bytes; stopping");
+            break;
+        }
+        let Some(message) = message_of(&line, shared) else {
+            continue;
+        };
+        tasks.spawn(relay(message, shared.clone(), service.clone()));
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// The message of one line: trimmed, checked to be JSON (else the parse
+/// error goes back to the agent).
+fn message_of(line: &[u8], shared: &Shared) -> Option<Message> {
+    let text = std::str::from_utf8(line).ok().map(str::trim);
+    if text.is_some_and(str::is_empty) {
+        return None;
+    }
+    match text.map(serde_json::from_str::<Value>) {
+        Some(Ok(value)) => Some(Message::new(text.unwrap_or_default(), &value)),
+        _ => {
+            tracing::warn!(target: "tower_lro", "a line from the agent is not JSON");
+            let error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: a line that is not JSON"}}"#;
+            let _ = shared.out.send(error.to_owned());
+            None
+        }
+    }
+}
+
+/// One message from the agent, with what the relay needs to know of it.
+struct Message {
+    bytes: Bytes,
+    /// The id, when it is a request (an answer is owed).
+    request_id: Option<Value>,
+    method: Option<String>,
+    /// The 2026-07-28 routing headers the message's HTTP request carries.
+    routing: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Message {
+    fn new(text: &str, value: &Value) -> Message {
+        let method = value
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let request_id = match (value.get("id"), &method) {
+            (Some(id), Some(_)) => Some(id.clone()),
+            _ => None,
+        };
+        Message {
+            bytes: Bytes::copy_from_slice(text.as_bytes()),
+            request_id,
+            routing: method
+                .as_deref()
+                .map(|m| routing_headers(m, value))
+                .unwrap_or_default(),
+            method,
+        }
+    }
+}
+
+/// The per-request headers of the 2026-07-28 HTTP transport, for a message
+/// that declares that version in `_meta`: `MCP-Protocol-Version`,
+/// `Mcp-Method`, and `Mcp-Name` for the methods that name something (over
+/// stdio the agent has no headers to send; the server checks them against
+/// the body). Not derived: `Mcp-Param-*`, which needs the tool's schema.
+fn routing_headers(method: &str, value: &Value) -> Vec<(HeaderName, HeaderValue)> {
+    let params = value.get("params");
+    let version = params
+        .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
+        .and_then(Value::as_str);
+    let Some(version) = version else {
+        return Vec::new();
+    };
+    let mut headers = Vec::new();
+    let mut add = |name: &'static str, v: &str| {
+        if let Ok(v) = HeaderValue::from_str(&header_text(v)) {
+            headers.push((HeaderName::from_static(name), v));
+        }
+    };
+    add(VERSION_HEADER, version);
+    add("mcp-method", method);
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = name_key.and_then(|k| params?.get(k)?.as_str()) {
+        add("mcp-name", name);
+    }
+    headers
+}
+
+/// A header value as the 2026-07-28 transport writes it: visible ASCII
+/// without edge spaces as is, anything else as `=?base64?...?=`.
+fn header_text(v: &str) -> String {
+    let plain = v.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && v.trim() == v
+        && !(v.starts_with("=?base64?") && v.ends_with("?="));
+    if plain {
+        return v.to_owned();
+    }
+    use base64::Engine as _;
+    format!(
+        "=?base64?{}?=",
+        base64::engine::general_purpose::STANDARD.encode(v)
+    )
+}
+
+/// Sends one message upstream through the layer and relays the answer.
+async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadService<Upstream>) {
+    let mut request = shared.post(message.bytes.clone());
+    for (name, value) in &message.routing {
+        request.headers_mut().insert(name, value.clone());
+    }
+    let answer = match service.call(request).await {
+        Ok(response) => deliver(response, &shared, &message).await,
+        Err(e) => Err(format!("the server cannot be reached ({})", error_kind(&e))),
+    };
+    if let Err(why) = answer {
+        tracing::warn!(target: "tower_lro", method = ?message.method, "{why}");
+        shared.owe_error(&message, &why);
+    }
+    if message.method.as_deref() == Some("notifications/initialized") {
+        open_stream(&shared);
+    }
+}
+
+/// A short, address-free account of a client error.
+fn error_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
+    if e.is_connect() {
+        "connection refused or unreachable"
+    } else {
+        "the connection failed"
+    }
+}
+
+/// Relays one HTTP answer to the agent.
+async fn deliver<B>(response: Response<B>, shared: &Shared, message: &Message) -> Result<(), String>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: std::fmt::Display,
+{
+    let status = response.status();
+    if message.method.as_deref() == Some("initialize") && status.is_success() {
+        shared.remember_session(response.headers());
+    }
+    if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+        return Ok(());
+    }
+    if !status.is_success() {
+        return Err(format!("the server answered HTTP {}", status.as_u16()));
+    }
+    let event_stream = is_event_stream(response.headers());
+    let body = response.into_body();
+    if event_stream {
+        relay_events(body, shared).await
+    } else {
+        let bytes = body
+            .collect()
+            .await
+            .map_err(|e| format!("the answer broke off: {e}"))?;
+        relay_json(&bytes.to_bytes(), shared, message)
+    }
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
+/// A JSON answer: one message, or a batch (one line per message).
+fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "the answer is not UTF-8".to_owned())?;
+    if message.method.as_deref() == Some("initialize") {
+        shared.remember_version(text);
+    }
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(());
+    }
+    match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(text) {
+        Ok(batch) => batch.iter().for_each(|m| shared.send(m.get())),
+        Err(_) => shared.send(text),
+    }
+    Ok(())
+}
+
+/// An event stream: each event's data, as it comes.
+async fn relay_events<B>(body: B, shared: &Shared) -> Result<(), String>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: std::fmt::Display,
+{
+    let mut body = std::pin::pin!(body);
+    let mut splitter = EventSplitter::default();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("the event stream broke off: {e}"))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        splitter.push(&data);
+        while let Some(event) = splitter.next_event() {
+            shared.send_event(&event);
+        }
+    }
+    if let Some(event) = splitter.finish_event() {
+        shared.send_event(&event);
+    }
+    Ok(())
+}
+
+/// Opens the server's GET stream once per session, in the background.
+fn open_stream(shared: &Arc<Shared>) {
+    {
+        let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
+        if session.stream_opened || session.id.is_none() {
+            return;
+        }
+        session.stream_opened = true;
+    }
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let request = shared.request(Method::GET, Bytes::new());
+        match shared.client.request(request).await {
+            Ok(response) if response.status().is_success() => {
+                if let Err(why) = relay_events(response.into_body(), &shared).await {
+                    tracing::info!(target: "tower_lro", "server stream ended: {why}");
+                }
+            }
+            Ok(response) => {
+                tracing::debug!(target: "tower_lro", status = %response.status(), "no server stream")
+            }
+            Err(e) => tracing::info!(target: "tower_lro", "server stream: {}", error_kind(&e)),
+        }
+    });
+}
+
+/// Ends the session upstream (`DELETE`), when there is one.
+async fn goodbye(shared: &Shared) {
+    let has_session = shared
+        .session
+        .lock()
+        .map(|s| s.id.is_some())
+        .unwrap_or(false);
+    if !has_session {
+        return;
+    }
+    let request = shared.request(Method::DELETE, Bytes::new());
+    let _ = tokio::time::timeout(GOODBYE_TIMEOUT, shared.client.request(request)).await;
+}
+
+impl Shared {
+    /// A POST of one message, with the session's headers.
+    fn post(&self, body: Bytes) -> Request<Full<Bytes>> {
+        self.request(Method::POST, body)
+    }
+
+    fn request(&self, method: Method, body: Bytes) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method.clone();
+        *request.uri_mut() = self.upstream.clone();
+        let headers = request.headers_mut();
+        headers.clone_from(&self.headers);
+        let accept = if method == Method::GET {
+            "text/event-stream"
+        } else {
+            "application/json, text/event-stream"
+        };
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        if method == Method::POST {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        let session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = &session.id {
+            headers.insert(SESSION_HEADER, id.clone());
+        }
+        if let Some(version) = &session.version {
+            headers.insert(VERSION_HEADER, version.clone());
+        }
+        request
+    }
+
+    fn remember_session(&self, headers: &HeaderMap) {
+        if let Some(id) = headers.get(SESSION_HEADER) {
+            let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+            session.id = Some(id.clone());
+        }
+    }
+
+    /// The protocol version of an `initialize` answer.
+    fn remember_version(&self, answer: &str) {
+        let version = serde_json::from_str::<Value>(answer).ok().and_then(|v| {
+            let v = v.pointer("/result/protocolVersion")?.as_str()?.to_owned();
+            HeaderValue::from_str(&v).ok()
+        });
+        if let Some(version) = version {
+            let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+            session.version = Some(version);
+        }
+    }
+
+    /// One message to the agent.
+    fn send(&self, message: &str) {
+        let _ = self.out.send(message.to_owned());
+    }
+
+    /// The data of one event to the agent (none for priming events and
+    /// comments); data of several lines is minified into one.
+    fn send_event(&self, event: &Bytes) {
+        let Some(data) = event_data(event) else {
+            return;
+        };
+        let Ok(text) = std::str::from_utf8(&data) else {
+            return;
+        };
+        if text.trim().is_empty() {
+            return;
+        }
+        if text.contains('\n') || text.contains('\r') {
+            self.send(&crate::json::minify(text));
+        } else {
+            self.send(text);
+        }
+        if text.contains("\"protocolVersion\"") {
+            self.remember_version(text);
+        }
+    }
+
+    /// The JSON-RPC error a request is owed when its answer cannot come.
+    fn owe_error(&self, message: &Message, why: &str) {
+        let Some(id) = &message.request_id else {
+            return;
+        };
+        let error = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32000, "message": format!("lro proxy: {why}")},
+        });
+        self.send(&error.to_string());
+    }
+}
+
+/// The service behind the layer: sends to the server, registering as an
+/// LRO proxy on the way.
+#[derive(Clone)]
+struct Upstream(Arc<Shared>);
+
+impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
+    type Response = Response<Incoming>;
+    type Error = hyper_util::client::legacy::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<RequestBody<Full<Bytes>>>) -> Self::Future {
+        let shared = self.0.clone();
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            // Our own Full body inside the tee: it cannot fail.
+            let bytes = body
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            let bytes = if shared.announce {
+                parts.headers.insert(
+                    HeaderName::from_static(DEFAULT_PROXY_HEADER),
+                    HeaderValue::from_static("1"),
+                );
+                announce_in_initialize(bytes)
+            } else {
+                bytes
+            };
+            let request = Request::from_parts(parts, Full::new(bytes));
+            shared.client.request(request).await
+        })
+    }
+}
+
+/// `clientInfo.proxy: true` in an `initialize` request (the spec's step 1);
+/// any other message unchanged.
+fn announce_in_initialize(bytes: Bytes) -> Bytes {
+    if memchr::memmem::find(&bytes, b"initialize").is_none() {
+        return bytes;
+    }
+    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
+        return bytes;
+    };
+    if value.get("method").and_then(Value::as_str) != Some("initialize") {
+        return bytes;
+    }
+    match value.pointer_mut("/params/clientInfo") {
+        Some(Value::Object(info)) => {
+            info.insert("proxy".into(), Value::Bool(true));
+        }
+        _ => return bytes,
+    }
+    serde_json::to_vec(&value).map(Bytes::from).unwrap_or(bytes)
+}
