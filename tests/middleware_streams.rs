@@ -623,10 +623,13 @@ fn sse_answering(
     Response = Response<TestBody>,
     Error = Infallible,
     Future = impl Future<Output = Result<Response<TestBody>, Infallible>> + Send,
-> {
-    let mut slot = Some(body);
+> + Clone
++ Send
++ 'static {
+    // Shared, so the service is Clone (the layer needs a Clone inner service).
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(body)));
     service_fn(move |req: Request<RequestBody<TestBody>>| {
-        let body = slot.take().expect("one call");
+        let body = slot.lock().unwrap().take().expect("one call");
         async move {
             let mut req_body = req.into_body();
             read_request(&mut req_body).await;
@@ -1396,11 +1399,11 @@ async fn a_result_replayed_on_a_resumed_get_stream_is_offloaded() {
     };
     // The POST stream: a priming event, then the client goes away.
     let (_tx, stream) = channel();
-    let mut first = Some(stream);
+    let first = std::sync::Arc::new(std::sync::Mutex::new(Some(stream)));
     let service = layer
         .clone()
         .layer(service_fn(move |req: Request<RequestBody<TestBody>>| {
-            let body = first.take().expect("one call");
+            let body = first.lock().unwrap().take().expect("one call");
             async move {
                 let mut req_body = req.into_body();
                 read_request(&mut req_body).await;

@@ -115,6 +115,7 @@ mod paging;
 pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;
+pub(crate) mod serve;
 pub(crate) mod stats;
 pub(crate) mod store;
 

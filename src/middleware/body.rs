@@ -68,6 +68,19 @@ impl<B: Body> OffloadBody<B> {
         }
     }
 
+    /// A body of the layer's own (an answer it gives without the inner
+    /// service).
+    pub(crate) fn own(data: Bytes) -> Self {
+        let mut frames = VecDeque::with_capacity(1);
+        frames.push_back(Frame::data(data));
+        OffloadBody {
+            kind: BodyKind::Full {
+                replay: Replay::new(frames, None, None),
+                lease: None,
+            },
+        }
+    }
+
     /// Frames already read, then the rest of the body, untouched.
     pub(crate) fn resume(frames: VecDeque<Frame<Bytes>>, rest: Pin<Box<B>>, lease: Lease) -> Self {
         OffloadBody {

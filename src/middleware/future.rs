@@ -12,9 +12,18 @@ use pin_project_lite::pin_project;
 use super::body::OffloadBody;
 use super::request_body::Capture;
 use super::respond::{Next, drop_conflicting_length, respond, respond_resumed};
-use super::state::{Shared, Watch};
+use super::state::{Extra, Shared, Watch};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Where a request the layer read first goes on: its own answer, or the
+/// inner service's response future.
+pub(crate) enum Step<F, B: Body> {
+    /// The layer's own answer.
+    Answer(Response<OffloadBody<B>>),
+    /// The inner service was called: its response, handled as usual.
+    Forward(ResponseFuture<F, B>),
+}
 
 pin_project! {
     /// Response future of [`OffloadService`](crate::OffloadService).
@@ -38,8 +47,10 @@ pin_project! {
             inner: F,
             capture: Capture,
             session: Option<String>,
+            extra: Extra,
             shared: Arc<Shared>,
         },
+        Intercepting { step: BoxFuture<Step<F, B>> },
         Resumed {
             #[pin]
             inner: F,
@@ -62,6 +73,7 @@ impl<F, B: Body> ResponseFuture<F, B> {
         inner: F,
         capture: Capture,
         session: Option<String>,
+        extra: Extra,
         shared: Arc<Shared>,
     ) -> Self {
         ResponseFuture {
@@ -69,8 +81,17 @@ impl<F, B: Body> ResponseFuture<F, B> {
                 inner,
                 capture,
                 session,
+                extra,
                 shared,
             },
+        }
+    }
+
+    /// A request read first: the layer answers it, or calls the inner
+    /// service with it (see `serve`).
+    pub(crate) fn intercepting(step: BoxFuture<Step<F, B>>) -> Self {
+        ResponseFuture {
+            kind: Kind::Intercepting { step },
         }
     }
 
@@ -113,14 +134,20 @@ where
                     inner,
                     capture,
                     session,
+                    extra,
                     shared,
                 } => {
                     let response = ready!(inner.poll(cx))?;
-                    match respond(shared, capture, session.take(), response) {
+                    let extra = std::mem::take(extra);
+                    match respond(shared, capture, session.take(), extra, response) {
                         Next::Ready(response) => return Poll::Ready(Ok(response)),
                         Next::Read(inner) => kind.set(Kind::Reading { inner }),
                     }
                 }
+                KindProj::Intercepting { step } => match ready!(step.as_mut().poll(cx)) {
+                    Step::Answer(response) => return Poll::Ready(Ok(response)),
+                    Step::Forward(next) => kind.set(next.kind),
+                },
                 KindProj::Resumed {
                     inner,
                     watched,

@@ -158,11 +158,7 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
             shared.tasks.insert(&task, w.call.kept());
             continue;
         }
-        let outcome = shared
-            .offloader
-            .process_async(&w.call.to_call(), data.slice(range.clone()))
-            .await;
-        if let Some(new) = outcome.ok().and_then(|o| o.into_replacement()) {
+        if let Some(new) = shared.transform(w, data.slice(range.clone())).await {
             edits.push((range, new));
         }
     }

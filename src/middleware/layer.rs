@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::HeaderName;
 use tower_layer::Layer;
 
+use super::caller::{Partition, Serving};
 use super::service::OffloadService;
 use super::sessions::ProxySessions;
 use super::state::{
@@ -18,6 +19,7 @@ use crate::engine::Offloader;
 use crate::engine::config::{OffloadConfig, ToolPolicy};
 use crate::engine::estimate::TokenEstimator;
 use crate::engine::events::EventHook;
+use crate::engine::extract::ExtractLimits;
 use crate::engine::store::{Store, StoreError};
 
 /// Tower layer applying Large Result Offloading to an MCP streamable-http
@@ -51,8 +53,44 @@ use crate::engine::store::{Store, StoreError};
 ///   `clientInfo.proxy: true`, or whose `params._meta` carries
 ///   `"io.modelcontextprotocol/clientInfo": {"proxy": true}` (2026-07-28)
 ///   gets the inner response untouched;
-/// * the layer never answers on its own: the inner service's errors, error
-///   statuses and broken bodies reach the client as they were.
+/// * the inner service's errors, error statuses and broken bodies reach the
+///   client as they were.
+///
+/// # Remote clients: offloaded data over MCP
+///
+/// A descriptor's `file_path` is on the server's disk, out of reach of a
+/// remote agent. So, unless `extraction` is off
+/// ([`OffloadLayerBuilder::extraction`]), the layer also serves the files
+/// through MCP itself:
+///
+/// * `tools/call` of `lro_extract` (the spec's native extraction: a recipe
+///   1-10 with `params`, or a custom jq `query`; `offset`/`limit` over the
+///   output lines) and `lro_list` (the offloads this client may read), and
+///   `resources/read` of `lro://files/{name}`, are answered by the layer,
+///   without calling the inner service, as JSON or as an event stream
+///   (what the client accepts, mirroring the server). An answer is at most
+///   the threshold in estimated tokens; past it, it says which `offset`
+///   comes next. Mistakes and refusals are tool errors (`isError: true`).
+/// * the first page of a `tools/list` answer gets the two tools (unless the
+///   server lists tools of those names: then their calls go to it), and an
+///   `initialize` answer whose server declared no resources capability
+///   gets one, so SDK clients may call `resources/read`.
+/// * who may read what: a file made in an MCP session (`Mcp-Session-Id`)
+///   is readable only in that session; [`OffloadLayerBuilder::partition`]
+///   binds files to tenants instead; otherwise the unguessable file name
+///   is the capability. A missing, expired, foreign or other-session file,
+///   a path outside the output directory or a symbolic link all get the
+///   same error, which tells nothing about other files.
+/// * queries are untrusted code, bounded by [`ExtractLimits`]
+///   ([`OffloadLayerBuilder::extract_limits`]): time, memory, output,
+///   concurrency.
+///
+/// To answer a request itself, the layer reads a JSON `POST` body (up to
+/// the classification cap) before calling the inner service, then plays
+/// it back; so the inner service must be `Clone` (rmcp's
+/// `StreamableHttpService` and axum's `Router` are): the readied service is
+/// the one called and a clone takes its place. `GET` streams, other
+/// methods, proxy clients and a layer with extraction off stream as before.
 ///
 /// ```no_run
 /// use axum::{Router, routing::post};
@@ -134,6 +172,8 @@ pub struct OffloadLayerBuilder {
     estimator: Option<Arc<dyn TokenEstimator>>,
     store: Option<Arc<dyn Store>>,
     hook: Option<EventHook>,
+    extract_limits: ExtractLimits,
+    partition: Option<Partition>,
 }
 
 impl Default for OffloadLayerBuilder {
@@ -147,6 +187,8 @@ impl Default for OffloadLayerBuilder {
             estimator: None,
             store: None,
             hook: None,
+            extract_limits: ExtractLimits::default(),
+            partition: None,
         }
     }
 }
@@ -157,6 +199,8 @@ impl std::fmt::Debug for OffloadLayerBuilder {
             .field("config", &self.config)
             .field("proxy_header", &self.proxy_header)
             .field("max_request_bytes", &self.max_request_bytes)
+            .field("extract_limits", &self.extract_limits)
+            .field("partition", &self.partition.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -262,6 +306,27 @@ impl OffloadLayerBuilder {
         self.config.extraction = on;
         self
     }
+    /// Limits of the queries `lro_extract` runs (time, memory, output,
+    /// concurrency; see [`ExtractLimits`]). One extractor serves every
+    /// service of the layer, so `max_concurrent` bounds them all.
+    pub fn extract_limits(mut self, limits: ExtractLimits) -> Self {
+        self.extract_limits = limits;
+        self
+    }
+    /// Binds offloaded files to tenants instead of MCP sessions: `partition`
+    /// names the tenant of a request from its head (e.g. the authenticated
+    /// principal an auth layer put in its extensions or headers). A file
+    /// made for a request of tenant `t` can then be read (`lro_extract`,
+    /// `lro_list`, `resources/read`) only by requests of tenant `t`. When it
+    /// returns `None`, the request's `Mcp-Session-Id` binds its files, if it
+    /// has one; with neither, the unguessable file name is the capability.
+    pub fn partition<F>(mut self, partition: F) -> Self
+    where
+        F: Fn(&http::request::Parts) -> Option<String> + Send + Sync + 'static,
+    {
+        self.partition = Some(Arc::new(partition));
+        self
+    }
     /// Interval of the cleanup task (started by the layer itself, or by
     /// [`OffloadLayer::spawn_cleanup`]).
     pub fn cleanup_interval(mut self, interval: Duration) -> Self {
@@ -313,6 +378,7 @@ impl OffloadLayerBuilder {
                 proxy_header: self.proxy_header,
                 max_request_bytes: self.max_request_bytes,
                 sessions: ProxySessions::new(self.max_proxy_sessions, self.proxy_session_ttl),
+                serving: Serving::new(self.extract_limits, self.partition),
                 ..Shared::new(offloader)
             }),
         }

@@ -14,6 +14,7 @@
 
 mod body;
 mod budget;
+mod caller;
 mod future;
 mod json_response;
 #[allow(clippy::module_inception)]
@@ -22,6 +23,7 @@ mod memo;
 mod replay;
 mod request_body;
 mod respond;
+mod serve;
 mod service;
 mod sessions;
 mod sse_rewrite;

@@ -14,7 +14,7 @@ use super::body::OffloadBody;
 use super::json_response::read_json;
 use super::request_body::Capture;
 use super::sse_rewrite::SseRewriter;
-use super::state::{SESSION_HEADER, Shared, Watch};
+use super::state::{Extra, SESSION_HEADER, Shared, Watch};
 use crate::engine::events::{OffloadEvent, PassReason};
 use crate::wire::jsonrpc::classify;
 
@@ -75,12 +75,26 @@ pub(crate) enum Next<B: Body> {
     Read(Pin<Box<dyn Future<Output = Response<OffloadBody<B>>> + Send>>),
 }
 
+/// Notes whether the server answers POSTs with event streams (the layer's
+/// own answers mirror it).
+fn note_media(shared: &Shared, parts: &http::response::Parts) {
+    if shared.serves() && parts.status.is_success() {
+        let media = media(&parts.headers);
+        if media != Media::Other {
+            let streams = media == Media::EventStream;
+            shared.serving.note_server_streams(streams);
+        }
+    }
+}
+
 /// Decides what to do with a response, given the request body the inner
-/// service read (published in `capture` if it ended within the cap).
+/// service read (published in `capture` if it ended within the cap) and
+/// what the layer adds when it serves offloaded data (`extra`).
 pub(crate) fn respond<B>(
     shared: &Arc<Shared>,
     capture: &Capture,
     session: Option<String>,
+    extra: Extra,
     response: Response<B>,
 ) -> Next<B>
 where
@@ -110,10 +124,12 @@ where
         }
         return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
-    if classified.watched.is_empty() || !parts.status.is_success() {
+    note_media(shared, &parts);
+    let mut watched = shared.resolve(classified.watched);
+    extra.apply(&mut watched);
+    if watched.is_empty() || !parts.status.is_success() {
         return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
-    let watched = shared.resolve(classified.watched);
     if let Some(encoding) = encoding(&parts.headers) {
         // Asked for identity (see the service), compressed all the same:
         // not JSON until decoded, so passed on, and said so.

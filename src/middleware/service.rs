@@ -12,7 +12,8 @@ use tower_service::Service;
 use super::body::OffloadBody;
 use super::future::ResponseFuture;
 use super::request_body::{Capture, RequestBody};
-use super::state::{SESSION_HEADER, Shared};
+use super::serve::{intercept, is_json};
+use super::state::{Extra, SESSION_HEADER, Shared};
 use crate::engine::Offloader;
 use crate::engine::config::OffloadConfig;
 
@@ -74,10 +75,19 @@ fn is_truthy(v: &HeaderValue) -> bool {
     v == b"1" || v.eq_ignore_ascii_case(b"true")
 }
 
+/// The inner service must be `Clone` (and `Send`): a request the layer
+/// reads first (see [`OffloadLayer`](crate::OffloadLayer), "Remote
+/// clients") is handed to the readied service later, a clone taking its
+/// place, as tower's own middlewares do.
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for OffloadService<S>
 where
-    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
-    ReqBody: Body<Data = Bytes>,
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    ReqBody: Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Send,
     ResBody: Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Send + 'static,
 {
@@ -90,14 +100,15 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        let shared = &self.shared;
+        let shared = self.shared.clone();
         shared.ensure_cleanup();
         let session = req
             .headers()
             .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok());
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         if req.method() == Method::DELETE
-            && let Some(id) = session
+            && let Some(id) = &session
         {
             shared.sessions.forget(id);
         }
@@ -106,32 +117,99 @@ where
                 .headers()
                 .get(&shared.proxy_header)
                 .is_some_and(is_truthy)
-            || session.is_some_and(|id| shared.sessions.contains(id));
+            || session
+                .as_deref()
+                .is_some_and(|id| shared.sessions.contains(id));
         if !pass
             && req.method() == Method::GET
             && req.headers().contains_key(LAST_EVENT_ID)
             && let Some(id) = session
         {
-            let watched = shared.take_unanswered(id);
-            if !watched.is_empty() {
-                let session = id.to_owned();
-                let inner = self.inner.call(req.map(RequestBody::original));
-                return ResponseFuture::resumed(inner, watched, session, shared.clone());
-            }
+            return self.resume(req, id, shared);
         }
         if pass || req.method() != Method::POST {
             return ResponseFuture::passthrough(self.inner.call(req.map(RequestBody::original)));
         }
-        let session = session.map(str::to_owned);
+        self.post(req, session, shared)
+    }
+}
+
+impl<S> OffloadService<S> {
+    /// A `GET` stream of `session` resumed with `Last-Event-ID`: it may
+    /// replay results whose own stream went before they came.
+    fn resume<ReqBody, ResBody>(
+        &mut self,
+        req: Request<ReqBody>,
+        session: String,
+        shared: Arc<Shared>,
+    ) -> ResponseFuture<S::Future, ResBody>
+    where
+        S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        ReqBody: Body<Data = Bytes> + Send + 'static,
+        ReqBody::Error: Send,
+        ResBody: Body<Data = Bytes> + Send + 'static,
+        ResBody::Error: Send + 'static,
+    {
+        let mut watched = shared.take_unanswered(&session);
+        let (parts, body) = req.into_parts();
+        if shared.serves() {
+            let caller = shared.serving.caller(&parts, Some(&session));
+            Extra::from_caller(caller).apply(&mut watched);
+        }
+        let req = Request::from_parts(parts, RequestBody::original(body));
+        if watched.is_empty() {
+            return ResponseFuture::passthrough(self.inner.call(req));
+        }
+        let inner = self.inner.call(req);
+        ResponseFuture::resumed(inner, watched, session, shared)
+    }
+
+    /// A `POST`: read first when the layer serves offloaded data and the
+    /// body is JSON (see `serve`), else teed to the inner service at once.
+    fn post<ReqBody, ResBody>(
+        &mut self,
+        req: Request<ReqBody>,
+        session: Option<String>,
+        shared: Arc<Shared>,
+    ) -> ResponseFuture<S::Future, ResBody>
+    where
+        S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        ReqBody: Body<Data = Bytes> + Send + 'static,
+        ReqBody::Error: Send,
+        ResBody: Body<Data = Bytes> + Send + 'static,
+        ResBody::Error: Send + 'static,
+    {
+        let (mut parts, body) = req.into_parts();
+        // Its answer must be readable: identity, not compressed.
+        parts
+            .headers
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        let mut extra = Extra::default();
+        if shared.serves() {
+            let caller = shared.serving.caller(&parts, session.as_deref());
+            if is_json(&parts.headers) {
+                let clone = self.inner.clone();
+                let inner = std::mem::replace(&mut self.inner, clone);
+                let req = Request::from_parts(parts, body);
+                let step = intercept(inner, shared, req, caller, session);
+                return ResponseFuture::intercepting(Box::pin(step));
+            }
+            extra = Extra::from_caller(caller);
+        }
         // The request goes on at once; its chunks are kept as the inner
         // service reads them, and classified when the response arrives.
-        // Its answer must be readable: identity, not compressed.
-        let mut req = req;
-        req.headers_mut()
-            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         let capture = Capture::default();
         let cap = shared.max_request_bytes;
-        let req = req.map(|b| RequestBody::teed(b, cap, capture.clone()));
-        ResponseFuture::watching(self.inner.call(req), capture, session, shared.clone())
+        let req = Request::from_parts(parts, RequestBody::teed(body, cap, capture.clone()));
+        let inner = self.inner.call(req);
+        ResponseFuture::watching(inner, capture, session, extra, shared)
     }
 }

@@ -15,9 +15,7 @@ use http_body::{Body, Frame};
 use super::budget::Lease;
 use super::replay::DeferredError;
 use super::state::{Shared, Watch};
-use crate::engine::Offloader;
 use crate::json::{minify_into, range_in};
-use crate::wire::call::ToolCall;
 use crate::wire::jsonrpc::{Reply, created_task_id, read_reply};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
@@ -128,23 +126,17 @@ impl<E> SseRewriter<E> {
                 // Surely under its threshold: sent on as it is.
                 self.ready.push_back(Frame::data(event));
             }
-            Some((Watch { call, .. }, data, range)) => {
+            Some((watch, data, range)) => {
                 let held = self.splitter.buffered() + event.len() + data.len();
                 if !self.hold(held) {
                     // Over the cap: this result goes out untouched.
-                    self.shared.over_buffer_cap(call.name);
+                    self.shared.over_buffer_cap(watch.call.name);
                     self.ready.push_back(Frame::data(event));
                     return;
                 }
                 self.pending_len = event.len() + data.len();
-                let offloader = self.shared.offloader.clone();
-                self.pending = Some(Box::pin(rewrite_event(
-                    offloader,
-                    call.to_call(),
-                    event,
-                    data,
-                    range,
-                )));
+                let shared = self.shared.clone();
+                self.pending = Some(Box::pin(rewrite_event(shared, watch, event, data, range)));
             }
             None => self.ready.push_back(Frame::data(event)),
         }
@@ -190,16 +182,13 @@ impl<E> SseRewriter<E> {
 
 /// Evaluates one watched event; resolves to the bytes to send for it.
 async fn rewrite_event(
-    offloader: Offloader,
-    call: ToolCall,
+    shared: Arc<Shared>,
+    watch: Watch,
     event: Bytes,
     data: Bytes,
     range: Range<usize>,
 ) -> Bytes {
-    let outcome = offloader
-        .process_async(&call, data.slice(range.clone()))
-        .await;
-    match outcome.ok().and_then(|o| o.into_replacement()) {
+    match shared.transform(&watch, data.slice(range.clone())).await {
         Some(result) => {
             // Only the message around the result is re-read (it was valid
             // UTF-8 when the event was watched; the result may be megabytes).

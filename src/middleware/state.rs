@@ -8,11 +8,14 @@ use http::HeaderName;
 use serde_json::Value;
 
 use super::budget::BufferBudget;
+use super::caller::Serving;
 use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
 use crate::cleanup::{CleanupHandle, Custodian};
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
+use crate::engine::extract::ExtractLimits;
+use crate::engine::serve::manifest::{add_resources_capability, add_tools};
 use crate::wire::jsonrpc::{RawCall, Watched};
 
 /// Default name of the request header that asks for untouched responses.
@@ -40,6 +43,8 @@ pub(crate) struct Shared {
     /// The cleanup task started by the first request (when the
     /// configuration's `auto_cleanup` is on); stopped when this is dropped.
     pub cleanup: OnceLock<CleanupHandle>,
+    /// What serving offloaded data over MCP needs.
+    pub serving: Serving,
 }
 
 impl std::fmt::Debug for Shared {
@@ -54,6 +59,7 @@ impl std::fmt::Debug for Shared {
             .field("unanswered", &self.unanswered)
             .field("buffers", &self.buffers)
             .field("cleanup_started", &self.cleanup.get().is_some())
+            .field("serving", &self.serving)
             .finish()
     }
 }
@@ -68,6 +74,83 @@ pub(crate) struct Watch {
     /// The request is a task-augmented `tools/call` (`params.task`): the
     /// only kind a server may answer with a `CreateTaskResult`.
     pub task_augmented: bool,
+    /// What the answer carries: a tool result, or an answer the layer adds to.
+    pub kind: WatchKind,
+    /// Who an offload of the result belongs to ([`ToolCall::owner`](crate::ToolCall::owner)).
+    pub owner: Option<String>,
+    /// Whether an offload of the result gets a `resource_link` block.
+    pub resource_link: bool,
+}
+
+/// What a watched answer carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WatchKind {
+    /// A tool result (of `tools/call` or `tasks/result`): offloaded when large.
+    Result,
+    /// A first-page `tools/list` result: gets the layer's tools.
+    ListTools,
+    /// An `initialize` or `server/discover` result: gets the resources
+    /// capability when it has none.
+    Capabilities,
+}
+
+impl Watch {
+    /// A watched tool result of `call`.
+    pub(crate) fn result(id: Value, call: RawCall, task_augmented: bool) -> Self {
+        Watch {
+            id,
+            call,
+            task_augmented,
+            kind: WatchKind::Result,
+            owner: None,
+            resource_link: false,
+        }
+    }
+
+    /// A watched answer the layer adds to.
+    pub(crate) fn served(id: Value, kind: WatchKind) -> Self {
+        let name = match kind {
+            WatchKind::ListTools => "tools/list",
+            _ => "initialize",
+        };
+        Watch {
+            kind,
+            ..Watch::result(id, RawCall::named(name), false)
+        }
+    }
+}
+
+/// What the layer adds to the watches of one request when it serves
+/// offloaded data: answers it adds to, and who the results belong to.
+#[derive(Default)]
+pub(crate) struct Extra {
+    /// Watched answers the layer adds to.
+    pub watches: Vec<Watch>,
+    /// Owner of the request's offloads.
+    pub owner: Option<String>,
+    /// Whether its offloads get a `resource_link` block.
+    pub resource_link: bool,
+}
+
+impl Extra {
+    /// No added answers; the owner and `resource_link` of `caller`.
+    pub(crate) fn from_caller(caller: super::caller::Caller) -> Self {
+        Extra {
+            watches: Vec::new(),
+            resource_link: caller.resource_link(),
+            owner: caller.owner,
+        }
+    }
+
+    /// Gives `watched` (tool results) their owner and `resource_link`, and
+    /// adds the answers the layer adds to.
+    pub(crate) fn apply(self, watched: &mut Vec<Watch>) {
+        for w in watched.iter_mut() {
+            w.owner.clone_from(&self.owner);
+            w.resource_link = self.resource_link;
+        }
+        watched.extend(self.watches);
+    }
 }
 
 impl Shared {
@@ -83,6 +166,35 @@ impl Shared {
             tasks: TaskCalls::new(TASK_BOUNDS),
             unanswered: Unanswered::new(UNANSWERED_BOUNDS),
             cleanup: OnceLock::new(),
+            serving: Serving::new(ExtractLimits::default(), None),
+        }
+    }
+
+    /// Whether the layer serves offloaded data over MCP.
+    pub(crate) fn serves(&self) -> bool {
+        let config = self.offloader.config();
+        config.enabled && config.extraction
+    }
+
+    /// What to put in place of the watched answer `result` (its JSON), if
+    /// anything: the offload of a large tool result, or a server answer
+    /// with what the layer adds.
+    pub(crate) async fn transform(&self, w: &Watch, result: bytes::Bytes) -> Option<String> {
+        match w.kind {
+            WatchKind::Result => {
+                let mut call = w.call.to_call();
+                call.owner.clone_from(&w.owner);
+                call.resource_link = w.resource_link;
+                let outcome = self.offloader.process_async(&call, result).await;
+                outcome.ok().and_then(|o| o.into_replacement())
+            }
+            WatchKind::ListTools => {
+                let text = std::str::from_utf8(&result).ok()?;
+                let (out, shadowed) = add_tools(text)?;
+                self.serving.note_shadowed(shadowed);
+                (out != text).then_some(out)
+            }
+            WatchKind::Capabilities => add_resources_capability(std::str::from_utf8(&result).ok()?),
         }
     }
 
@@ -106,19 +218,15 @@ impl Shared {
         watched
             .into_iter()
             .map(|(id, w)| match w {
-                Watched::Call { call, task } => Watch {
-                    id,
-                    call,
-                    task_augmented: task,
-                },
-                Watched::TaskResult(task) => Watch {
-                    id,
-                    call: self
-                        .tasks
-                        .get(&task)
-                        .unwrap_or_else(|| RawCall::named("tasks_result")),
-                    task_augmented: false,
-                },
+                Watched::Call { call, task } => Watch::result(id, call, task),
+                Watched::TaskResult(task) => {
+                    let call = self.tasks.get(&task);
+                    Watch::result(
+                        id,
+                        call.unwrap_or_else(|| RawCall::named("tasks_result")),
+                        false,
+                    )
+                }
             })
             .collect()
     }
@@ -128,10 +236,11 @@ impl Shared {
     /// threshold, none can be a `CreateTaskResult` to remember, and no one
     /// listens for the `PassedThrough` events that looking would emit.
     pub(crate) fn surely_untouched(&self, watched: &[Watch], len: usize) -> bool {
-        watched
-            .iter()
-            .all(|w| !w.task_augmented && self.offloader.surely_inline(&w.call.name, len))
-            && !self.offloader.events().wants_pass_events()
+        watched.iter().all(|w| {
+            w.kind == WatchKind::Result
+                && !w.task_augmented
+                && self.offloader.surely_inline(&w.call.name, len)
+        }) && !self.offloader.events().wants_pass_events()
     }
 
     /// Reports a result of `tool` that passes untouched because the message
@@ -201,11 +310,7 @@ impl Shared {
         let calls = self.unanswered.take(session).unwrap_or_default();
         calls
             .into_iter()
-            .map(|(id, call)| Watch {
-                id,
-                call,
-                task_augmented: false,
-            })
+            .map(|(id, call)| Watch::result(id, call, false))
             .collect()
     }
 }

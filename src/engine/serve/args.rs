@@ -1,0 +1,328 @@
+//! The arguments of `lro_extract`, checked: every mistake gets a message
+//! that says what to change.
+
+use serde_json::{Map, Value};
+
+use crate::engine::descriptor::RecipeProgram;
+use crate::engine::extract::{JqFlags, Paging, Query};
+
+/// Lines of output a page shows at most when the call names no `limit`
+/// (the threshold may cut it shorter).
+pub(crate) const DEFAULT_LIMIT: usize = 500;
+/// Largest `limit` accepted.
+pub(crate) const MAX_LIMIT: usize = 10_000;
+
+/// What `lro_extract` was asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExtractArgs {
+    /// `file_path`: a bare offload file name or a path in the output dir.
+    pub file: String,
+    /// A recipe (1-10) or a custom filter.
+    pub what: Wanted,
+    /// `params`: recipe parameters, as sent.
+    pub params: Map<String, Value>,
+    /// `offset` and `limit` over the output lines.
+    pub paging: Paging,
+    /// `slurp`: a custom query sees all records as one array (jq's `-s`).
+    pub slurp: bool,
+}
+
+/// A recipe number or a custom jq filter.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Wanted {
+    /// Recipe `n` (1-based) of the file.
+    Recipe(usize),
+    /// A custom filter (run with `-c`: one line per value).
+    Query(String),
+}
+
+/// A mistake in the arguments; its text is the tool error shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ArgError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ArgError> {
+    Err(ArgError(msg.into()))
+}
+
+impl ExtractArgs {
+    /// Reads the call's `arguments` (an object, or absent).
+    pub(crate) fn parse(arguments: Option<&Value>) -> Result<ExtractArgs, ArgError> {
+        let empty = Map::new();
+        let args = match arguments {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(m)) => m,
+            Some(_) => return err("arguments must be an object"),
+        };
+        let file = match args.get("file_path") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            Some(Value::String(_)) | None | Some(Value::Null) => {
+                return err(
+                    "missing file_path: give the file_path of the offloaded result (from its descriptor)",
+                );
+            }
+            Some(_) => return err("file_path must be a string"),
+        };
+        Ok(ExtractArgs {
+            file,
+            what: wanted(args)?,
+            params: params(args)?,
+            paging: paging(args)?,
+            slurp: match args.get("slurp") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return err("slurp must be true or false"),
+            },
+        })
+    }
+}
+
+/// `recipe` or `query`, exactly one of them.
+fn wanted(args: &Map<String, Value>) -> Result<Wanted, ArgError> {
+    let recipe = args.get("recipe").filter(|v| !v.is_null());
+    let query = args.get("query").filter(|v| !v.is_null());
+    match (recipe, query) {
+        (Some(_), Some(_)) => err("give either recipe or query, not both"),
+        (None, None) => err("give a recipe number (1-10) or a jq query"),
+        (Some(r), None) => match r.as_u64() {
+            Some(n @ 1..=10) => Ok(Wanted::Recipe(n as usize)),
+            _ => err(format!(
+                "recipe must be an integer from 1 to 10, got {}",
+                cut(&r.to_string())
+            )),
+        },
+        (None, Some(Value::String(q))) if !q.trim().is_empty() => Ok(Wanted::Query(q.clone())),
+        (None, Some(Value::String(_))) => err("query is empty: give a jq filter such as .id"),
+        (None, Some(_)) => err("query must be a string (a jq filter)"),
+    }
+}
+
+/// `params`: an object whose values are strings or numbers.
+fn params(args: &Map<String, Value>) -> Result<Map<String, Value>, ArgError> {
+    match args.get("params") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                if !(v.is_string() || v.is_number()) {
+                    return err(format!(
+                        "params.{}: values must be strings or numbers",
+                        cut(k)
+                    ));
+                }
+            }
+            Ok(m.clone())
+        }
+        Some(_) => err("params must be an object, e.g. {\"keyword\": \"cache\"}"),
+    }
+}
+
+/// `offset` (default 0) and `limit` (default [`DEFAULT_LIMIT`], at most
+/// [`MAX_LIMIT`]).
+fn paging(args: &Map<String, Value>) -> Result<Paging, ArgError> {
+    let offset = match args.get("offset") {
+        None | Some(Value::Null) => 0,
+        Some(v) => match v.as_u64() {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => return err("offset must be a non-negative integer (an output line number)"),
+        },
+    };
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..) => usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
+            _ => return err(format!("limit must be an integer from 1 to {MAX_LIMIT}")),
+        },
+    };
+    Ok(Paging { offset, limit })
+}
+
+/// The first 64 characters of `s` (what a message quotes of the input).
+pub(crate) fn cut(s: &str) -> String {
+    let mut out: String = s.chars().take(64).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// The jq query of recipe `n` of a file whose recipes are `recipes`, with
+/// `params` as its variables (each parameter not given keeps the value the
+/// descriptor's shell command shows).
+pub(crate) fn recipe_query(
+    recipes: &[RecipeProgram],
+    n: usize,
+    params: &Map<String, Value>,
+) -> Result<Query, ArgError> {
+    let Some(program) = n.checked_sub(1).and_then(|i| recipes.get(i)) else {
+        return err(format!(
+            "recipe {n} does not exist for this file: it has {} recipes",
+            recipes.len()
+        ));
+    };
+    if let Some(unknown) = params.keys().find(|k| !program.params.contains_key(*k)) {
+        let accepted: Vec<&str> = program.params.keys().map(String::as_str).collect();
+        let accepted = if accepted.is_empty() {
+            "none".to_owned()
+        } else {
+            accepted.join(", ")
+        };
+        return err(format!(
+            "recipe {n} has no parameter {:?}; accepted parameters: {accepted}",
+            cut(unknown)
+        ));
+    }
+    let mut query = Query::new(program.filter.clone()).flags(flags(&program.flags));
+    for (name, default) in &program.params {
+        let value = match params.get(name) {
+            Some(given) => typed_like(name, given, default)?,
+            None => typed_like(name, &Value::String(default.clone()), default)?,
+        };
+        query = query.var(name.clone(), value);
+    }
+    Ok(query)
+}
+
+/// A parameter's value, of the type its default shows: a number when the
+/// default is one (`"0.8"`), else a string (a number given becomes its
+/// decimal text).
+fn typed_like(name: &str, given: &Value, default: &str) -> Result<Value, ArgError> {
+    let numeric = default.trim().parse::<serde_json::Number>().is_ok();
+    match (given, numeric) {
+        (Value::Number(_), true) => Ok(given.clone()),
+        (Value::String(s), true) => match s.trim().parse::<serde_json::Number>() {
+            Ok(n) => Ok(Value::Number(n)),
+            Err(_) => err(format!("params.{name} must be a number, got {:?}", cut(s))),
+        },
+        (Value::Number(n), false) => Ok(Value::String(n.to_string())),
+        (Value::String(_), false) => Ok(given.clone()),
+        _ => err(format!("params.{name}: values must be strings or numbers")),
+    }
+}
+
+/// jq flags from a recipe's letters (`s`, `r`, `c`).
+fn flags(letters: &str) -> JqFlags {
+    JqFlags {
+        slurp: letters.contains('s'),
+        raw: letters.contains('r'),
+        compact: letters.contains('c'),
+    }
+}
+
+/// The query of a custom filter: `-c`, so each value is one line (pages
+/// count lines), no variables; `-s` when `slurp`.
+pub(crate) fn custom_query(filter: &str, slurp: bool) -> Query {
+    Query::new(filter).compact(true).slurp(slurp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<ExtractArgs, String> {
+        ExtractArgs::parse(Some(&v)).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn mistakes_get_messages_that_say_what_to_change() {
+        let cases = [
+            (json!({}), "missing file_path"),
+            (
+                json!({"file_path": 3, "recipe": 1}),
+                "file_path must be a string",
+            ),
+            (json!({"file_path": "f"}), "give a recipe number"),
+            (
+                json!({"file_path": "f", "recipe": 1, "query": "."}),
+                "not both",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 0}),
+                "from 1 to 10, got 0",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 11}),
+                "from 1 to 10, got 11",
+            ),
+            (json!({"file_path": "f", "recipe": "2"}), "from 1 to 10"),
+            (
+                json!({"file_path": "f", "query": 5}),
+                "query must be a string",
+            ),
+            (json!({"file_path": "f", "query": "  "}), "query is empty"),
+            (
+                json!({"file_path": "f", "recipe": 2, "params": [1]}),
+                "params must be an object",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "params": {"a": true}}),
+                "params.a",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "offset": -1}),
+                "offset must be",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "limit": 0}),
+                "limit must be",
+            ),
+        ];
+        for (args, want) in cases {
+            let got = parse(args.clone()).unwrap_err();
+            assert!(got.contains(want), "{args}: {got}");
+        }
+        assert!(ExtractArgs::parse(Some(&json!("x"))).is_err());
+        let ok = parse(json!({"file_path": " f ", "recipe": 3, "recipe_x": 1, "query": null, "limit": 1e9 as u64})).unwrap();
+        assert_eq!(ok.file, "f");
+        assert_eq!(ok.what, Wanted::Recipe(3));
+        assert_eq!(
+            ok.paging,
+            Paging {
+                offset: 0,
+                limit: MAX_LIMIT
+            }
+        );
+    }
+
+    #[test]
+    fn recipe_parameters_are_variables_of_their_default_type() {
+        let recipes = vec![
+            RecipeProgram::new("r", "[.title, .namespace] | @tsv"),
+            RecipeProgram::new("", "select(.namespace | startswith($namespace))")
+                .param("namespace", "_semantic"),
+            RecipeProgram::new("", "select(.confidence > $min)").param("min", "0.8"),
+        ];
+        let q = recipe_query(&recipes, 1, &Map::new()).unwrap();
+        assert!(q.jq_flags().raw && !q.jq_flags().slurp);
+        let q = recipe_query(&recipes, 2, &Map::new()).unwrap();
+        assert_eq!(q.vars(), &[("namespace".to_owned(), json!("_semantic"))]);
+        let given = json!({"namespace": 7}).as_object().unwrap().clone();
+        let q = recipe_query(&recipes, 2, &given).unwrap();
+        assert_eq!(q.vars(), &[("namespace".to_owned(), json!("7"))]);
+        let given = json!({"min": "0.5"}).as_object().unwrap().clone();
+        assert_eq!(
+            recipe_query(&recipes, 3, &given).unwrap().vars()[0].1,
+            json!(0.5)
+        );
+        let given = json!({"min": "high"}).as_object().unwrap().clone();
+        assert!(
+            recipe_query(&recipes, 3, &given)
+                .unwrap_err()
+                .0
+                .contains("must be a number")
+        );
+        let given = json!({"keyword": "x"}).as_object().unwrap().clone();
+        let e = recipe_query(&recipes, 2, &given).unwrap_err().0;
+        assert!(
+            e.contains("\"keyword\"") && e.contains("accepted parameters: namespace"),
+            "{e}"
+        );
+        let e = recipe_query(&recipes, 1, &given).unwrap_err().0;
+        assert!(e.contains("accepted parameters: none"), "{e}");
+        let e = recipe_query(&recipes, 4, &Map::new()).unwrap_err().0;
+        assert!(
+            e.contains("recipe 4 does not exist") && e.contains("3 recipes"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! What the layer adds to the server's own answers: its tools in the first
+//! page of `tools/list`, and the resources capability in `initialize` (or
+//! `server/discover`) when the server declared none. Every other byte of
+//! those answers is kept as the server wrote it (members are edited as raw
+//! JSON, never parsed into values and written again).
+
+use serde::Deserialize;
+use serde_json::json;
+use serde_json::value::RawValue;
+
+/// The extraction tool's name.
+pub(crate) const EXTRACT_TOOL: &str = "lro_extract";
+/// The listing tool's name.
+pub(crate) const LIST_TOOL: &str = "lro_list";
+
+/// The definition of `lro_extract` (the spec's parameters, plus paging).
+pub(crate) fn extract_tool() -> serde_json::Value {
+    json!({
+        "name": EXTRACT_TOOL,
+        "title": "Extract from an offloaded result",
+        "description": "Query a large tool result that was offloaded to a JSONL file (its descriptor \
+            has 'offloaded': true and a file_path). Run one of the descriptor's 10 jq recipes \
+            (recipe, with params for its parameters) or a custom jq filter (query, applied to each \
+            record; output one value per line). Output is paged by lines: when more follows, the \
+            answer says which offset to ask for next.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "file_path from the offloaded result's descriptor (or the bare file name)"},
+                "recipe": {"type": ["integer", "null"], "minimum": 1, "maximum": 10, "description": "Standard recipe number (1-10) to run, as listed in the descriptor's jq_recipes. Mutually exclusive with query."},
+                "query": {"type": ["string", "null"], "description": "A jq filter run on each record, e.g. select(.namespace == 'x') | .title. Mutually exclusive with recipe."},
+                "slurp": {"type": "boolean", "description": "With query: run it once on the array of all records (jq -s), e.g. group_by(.namespace) | map({namespace: .[0].namespace, count: length})."},
+                "params": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "number"]}, "description": "Parameters of a parameterized recipe, e.g. keyword: caching."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Output lines to skip (for the next page)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Output lines to return at most."}
+            },
+            "required": ["file_path"]
+        },
+        "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+    })
+}
+
+/// The definition of `lro_list` (the memory-pointer pattern's
+/// `listArtifacts`).
+pub(crate) fn list_tool() -> serde_json::Value {
+    json!({
+        "name": LIST_TOOL,
+        "title": "List offloaded results",
+        "description": "List the offloaded tool results this client may read with lro_extract, \
+            newest first: file, tool, record count, estimated tokens, expiry.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+    })
+}
+
+/// A tool of a `tools/list` answer, as far as its name.
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Which of the layer's tools the server lists itself.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shadowed {
+    /// The server has its own `lro_extract`.
+    pub extract: bool,
+    /// The server has its own `lro_list`.
+    pub list: bool,
+}
+
+/// A `tools/list` result with the layer's tools appended (those the server
+/// does not list itself; the text unchanged when it lists both), and which
+/// ones the server lists. `None` when the result cannot be read as an
+/// object with a `tools` array.
+pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed)> {
+    let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(result).ok()?;
+    let tools: Vec<Box<RawValue>> = serde_json::from_str(raw.get("tools")?.get()).ok()?;
+    let mut shadowed = Shadowed::default();
+    for t in &tools {
+        let name = serde_json::from_str::<Named<'_>>(t.get()).ok()?.name;
+        shadowed.extract |= name.as_deref() == Some(EXTRACT_TOOL);
+        shadowed.list |= name.as_deref() == Some(LIST_TOOL);
+    }
+    let mut added = Vec::new();
+    if !shadowed.extract {
+        added.push(extract_tool());
+    }
+    if !shadowed.list {
+        added.push(list_tool());
+    }
+    if added.is_empty() {
+        return Some((result.to_owned(), shadowed));
+    }
+    let mut out = String::with_capacity(result.len() + 2048);
+    out.push('{');
+    for (i, (k, v)) in raw.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).ok()?);
+        out.push(':');
+        if k == "tools" {
+            out.push('[');
+            let added = added.iter().map(|a| a.to_string());
+            let all = tools.iter().map(|t| t.get().to_owned()).chain(added);
+            for (j, t) in all.enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                out.push_str(&t);
+            }
+            out.push(']');
+        } else {
+            out.push_str(v.get());
+        }
+    }
+    out.push('}');
+    Some((out, shadowed))
+}
+
+/// An `initialize` (or `server/discover`) result with `capabilities.resources`
+/// added, when it has a `capabilities` object without `resources`; `None`
+/// otherwise (nothing to change).
+pub(crate) fn add_resources_capability(result: &str) -> Option<String> {
+    let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(result).ok()?;
+    let caps: indexmap::IndexMap<String, Box<RawValue>> =
+        serde_json::from_str(raw.get("capabilities")?.get()).ok()?;
+    if caps.contains_key("resources") {
+        return None;
+    }
+    let mut out = String::with_capacity(result.len() + 32);
+    out.push('{');
+    for (i, (k, v)) in raw.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).ok()?);
+        out.push(':');
+        if k == "capabilities" {
+            out.push('{');
+            for (k2, v2) in &caps {
+                out.push_str(&serde_json::to_string(k2).ok()?);
+                out.push(':');
+                out.push_str(v2.get());
+                out.push(',');
+            }
+            out.push_str("\"resources\":{}}");
+        } else {
+            out.push_str(v.get());
+        }
+    }
+    out.push('}');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn tools_are_appended_unless_the_server_has_them() {
+        let result = r#"{"tools":[{"name":"status","inputSchema":{"type":"object","x":1.0e3}}],"nextCursor":"c"}"#;
+        let (out, shadowed) = add_tools(result).unwrap();
+        assert_eq!(shadowed, Shadowed::default());
+        assert!(
+            out.starts_with(
+                r#"{"tools":[{"name":"status","inputSchema":{"type":"object","x":1.0e3}},"#
+            ),
+            "{out}"
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let names: Vec<&str> = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["status", "lro_extract", "lro_list"]);
+        assert_eq!(v["nextCursor"], "c");
+        let own = r#"{"tools":[{"name":"lro_extract"}]}"#;
+        let (out, shadowed) = add_tools(own).unwrap();
+        assert!(shadowed.extract && !shadowed.list);
+        assert_eq!(
+            serde_json::from_str::<Value>(&out).unwrap()["tools"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        let both = r#"{"tools":[{"name":"lro_extract"},{"name":"lro_list"}]}"#;
+        assert_eq!(add_tools(both).unwrap().0, both);
+        for bad in [r#"{"tools":3}"#, "[]", r#"{"x":1}"#] {
+            assert!(add_tools(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_resources_capability_is_added_only_when_missing() {
+        let init = r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s"}}"#;
+        let out = add_resources_capability(init).unwrap();
+        assert_eq!(
+            out,
+            r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{}},"serverInfo":{"name":"s"}}"#
+        );
+        assert!(
+            add_resources_capability(r#"{"capabilities":{"resources":{"subscribe":true}}}"#)
+                .is_none()
+        );
+        assert!(add_resources_capability(r#"{"capabilities":5}"#).is_none());
+        let empty = add_resources_capability(r#"{"capabilities":{}}"#).unwrap();
+        assert_eq!(empty, r#"{"capabilities":{"resources":{}}}"#);
+    }
+}

@@ -1,0 +1,194 @@
+//! Serving offloaded data over MCP, transport-free: the `lro_extract` and
+//! `lro_list` tools and `resources/read` of `lro://files/{name}` (the
+//! layer answers them itself; the `lro` command can drive the same code).
+//!
+//! * `args` — `lro_extract`'s arguments, checked, with clear messages.
+//! * `access` — which files a caller may read (name or path in the output
+//!   directory, no symbolic link, a valid header, not expired, its owner),
+//!   all refusals alike; the keyed owner digest.
+//! * `manifest` — the tool definitions, added to `tools/list` answers; the
+//!   resources capability added to `initialize` answers.
+//! * `page` — an extraction page cut to the threshold, and its trailer.
+//!
+//! # Pages never flood the context
+//!
+//! An `lro_extract` answer is at most the offload threshold in estimated
+//! tokens (the same estimator and threshold as offloading). Past it, the
+//! answer holds the whole lines that fit and a trailer giving the `offset`
+//! of the next page: paging rather than offloading the answer again, since
+//! a second file would need a second extraction to read, and the agent
+//! asked for exactly this part. A single line longer than the budget is cut
+//! and the trailer says so (narrow the query to read it whole).
+
+mod access;
+mod args;
+pub(crate) mod manifest;
+mod page;
+
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use access::quoted;
+pub(crate) use access::{AccessError, OwnerKey};
+pub(crate) use manifest::{EXTRACT_TOOL, LIST_TOOL, Shadowed};
+
+use super::Offloader;
+use super::extract::{ExtractError, Extractor, Query};
+use super::store::resource_uri;
+use access::{Readable, list_readable, open_readable, read_capped};
+use args::{ExtractArgs, Wanted, custom_query, recipe_query};
+
+/// Files `lro_list` shows at most.
+pub(crate) const MAX_LISTED: usize = 50;
+
+/// A tool's answer: its text blocks, and whether it is a tool error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolAnswer {
+    /// The text of each content block.
+    pub blocks: Vec<String>,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+impl ToolAnswer {
+    fn error(message: impl Into<String>) -> Self {
+        ToolAnswer {
+            blocks: vec![message.into()],
+            is_error: true,
+        }
+    }
+
+    /// The `CallToolResult` JSON; `result_type`: with `resultType:
+    /// "complete"` (protocol 2026-07-28 and later require it).
+    pub(crate) fn to_result_json(&self, result_type: bool) -> String {
+        let content: Vec<Value> = self
+            .blocks
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        let mut result = json!({"content": content});
+        if self.is_error {
+            result["isError"] = Value::Bool(true);
+        }
+        if result_type {
+            result["resultType"] = Value::from("complete");
+        }
+        result.to_string()
+    }
+}
+
+/// Answers `lro_extract` with `arguments` for a caller whose owner digest
+/// is `owner`. Never fails: every problem is a tool error.
+pub(crate) async fn extract(
+    offloader: &Offloader,
+    extractor: &Extractor,
+    arguments: Option<&Value>,
+    owner: Option<&str>,
+) -> ToolAnswer {
+    let args = match ExtractArgs::parse(arguments) {
+        Ok(a) => a,
+        Err(e) => return ToolAnswer::error(e.0),
+    };
+    let file = match open_blocking(offloader, &args.file, owner).await {
+        Ok(f) => f,
+        Err(e) => return ToolAnswer::error(e.to_string()),
+    };
+    let query = match query_of(&args, &file) {
+        Ok(q) => q,
+        Err(message) => return ToolAnswer::error(message),
+    };
+    match extractor.extract(&file.path, &query, args.paging).await {
+        Ok(page) => {
+            let budget = offloader.config().threshold_tokens;
+            ToolAnswer {
+                blocks: page::answer(&page, &*offloader.estimator, budget),
+                is_error: false,
+            }
+        }
+        Err(ExtractError::Unreadable | ExtractError::NotOffloaded) => {
+            ToolAnswer::error(AccessError::Unavailable(quoted(&args.file)).to_string())
+        }
+        Err(e) => ToolAnswer::error(format!("lro_extract: {e}")),
+    }
+}
+
+/// The jq query the arguments ask for, on this file.
+fn query_of(args: &ExtractArgs, file: &Readable) -> Result<Query, String> {
+    match &args.what {
+        Wanted::Query(filter) => {
+            if !args.params.is_empty() {
+                return Err("params apply to recipes only; a query takes none".into());
+            }
+            Ok(custom_query(filter, args.slurp))
+        }
+        Wanted::Recipe(_) if args.slurp => Err("slurp applies to queries only".into()),
+        Wanted::Recipe(n) => recipe_query(&file.header.recipes, *n, &args.params).map_err(|e| e.0),
+    }
+}
+
+/// [`open_readable`] on the blocking pool.
+async fn open_blocking(
+    offloader: &Offloader,
+    reference: &str,
+    owner: Option<&str>,
+) -> Result<Readable, AccessError> {
+    let (o, r, w) = (
+        offloader.clone(),
+        reference.to_owned(),
+        owner.map(str::to_owned),
+    );
+    let unavailable = AccessError::Unavailable(quoted(reference));
+    tokio::task::spawn_blocking(move || open_readable(&o, &r, w.as_deref(), Utc::now()))
+        .await
+        .unwrap_or(Err(unavailable))
+}
+
+/// Answers `lro_list`: the files the caller may read, newest first, as
+/// many as fit in the threshold (at most [`MAX_LISTED`]).
+pub(crate) async fn list(offloader: &Offloader, owner: Option<&str>) -> ToolAnswer {
+    let (o, w) = (offloader.clone(), owner.map(str::to_owned));
+    let files = tokio::task::spawn_blocking(move || {
+        list_readable(&o, w.as_deref(), MAX_LISTED, Utc::now())
+    })
+    .await
+    .unwrap_or_default();
+    let entries: Vec<Value> = files.iter().map(entry).collect();
+    let budget = offloader.config().threshold_tokens;
+    ToolAnswer {
+        blocks: vec![page::listing(&entries, &*offloader.estimator, budget)],
+        is_error: false,
+    }
+}
+
+/// One file of `lro_list`.
+fn entry(f: &Readable) -> Value {
+    let h = &f.header;
+    json!({
+        "file_path": f.path.to_string_lossy(),
+        "uri": resource_uri(&f.name),
+        "tool": h.tool.as_deref().unwrap_or(&h.operation),
+        "count": h.count,
+        "estimated_tokens": h.estimated_tokens,
+        "expires_at": h.expires_at,
+    })
+}
+
+/// The text of the offload file `name` (from an `lro://files/` URI) for a
+/// caller whose owner digest is `owner`, if it may read it and it is at
+/// most `max_bytes` long.
+pub(crate) async fn read_resource(
+    offloader: &Offloader,
+    name: &str,
+    owner: Option<&str>,
+    max_bytes: u64,
+) -> Result<String, AccessError> {
+    let (o, n, w) = (offloader.clone(), name.to_owned(), owner.map(str::to_owned));
+    let unavailable = AccessError::Unavailable(quoted(name));
+    let read = move || {
+        let file = open_readable(&o, &n, w.as_deref(), Utc::now())?;
+        read_capped(&file.path, max_bytes).ok_or(AccessError::TooLarge { max: max_bytes })
+    };
+    tokio::task::spawn_blocking(read)
+        .await
+        .unwrap_or(Err(unavailable))
+}
