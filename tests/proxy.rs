@@ -45,6 +45,30 @@ async fn python_through_proxy(
     Some((v, proxy_dir, server_dir))
 }
 
+/// Runs the TypeScript stdio client through `lro proxy` against the server
+/// in `mode`.
+async fn typescript_through_proxy(
+    mode: Mode,
+) -> Option<(Value, tempfile::TempDir, tempfile::TempDir)> {
+    let dir = interop_setup()?;
+    let server_dir = tempfile::tempdir().unwrap();
+    let proxy_dir = tempfile::tempdir().unwrap();
+    let (with, _without) = serve_with_and_without(mode, server_dir.path()).await;
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(dir.join("stdio_client.mjs"))
+        .arg(env!("CARGO_BIN_EXE_lro"))
+        .arg(format!("http://{with}/mcp"))
+        .arg(proxy_dir.path())
+        .current_dir(&dir);
+    let out = output_within(cmd, CLIENT_TIMEOUT, "typescript stdio client").await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "client failed: {stdout}\n{stderr}");
+    let v = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("client printed no JSON ({e}): {stdout}\n{stderr}"));
+    Some((v, proxy_dir, server_dir))
+}
+
 fn ok<'a>(v: &'a Value, what: &str) -> &'a Value {
     assert!(v.get("error").is_none(), "{what}: {}", v["error"]);
     &v["ok"]
@@ -65,7 +89,7 @@ fn offload_files(dir: &Path) -> usize {
 
 /// What every run must show.
 fn check(v: &Value, protocol: &str, proxy_dir: &Path, server_dir: &Path) {
-    let name = format!("python {}", v["mode"]);
+    let name = format!("{} {}", v["client"], v["mode"]);
     assert_eq!(
         v["protocolVersion"], protocol,
         "{name}: negotiated through the proxy"
@@ -142,4 +166,108 @@ async fn python_stdio_client_through_the_proxy_2026_07_28() {
         return;
     };
     check(&v, "2026-07-28", proxy_dir.path(), server_dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_stdio_client_through_the_proxy_sse_session() {
+    let Some((v, proxy_dir, server_dir)) = typescript_through_proxy(Mode::StatefulSse).await else {
+        return;
+    };
+    check(&v, "2025-11-25", proxy_dir.path(), server_dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_stdio_client_through_the_proxy_json_stateless() {
+    let Some((v, proxy_dir, server_dir)) = typescript_through_proxy(Mode::StatelessJson).await
+    else {
+        return;
+    };
+    check(&v, "2025-11-25", proxy_dir.path(), server_dir.path());
+}
+
+/// Runs `lro proxy URL` with `input` on stdin (then closed); returns stdout
+/// lines, stderr and whether it exited successfully.
+async fn proxy_with_input(url: &str, input: &str) -> (Vec<Value>, String, bool) {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(["proxy", url, "--output-dir"])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("lro runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("the proxy ends when stdin ends")
+        .unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line not JSON ({e}): {l}"))
+        })
+        .collect();
+    (
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_gets_each_request_an_error_and_garbage_a_parse_error() {
+    // A port nothing listens on: bind, note the port, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        "\n",
+        "this is not json\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"}"#,
+        "\n",
+    );
+    let (lines, stderr, success) =
+        proxy_with_input(&format!("http://127.0.0.1:{port}/mcp"), input).await;
+    assert!(success, "a closed stdin ends the proxy cleanly: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let by_id = |id: Value| lines.iter().find(|l| l["id"] == id).cloned();
+    for id in [Value::from(7), Value::from("x")] {
+        let answer =
+            by_id(id.clone()).unwrap_or_else(|| panic!("request {id} answered: {lines:?}"));
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("cannot be reached"), "{message}");
+        assert!(
+            !message.contains("127.0.0.1") && !message.contains("os error"),
+            "no address or OS error: {message}"
+        );
+    }
+    let parse = by_id(Value::Null).expect("the parse error");
+    assert_eq!(parse["error"]["code"], -32700);
+    assert_eq!(lines.len(), 3, "nothing for the notification: {lines:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_upstream_url_is_one_line_and_a_failure() {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(["proxy", "ftp://example/mcp"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("lro: upstream URL") && err.lines().count() == 1,
+        "{err}"
+    );
 }
