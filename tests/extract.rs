@@ -376,21 +376,44 @@ fn bad_queries_are_typed_errors_without_paths() {
     );
     let ex = Extractor::new(ExtractLimits::default());
     let run = |q: Query| ex.extract_blocking(&off.file.path, &q, Paging::default());
+    // What reaches out of the evaluation is not defined: the server's
+    // environment, time zone, stdin, stderr, file names, exit.
+    let secrets: Vec<String> = std::env::vars()
+        .map(|(_, v)| v)
+        .filter(|v| v.len() >= 8)
+        .collect();
     for filter in [
         "env",
+        "env.PATH",
         "$ENV",
+        "$ENV.PATH",
+        "[env[]]",
         "input",
         "[inputs]",
+        "first(inputs)",
         "debug",
+        "debug(\"x\")",
         "stderr",
         "input_filename",
+        "$__loc__",
         "halt",
+        "halt_error",
+        "halt_error(1)",
+        "localtime",
+        "now | strflocaltime(\"%Z\")",
+        "get_search_list",
         "import \"a\" as a; .",
+        "include \"a\"; .",
         "map(",
         "$undefined",
     ] {
         let e = run(Query::new(filter)).unwrap_err();
         assert!(matches!(e, ExtractError::Syntax(_)), "{filter}: {e:?}");
+        let shown = e.to_string();
+        assert!(
+            !secrets.iter().any(|v| shown.contains(v.as_str())),
+            "{filter}: {shown}"
+        );
     }
     assert!(matches!(
         run(Query::new(".").var("no-dash", json!(1))),
@@ -444,7 +467,9 @@ fn hostile_queries_get_their_error_in_time() {
         &memory_tool_result(&memories),
     );
     let ex = Extractor::new(strict());
-    let cases: [(&str, Expected); 12] = [
+    let memory_or_time: Expected =
+        |e| matches!(e, ExtractError::Memory { .. } | ExtractError::Timeout(_));
+    let cases: [(&str, Expected); 23] = [
         ("def f: f; f", |e| matches!(e, ExtractError::Timeout(_))),
         ("def f: 1 + f; f", |e| {
             matches!(e, ExtractError::TooDeep | ExtractError::Timeout(_))
@@ -475,6 +500,24 @@ fn hostile_queries_get_their_error_in_time() {
             matches!(e, ExtractError::Memory { .. } | ExtractError::Timeout(_))
         }),
         ("until(false; .)", |e| matches!(e, ExtractError::Timeout(_))),
+        ("def f: def g: f; g; f", |e| {
+            matches!(e, ExtractError::Timeout(_))
+        }),
+        ("[limit(1e12; repeat(1))]", memory_or_time),
+        ("reduce range(40) as $i (\"a\"; . + .)", |e| {
+            matches!(e, ExtractError::Memory { .. })
+        }),
+        ("[range(1e7)] as $p | null | getpath($p)", memory_or_time),
+        ("null | setpath([range(1e6) | tostring]; 1)", memory_or_time),
+        ("[range(1e7)] | tojson", memory_or_time),
+        ("[range(1e7)] | @sh", memory_or_time),
+        (
+            "(\"x\" * 1e7) as $s | [$s, $s, $s, $s, $s, $s, $s] | @sh",
+            memory_or_time,
+        ),
+        ("[.[] | tojson] | join(\",\") * 1e4", memory_or_time),
+        ("[paths] | length as $n | [range($n * 1e6)]", memory_or_time),
+        ("last(repeat(1))", |e| matches!(e, ExtractError::Timeout(_))),
     ];
     for (filter, expected) in cases {
         let start = Instant::now();
@@ -492,6 +535,37 @@ fn hostile_queries_get_their_error_in_time() {
     }
 }
 
+/// Queries that may well end (with a page or a typed error), but must do
+/// so in time, leaving the process standing: deep paths built and read,
+/// regular expressions that backtrack in other engines.
+#[test]
+fn deep_paths_and_costly_patterns_end_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let memories = MemoryGenerator::new(3).memories(50, Detail::Light);
+    let off = offload(
+        dir.path(),
+        "recall_memories",
+        None,
+        &memory_tool_result(&memories),
+    );
+    let ex = Extractor::new(strict());
+    for filter in [
+        "[range(1e5) | tostring] as $p | null | setpath($p; 1) | getpath($p)",
+        "null | setpath([range(1e5) | tostring]; 1) | tojson | length",
+        "null | setpath([range(1e5)]; 1)",
+        "[range(1e5)] as $p | null | getpath($p)",
+        "(\"a\" * 100000) | test(\"(a*)*b\")",
+        "[paths] | length",
+        "tostream",
+    ] {
+        let start = Instant::now();
+        let r = ex.extract_blocking(&off.file.path, &Query::new(filter), Paging::default());
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(3), "{filter}: {took:?}");
+        eprintln!("{filter:70} {took:>10.1?}  {:.80}", format!("{r:?}"));
+    }
+}
+
 #[test]
 fn endless_and_giant_outputs_give_a_page_or_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -504,7 +578,7 @@ fn endless_and_giant_outputs_give_a_page_or_a_clear_error() {
     );
     let ex = Extractor::new(strict());
     let run = |q: Query, p: Paging| ex.extract_blocking(&off.file.path, &q, p);
-    for filter in ["repeat(.)", "range(1e12)"] {
+    for filter in ["repeat(.)", "range(1e12)", "limit(1e12; repeat(1))"] {
         let start = Instant::now();
         let page = run(
             Query::new(filter).compact(true),

@@ -32,8 +32,20 @@ def leaf_paths: paths(scalars);
 /// evaluation, or ours replace them (a definition replaced by one of
 /// `DEFS` stays, since definitions before it may call it).
 const LEFT_OUT_DEFS: [&str; 6] = ["stderr", "debug", "halt", "halt_error", "@html", "@uri"];
-/// Native filters that are left out: they reach out of the evaluation.
-const LEFT_OUT_FUNS: [&str; 5] = ["env", "halt", "debug_empty", "stderr_empty", "tobytes"];
+/// Native filters that are left out: they reach out of the evaluation
+/// (`env` reads the server's environment, `localtime` and `strflocaltime`
+/// its time zone, `halt` would end the process, `debug_empty` and
+/// `stderr_empty` write to its stderr; `tobytes` makes byte strings, which
+/// jq 1.6 does not have).
+const LEFT_OUT_FUNS: [&str; 7] = [
+    "env",
+    "localtime",
+    "strflocaltime",
+    "halt",
+    "debug_empty",
+    "stderr_empty",
+    "tobytes",
+];
 
 /// Every definition a query can call.
 pub(crate) fn defs() -> impl Iterator<Item = Def<&'static str>> {
