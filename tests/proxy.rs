@@ -6,6 +6,8 @@
 //! directory.
 
 mod common;
+#[path = "../examples/support/conformance_server.rs"]
+mod conformance_server;
 
 use std::path::Path;
 use std::time::Duration;
@@ -269,5 +271,54 @@ async fn a_bad_upstream_url_is_one_line_and_a_failure() {
     assert!(
         err.starts_with("lro: upstream URL") && err.lines().count() == 1,
         "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_request_is_relayed_both_ways() {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let Some(dir) = interop_setup() else {
+        return;
+    };
+    let config = StreamableHttpServerConfig::default().with_legacy_session_mode(true);
+    let service = StreamableHttpService::new(
+        || Ok(conformance_server::ConformanceServer::new()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let server_dir = tempfile::tempdir().unwrap();
+    let layer = tower_lro::OffloadLayer::builder()
+        .output_dir(server_dir.path())
+        .build();
+    let addr = common::mcp::serve_mcp(service, Some(layer)).await;
+    let proxy_dir = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(dir.join(".venv/bin/python"));
+    cmd.arg(dir.join("stdio_sampling.py"))
+        .arg(env!("CARGO_BIN_EXE_lro"))
+        .arg(format!("http://{addr}/mcp"))
+        .arg(proxy_dir.path());
+    let out = output_within(cmd, CLIENT_TIMEOUT, "python sampling client").await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(stdout.trim()).expect("JSON");
+    assert_eq!(
+        v["asked"],
+        serde_json::json!(["what is 2+2?"]),
+        "the server's request reached the agent: {v}"
+    );
+    let text = ok(&v, "test_sampling")["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        text, "LLM response: relayed both ways",
+        "the agent's answer reached the server"
     );
 }
