@@ -258,6 +258,7 @@ fn custom_queries_with_variables_match_jq() {
         q("[.[] | .items.skus | indices(\"x\\u007f\\u0001\")], ([1,2,1,2] | indices([1,2])), (\"a,b,c\" | indices(\",\"))").slurp(true).compact(true),
         q("[.[].shipped_at | values] | length, (map(select(. != null)) | sort_by(.) | .[0])").slurp(true),
         q("[.[] | .amount] | (add / length), (map(. * 1000 | round) | max), (.[0] | tostring)").slurp(true),
+        q(".customer | sub(\"Cliente\"; \"C\"), gsub(\"[aeiou]\"; \"_\"), [scan(\"[0-9]+\")], capture(\"(?<n>[0-9]+)\").n, [splits(\" +\")], test(\"\\\\d{1,3}\")").compact(true),
     ];
     for query in &queries {
         let want = jq_prints(file, query);
@@ -535,6 +536,54 @@ fn hostile_queries_get_their_error_in_time() {
     }
 }
 
+/// A regular expression cannot be stopped once it runs: one whose work
+/// (string length times automaton size) would pass about a second is
+/// refused before it runs, with an error of the query.
+#[test]
+fn costly_regular_expressions_are_refused_before_they_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let memories = MemoryGenerator::new(3).memories(50, Detail::Light);
+    let off = offload(
+        dir.path(),
+        "recall_memories",
+        None,
+        &memory_tool_result(&memories),
+    );
+    let ex = Extractor::new(strict().max_alloc_bytes(256 << 20));
+    for filter in [
+        "(\"a\" * 1e7) | test(\"(a*)*b\")",
+        "(\"a\" * 1e5) | test(\"(a{100}){100}b\")",
+        "(\"ab \" * 1e7) | [splits(\" \")] | length",
+        "(\"ab \" * 1e7) | gsub(\"b\"; \"c\") | length",
+        "(\"ab \" * 1e7) | matches(\"a\"; \"g\") | length",
+    ] {
+        let start = Instant::now();
+        let page = ex
+            .extract_blocking(
+                &off.file.path,
+                &Query::new(filter).slurp(true),
+                Paging::default(),
+            )
+            .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(3), "{filter}");
+        assert_eq!(page.error_count, 1, "{filter}: {page:?}");
+        assert!(
+            page.errors[0].contains("too costly"),
+            "{filter}: {:?}",
+            page.errors
+        );
+    }
+    // Within the bound, the same functions answer.
+    let page = ex
+        .extract_blocking(
+            &off.file.path,
+            &Query::new("(\"ab \" * 1e4) | [splits(\" \")] | length").slurp(true),
+            Paging::default(),
+        )
+        .unwrap();
+    assert_eq!(page.lines, ["10001"]);
+}
+
 /// Queries that may well end (with a page or a typed error), but must do
 /// so in time, leaving the process standing: deep paths built and read,
 /// regular expressions that backtrack in other engines.
@@ -555,6 +604,7 @@ fn deep_paths_and_costly_patterns_end_in_time() {
         "null | setpath([range(1e5)]; 1)",
         "[range(1e5)] as $p | null | getpath($p)",
         "(\"a\" * 100000) | test(\"(a*)*b\")",
+        "(\"a\" * 100000) | [match(\"a\"; \"g\")] | length",
         "[paths] | length",
         "tostream",
     ] {

@@ -5,7 +5,7 @@
 //! `@tsv`, `IN`, `INDEX`, `leaf_paths`); `range` counts its steps.
 
 use bytes::Bytes;
-use jaq_core::load::parse::Def;
+use jaq_core::load::parse::{Def, Term};
 use jaq_core::native::{Filter, Fun, bome, run, unary, v};
 use jaq_core::{RunPtr, ValR};
 use jaq_json::Val;
@@ -47,10 +47,68 @@ const LEFT_OUT_FUNS: [&str; 7] = [
     "tobytes",
 ];
 
+/// jaq's regular-expression natives, and the names they run under here:
+/// names with a space, which no filter can write, so every match goes
+/// through the definitions of [`REGEX_GUARDS`].
+const REGEX_NATIVES: [(&str, &str); 3] = [
+    ("matches", "matches native"),
+    ("split_matches", "split_matches native"),
+    ("split_", "split_ native"),
+];
+
+/// The regular-expression natives behind a check of their work (written
+/// with `lro_native_` names, renamed after parsing, see [`REGEX_NATIVES`]).
+/// They come before jaq's library, whose `test`, `match`, `capture`,
+/// `scan`, `split`, `sub` and `gsub` call them.
+const REGEX_GUARDS: &str = r#"
+def matches($re; $flags): lro_native_check($re) | lro_native_matches($re; $flags);
+def split_matches($re; $flags): lro_native_check($re) | lro_native_split_matches($re; $flags);
+def split_($re; $flags): lro_native_check($re) | lro_native_split_($re; $flags);
+"#;
+
+/// The name a guard calls, as the native is named.
+fn native_name(placeholder: &str) -> Option<&'static str> {
+    let name = placeholder.strip_prefix("lro_native_")?;
+    if name == "check" {
+        return Some(REGEX_CHECK);
+    }
+    REGEX_NATIVES
+        .iter()
+        .find(|(theirs, _)| *theirs == name)
+        .map(|(_, ours)| *ours)
+}
+
+/// The native that checks the work of a regular expression.
+const REGEX_CHECK: &str = "regex work check";
+
+/// Renames the calls of a guard's body (pipes of calls) to the natives.
+fn rename_calls(t: &mut Term<&'static str>) {
+    match t {
+        Term::Call(name, args) => {
+            if let Some(n) = native_name(name) {
+                *name = n;
+            }
+            args.iter_mut().for_each(rename_calls);
+        }
+        Term::BinOp(l, _, r) => {
+            rename_calls(l);
+            rename_calls(r);
+        }
+        _ => {}
+    }
+}
+
+fn regex_guards() -> Vec<Def<&'static str>> {
+    let mut defs = jaq_core::load::parse(REGEX_GUARDS, |p| p.defs()).unwrap_or_default();
+    defs.iter_mut().for_each(|d| rename_calls(&mut d.body));
+    defs
+}
+
 /// Every definition a query can call.
 pub(crate) fn defs() -> impl Iterator<Item = Def<&'static str>> {
     let ours = jaq_core::load::parse(DEFS, |p| p.defs()).unwrap_or_default();
     jaq_core::defs()
+        .chain(regex_guards())
         .chain(jaq_std::defs())
         .chain(jaq_json::defs())
         .filter(|d| !LEFT_OUT_DEFS.contains(&d.name))
@@ -61,6 +119,10 @@ pub(crate) fn defs() -> impl Iterator<Item = Def<&'static str>> {
 pub(crate) fn funs() -> Vec<Fun<Eval>> {
     let ours = ours().into_vec().into_iter().map(run::<Eval>);
     let theirs = jaq_core::funs::<Eval>().chain(jaq_std::funs::<Eval>());
+    let theirs = theirs.map(|(name, args, f)| {
+        let renamed = REGEX_NATIVES.iter().find(|(n, _)| *n == name);
+        (renamed.map_or(name, |(_, ours)| *ours), args, f)
+    });
     ours.chain(theirs.filter(|(name, ..)| !LEFT_OUT_FUNS.contains(name)))
         .collect()
 }
@@ -87,6 +149,9 @@ fn ours() -> Box<[Filter<RunPtr<Eval>>]> {
                 _ => bome(Err(fail("Range bounds must be numeric"))),
             }
         }),
+        (REGEX_CHECK, v(1), |cv| {
+            unary(cv, |s, re| regex_check(s, &re))
+        }),
         ("@csv", v(0), |cv| bome(row(&cv.1, true))),
         ("@tsv", v(0), |cv| bome(row(&cv.1, false))),
         ("@html", v(0), |cv| {
@@ -96,6 +161,46 @@ fn ours() -> Box<[Filter<RunPtr<Eval>>]> {
             bome(Ok(escape_with(tostring(cv.1), uri)))
         }),
     ])
+}
+
+/// Most work one regular-expression call may do, in string bytes times
+/// automaton states (about a second): a match cannot be stopped once it
+/// runs, so its work is checked before.
+const REGEX_WORK: usize = 30_000_000;
+
+/// `s`, unless matching `re` against it could take longer than
+/// [`REGEX_WORK`]: the matcher (a Pike VM) takes time in proportion to the
+/// string's length times its automaton's size, estimated from the pattern:
+/// its length, times every counted repetition (`{n}`, `{n,m}`) in it.
+fn regex_check(s: Jv, re: &Jv) -> ValR<Jv> {
+    let (Some(text), Some(pattern)) = (s.as_str_bytes(), re.as_str_bytes()) else {
+        return Ok(s);
+    };
+    let work = text.len().saturating_mul(automaton_size(pattern));
+    if work > REGEX_WORK {
+        return Err(fail(format!(
+            "the regular expression is too costly on a string of {} bytes (at most {REGEX_WORK} bytes times pattern states)",
+            text.len()
+        )));
+    }
+    Ok(s)
+}
+
+/// A bound on the states of `pattern`'s automaton.
+fn automaton_size(pattern: &[u8]) -> usize {
+    let mut size = pattern.len().saturating_add(1);
+    let mut rest = pattern;
+    while let Some(i) = memchr::memchr(b'{', rest) {
+        rest = &rest[i + 1..];
+        let end = memchr::memchr(b'}', rest).unwrap_or(rest.len());
+        let counts = rest[..end].split(|&b| b == b',');
+        let most = counts
+            .filter_map(|c| std::str::from_utf8(c).ok()?.trim().parse::<usize>().ok())
+            .max()
+            .unwrap_or(1);
+        size = size.saturating_mul(most.max(1));
+    }
+    size
 }
 
 /// jq 1.6's `range($from; $upto; $by)`: nothing when `$by` is 0.
