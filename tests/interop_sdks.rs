@@ -202,6 +202,103 @@ fn image_blocks(result: &Value) -> Vec<&Value> {
         .collect()
 }
 
+/// The text blocks of a tool result the client accepted.
+fn texts<'a>(v: &'a Value, what: &str) -> Vec<&'a str> {
+    let result = ok(v, what);
+    assert_ne!(
+        result["isError"],
+        json!(true),
+        "{what}: a tool error: {result}"
+    );
+    result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no content: {result}"))
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}
+
+/// What a shell-less agent got over MCP from the descriptor of the large
+/// result (the client's `extraction` report): each answer equals what the
+/// descriptor's shell command prints under jq 1.6 on the same file.
+fn check_extraction(x: &Value, d: &OffloadResponse, what: &str) {
+    assert_eq!(x["file_path"], json!(d.file_path), "{what}");
+    // Recipe 6 whole (a short answer): jq's output, byte for byte.
+    let recipe6 = texts(&x["recipe6"], &format!("{what} recipe 6"));
+    assert_eq!(
+        recipe6,
+        [common::run_recipe(&d.jq_recipes[5].command)],
+        "{what}: recipe 6"
+    );
+    // Recipe 2 with a namespace parameter: the first page of jq's output for
+    // the command with that namespace, and where the next page starts.
+    let namespace = x["namespace"].as_str().expect("a namespace");
+    let command = d.jq_recipes[1].command.replace("_semantic", namespace);
+    let jq = common::run_recipe(&command);
+    let recipe2 = texts(&x["recipe2"], &format!("{what} recipe 2"));
+    let shown = recipe2[0].lines().count();
+    assert!(shown > 0, "{what}: recipe 2 printed nothing");
+    let expected: Vec<&str> = jq.lines().take(shown).collect();
+    assert_eq!(
+        recipe2[0].lines().collect::<Vec<_>>(),
+        expected,
+        "{what}: recipe 2 page"
+    );
+    if shown < jq.lines().count() {
+        assert!(
+            recipe2
+                .get(1)
+                .is_some_and(|t| t.contains(&format!("offset={shown}"))),
+            "{what}: next offset: {recipe2:?}"
+        );
+    }
+    // A custom query by pages of 50 lines.
+    let ids: Vec<String> = memories(COUNT, Detail::Full)
+        .iter()
+        .map(|m| m["id"].to_string())
+        .collect();
+    for (page, from) in [("page1", 0), ("page2", 50)] {
+        let text = texts(&x[page], &format!("{what} {page}"));
+        assert_eq!(
+            text[0].lines().collect::<Vec<_>>(),
+            ids[from..from + 50],
+            "{what}: {page}"
+        );
+    }
+    // Arguments that break the tool's contract: a tool error, not a failure.
+    assert_eq!(
+        ok(&x["bad"], "bad")["isError"],
+        json!(true),
+        "{what}: recipe and query together"
+    );
+    // lro_list names the file.
+    let name = Path::new(&d.file_path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let list = texts(&x["list"], &format!("{what} lro_list"));
+    assert!(
+        list.iter().any(|t| t.contains(name)),
+        "{what}: lro_list: {list:?}"
+    );
+    // The resource_link's resource is the file.
+    assert_eq!(
+        x["link"]["uri"],
+        json!(tower_lro::resource_uri(name)),
+        "{what}: resource_link"
+    );
+    let resource = ok(&x["resource"], "resources/read");
+    let contents = &resource["contents"][0];
+    assert_eq!(contents["uri"], x["link"]["uri"], "{what}");
+    let file = std::fs::read_to_string(&d.file_path).unwrap();
+    assert_eq!(
+        contents["text"].as_str(),
+        Some(file.as_str()),
+        "{what}: resources/read is the file"
+    );
+}
+
 /// Everything one client run must show.
 fn check_client(v: &Value, protocol: &str) {
     let name = format!("{} {}", v["client"], v["mode"]);
@@ -213,8 +310,11 @@ fn check_client(v: &Value, protocol: &str) {
         );
     }
 
-    // tools/list: untouched.
-    assert_eq!(with["tools"], without["tools"], "{name}: tools");
+    // tools/list: the server's tools, and the layer's two.
+    let mut listed = without["tools"].as_array().unwrap().clone();
+    listed.extend([json!("lro_extract"), json!("lro_list")]);
+    listed.sort_by_key(|t| t.as_str().unwrap_or_default().to_owned());
+    assert_eq!(with["tools"], json!(listed), "{name}: tools");
     for tool in [
         "chart",
         "recall_memories",
@@ -251,6 +351,7 @@ fn check_client(v: &Value, protocol: &str) {
         &format!("{name} large"),
     );
     check_rebuilt(&d, plain, &format!("{name} large"));
+    check_extraction(&with["extraction"], &d, &format!("{name} extraction"));
     assert_eq!(
         large["structuredContent"],
         json!({"count": COUNT, "memories": []}),

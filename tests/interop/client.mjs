@@ -57,8 +57,35 @@ async function session(url) {
   );
   events.push({ kind: 'result', t: performance.now() - t0 });
   out.slow = { ...slow, events };
+  if (out.tools.includes('lro_extract')) {
+    out.extraction = await extraction(client, out.large);
+  }
   await client.close();
   return out;
+}
+
+// What a shell-less agent does with a descriptor: lro_extract with a recipe,
+// with params, with a custom query by pages, lro_list, and resources/read of
+// the result's resource_link.
+async function extraction(client, large) {
+  const content = large.ok?.content ?? [];
+  const descriptor = JSON.parse(content.find((b) => b.type === 'text')?.text ?? '{}');
+  const link = content.find((b) => b.type === 'resource_link') ?? null;
+  const file_path = descriptor.file_path;
+  const namespace = descriptor.summary?.top_namespaces?.[0] ?? null;
+  const extract = (args) => attempt(() => client.callTool({ name: 'lro_extract', arguments: { file_path, ...args } }));
+  return {
+    file_path,
+    namespace,
+    link,
+    recipe6: await extract({ recipe: 6 }),
+    recipe2: await extract({ recipe: 2, params: { namespace } }),
+    page1: await extract({ query: '.id', offset: 0, limit: 50 }),
+    page2: await extract({ query: '.id', offset: 50, limit: 50 }),
+    bad: await extract({ recipe: 6, query: '.id' }),
+    list: await attempt(() => client.callTool({ name: 'lro_list', arguments: {} })),
+    resource: link ? await attempt(() => client.readResource({ uri: link.uri })) : null,
+  };
 }
 
 async function corrupted(url) {

@@ -56,7 +56,37 @@ async def session(mode, url):
         slow = await attempt(client.call_tool("slow_recall", RECALL, progress_callback=on_progress))
         events.append({"kind": "result", "t": (time.monotonic() - t0) * 1000})
         out["slow"] = {**slow, "events": events}
+        if "lro_extract" in out["tools"]:
+            out["extraction"] = await extraction(client, out["large"])
         return out
+
+
+async def extraction(client, large):
+    """What a shell-less agent does with a descriptor: lro_extract with a
+    recipe, with params, with a custom query by pages, lro_list, and
+    resources/read of the result's resource_link."""
+    content = large.get("ok", {}).get("content", [])
+    text = next((b["text"] for b in content if b.get("type") == "text"), "{}")
+    descriptor = json.loads(text)
+    link = next((b for b in content if b.get("type") == "resource_link"), None)
+    file_path = descriptor.get("file_path")
+    namespace = (descriptor.get("summary", {}).get("top_namespaces") or [None])[0]
+
+    def extract(args):
+        return attempt(client.call_tool("lro_extract", {"file_path": file_path, **args}))
+
+    return {
+        "file_path": file_path,
+        "namespace": namespace,
+        "link": link,
+        "recipe6": await extract({"recipe": 6}),
+        "recipe2": await extract({"recipe": 2, "params": {"namespace": namespace}}),
+        "page1": await extract({"query": ".id", "offset": 0, "limit": 50}),
+        "page2": await extract({"query": ".id", "offset": 50, "limit": 50}),
+        "bad": await extract({"recipe": 6, "query": ".id"}),
+        "list": await attempt(client.call_tool("lro_list", {})),
+        "resource": await attempt(client.read_resource(link["uri"])) if link else None,
+    }
 
 
 async def corrupted(mode, url):
