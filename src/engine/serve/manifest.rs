@@ -53,6 +53,12 @@ pub(crate) fn list_tool() -> serde_json::Value {
     })
 }
 
+/// The two definitions as JSON text, made once.
+fn tool_texts() -> &'static (String, String) {
+    static TEXTS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    TEXTS.get_or_init(|| (extract_tool().to_string(), list_tool().to_string()))
+}
+
 /// A tool of a `tools/list` answer, as far as its name.
 #[derive(Deserialize)]
 struct Named<'a> {
@@ -82,12 +88,13 @@ pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed)> {
         shadowed.extract |= name.as_deref() == Some(EXTRACT_TOOL);
         shadowed.list |= name.as_deref() == Some(LIST_TOOL);
     }
+    let (extract, list) = tool_texts();
     let mut added = Vec::new();
     if !shadowed.extract {
-        added.push(extract_tool());
+        added.push(extract.as_str());
     }
     if !shadowed.list {
-        added.push(list_tool());
+        added.push(list.as_str());
     }
     if added.is_empty() {
         return Some((result.to_owned(), shadowed));
@@ -102,13 +109,12 @@ pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed)> {
         out.push(':');
         if k == "tools" {
             out.push('[');
-            let added = added.iter().map(|a| a.to_string());
-            let all = tools.iter().map(|t| t.get().to_owned()).chain(added);
+            let all = tools.iter().map(|t| t.get()).chain(added.iter().copied());
             for (j, t) in all.enumerate() {
                 if j > 0 {
                     out.push(',');
                 }
-                out.push_str(&t);
+                out.push_str(t);
             }
             out.push(']');
         } else {
