@@ -14,6 +14,13 @@
 //! a descriptor and a JSONL file in `--output-dir`. Other paths get `404`; an
 //! unreachable upstream gets `502`. One log line per request goes to stderr
 //! (`RUST_LOG` filters, default `info`). Plain `http://` upstreams only.
+//!
+//! Remote agents cannot open the files, so the gateway also serves them
+//! over MCP (the layer does it): `tools/list` gains `lro_extract` and
+//! `lro_list`, whose calls the gateway answers itself (recipes, custom jq
+//! queries, paging), and `resources/read` of `lro://files/{name}` returns a
+//! file; each file is readable only in the MCP session that produced it.
+//! `ATLATL_PROMPT__OFFLOAD__EXTRACTION=false` turns this off.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -60,6 +67,13 @@ OPTIONS:
                               to watch (default 1048576); the answers to larger
                               requests pass through, never offloaded
     -h, --help                print this help
+
+Remote agents read the offloaded files over MCP: the gateway adds the tools
+lro_extract (a descriptor recipe 1-10 with params, or a jq query; paged) and
+lro_list to tools/list and answers them itself, and serves resources/read of
+lro://files/NAME; a file is readable only in the MCP session that made it.
+ATLATL_PROMPT__OFFLOAD__EXTRACTION=false turns this off (ATLATL_PROMPT__OFFLOAD__*
+variables configure the rest; the flags above win over them).
 
 Logs go to stderr, one line per request; RUST_LOG filters them (default: info).
 On start the gateway prints `gateway listening on http://ADDR/PATH` on stdout.";
