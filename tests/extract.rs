@@ -883,3 +883,58 @@ fn filters_reading_few_fields_match_jq_on_odd_records() {
         );
     }
 }
+
+/// `Query::var` binds any JSON value as `$name`, exactly as jq's
+/// `--argjson name VALUE` does; a variable no one bound is a syntax error
+/// that names it.
+#[test]
+fn variables_hold_any_json_value_and_unbound_ones_are_named() {
+    require_jq();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("atlatl-vars-01J00000000000000000000000.jsonl");
+    std::fs::write(&file, "{\"type\":\"lro_header\"}\n{\"a\":1}\n").unwrap();
+    let values = [
+        json!(null),
+        json!(true),
+        json!(false),
+        json!(0),
+        json!(-0.0),
+        json!(1.5e300),
+        json!(12345678901234567890u64),
+        json!(0.1),
+        json!(""),
+        json!("tab\t \"quote\" \\ «ñ» \u{1F600} \u{7f}\u{1}"),
+        json!([]),
+        json!({}),
+        json!([1, "two", [3, {"four": null}], {"b": 2, "a": 1}]),
+        json!({"z": {"y": [true, false]}, "a": "é", "k e y": -2}),
+    ];
+    for value in values {
+        for filter in [
+            "$v",
+            "$v | type",
+            "[$v, .a] | tojson",
+            "$ARGS.named.v == $v",
+        ] {
+            let query = Query::new(filter).compact(true).var("v", value.clone());
+            let got = extract_all(&file, &query).text();
+            assert_eq!(got, jq_prints(&file, &query), "{filter} with {value}");
+        }
+    }
+    let ex = Extractor::new(ExtractLimits::default());
+    let run = |q: Query| ex.extract_blocking(&file, &q, Paging::default());
+    let e = run(Query::new("$nope")).unwrap_err();
+    assert!(
+        matches!(&e, ExtractError::Syntax(m) if m.contains("$nope")),
+        "{e:?}"
+    );
+    let e = run(Query::new("$a + $b").var("a", json!(1))).unwrap_err();
+    assert!(
+        matches!(&e, ExtractError::Syntax(m) if m.contains("$b") && !m.contains("$a")),
+        "{e:?}"
+    );
+    let page = run(Query::new("$a + $b").var("a", json!(1)).var("b", json!(2))).unwrap();
+    assert_eq!(page.lines, ["3"]);
+}
