@@ -1,5 +1,7 @@
 //! The library a query sees: jaq's standard library, less what reaches out
-//! of the evaluation (`env`, `input`, `debug`, `stderr`, `halt`, modules),
+//! of the evaluation (`env`, `localtime`, `strflocaltime`, `input`,
+//! `debug`, `stderr`, `halt`, modules), its regular-expression natives
+//! behind a check of their work,
 //! with jq 1.6's own definitions where jaq's differ (`join`,
 //! `from_entries`, `with_entries`, `@html`, `@uri`) and what jaq lacks (`@csv`,
 //! `@tsv`, `IN`, `INDEX`, `leaf_paths`); `range` counts its steps.
