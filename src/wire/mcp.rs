@@ -50,7 +50,7 @@ pub(crate) struct RawResult<'a> {
 }
 
 /// What to put in place of one content block when writing a result.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum BlockOut<'s> {
     /// The original block `i`, unchanged.
     Original(usize),
@@ -255,8 +255,13 @@ impl<'a> RawResult<'a> {
 
     /// Content block `i` as minified JSON, unchanged.
     pub(crate) fn block_json(&self, i: usize) -> String {
+        self.block_json_as(&BlockOut::Original(i))
+    }
+
+    /// One block as [`write`](Self::write) writes it, minified JSON.
+    pub(crate) fn block_json_as(&self, block: &BlockOut<'_>) -> String {
         let mut out = String::new();
-        self.write_block(&mut out, &BlockOut::Original(i));
+        self.write_block(&mut out, block);
         out
     }
 

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::wire::mcp::{BlockOut, RawObject, RawResult};
+use crate::wire::mcp::{BlockOut, MAX_CONTENT_BLOCKS, RawObject, RawResult};
 
 use super::shape::{JsonShape, json_shape, minified};
 use super::{FromResult, Rebuild, RebuildError, Segment, Shape, StructuredCopy, with_field};
@@ -66,11 +66,13 @@ pub(crate) fn assemble(
     exact: bool,
     source: Option<KeptSource<'_, '_>>,
 ) -> Result<String, RebuildError> {
+    let segments = super::expand_segments(&rebuild.segments, MAX_CONTENT_BLOCKS + 1)?;
+    let base = expand_repeats(rebuild)?;
     let resolved = match &rebuild.from_result {
-        None => Cow::Borrowed(rebuild.result.get()),
+        None => base,
         Some(from) => {
             let source = source.ok_or(RebuildError::NeedsRewrittenResult)?;
-            Cow::Owned(resolve(rebuild, from, source)?)
+            Cow::Owned(resolve(&base, &segments, from, source)?)
         }
     };
     let around = match (&rebuild.from_result, source) {
@@ -91,7 +93,7 @@ pub(crate) fn assemble(
     let envelope =
         RawResult::parse_envelope(&resolved).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
     let mut values = Values::new(envelope.blocks.len());
-    for (n, seg) in rebuild.segments.iter().enumerate() {
+    for (n, seg) in segments.iter().enumerate() {
         let recs = segment_records(seg, records, exact)?;
         let parts = around
             .as_ref()
@@ -132,21 +134,48 @@ fn segment_records<'r, 's>(
     }
 }
 
+/// The header's envelope with its runs of equal blocks written out.
+fn expand_repeats(rebuild: &Rebuild) -> Result<Cow<'_, str>, RebuildError> {
+    let stored = rebuild.result.get();
+    if rebuild.repeats.is_empty() {
+        return Ok(Cow::Borrowed(stored));
+    }
+    let envelope =
+        RawResult::parse_envelope(stored).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+    let mut extra = vec![0usize; envelope.blocks.len()];
+    let mut total = envelope.blocks.len();
+    for &(at, n) in &rebuild.repeats {
+        let slot = extra.get_mut(at).ok_or_else(|| corrupt("repeat"))?;
+        *slot = slot.saturating_add(n);
+        total = total.saturating_add(n);
+    }
+    if total > MAX_CONTENT_BLOCKS {
+        return Err(corrupt("too many repeated blocks"));
+    }
+    let blocks: Vec<BlockOut<'_>> = extra
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &n)| std::iter::repeat_n(BlockOut::Original(i), n + 1))
+        .collect();
+    Ok(Cow::Owned(envelope.write(&blocks, None)))
+}
+
 /// The envelope with what the header left out put back from `source`.
 fn resolve(
-    rebuild: &Rebuild,
+    base: &str,
+    segments: &[Segment],
     from: &FromResult,
     source: KeptSource<'_, '_>,
 ) -> Result<String, RebuildError> {
-    let envelope = RawResult::parse_envelope(rebuild.result.get())
-        .map_err(|e| RebuildError::Corrupt(e.to_string()))?;
+    let envelope =
+        RawResult::parse_envelope(base).map_err(|e| RebuildError::Corrupt(e.to_string()))?;
     let count: usize = from.blocks.iter().map(|r| r.1).sum();
     let total = envelope.blocks.len().saturating_add(count);
-    if total > crate::wire::mcp::MAX_CONTENT_BLOCKS {
+    if total > MAX_CONTENT_BLOCKS {
         return Err(corrupt("too many blocks left out"));
     }
     let mut is_source = vec![false; total];
-    for seg in &rebuild.segments {
+    for seg in segments {
         if let Some(slot) = seg.block.and_then(|b| is_source.get_mut(b)) {
             *slot = true;
         }

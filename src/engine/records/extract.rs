@@ -47,7 +47,7 @@ pub(crate) fn extract(
         None => found.has_structured_source().then_some("null"),
     };
     let from_result = leave_to_result(result, &mut found, nulled_structured.is_none(), inserted);
-    let envelope = envelope(result, &found.is_source, nulled_structured, &from_result)?;
+    let (envelope, repeats) = envelope(result, &found.is_source, nulled_structured, &from_result)?;
     let kept_blocks = (0..result.blocks.len())
         .filter(|&i| !found.is_source[i])
         .collect();
@@ -59,7 +59,8 @@ pub(crate) fn extract(
         structured_copy_key: structured_copy.as_ref().map(|c| c.key.clone()),
         rebuild: Rebuild {
             result: envelope,
-            segments: found.segments,
+            segments: super::compact_segments(found.segments),
+            repeats,
             structured_copy,
             from_result: Some(from_result).filter(FromResult::refers),
         },
@@ -167,6 +168,7 @@ impl Found {
             start,
             count: self.records.len() - start,
             shape,
+            repeat: 0,
         });
         if let Some(i) = block {
             self.is_source[i] = true;
@@ -180,6 +182,7 @@ impl Found {
             start,
             count,
             shape,
+            repeat: 0,
         });
         self.is_source[block] = true;
     }
@@ -575,27 +578,46 @@ impl Found {
     }
 }
 
+/// Runs of blocks, `(first, count)`.
+type Runs = Vec<(usize, usize)>;
+
 /// The original result with every source text block's `text` nulled and,
 /// when `structured` is `Some`, that in place of `structuredContent`; the
-/// parts left to the rewritten result out (blocks) or `null` (fields).
+/// parts left to the rewritten result out (blocks) or `null` (fields); a
+/// source block equal to the one before it written once (the runs, as
+/// [`Rebuild::repeats`]).
 fn envelope(
     result: &RawResult<'_>,
     is_source: &[bool],
     structured: Option<&str>,
     from: &FromResult,
-) -> Result<Box<RawValue>, ResultError> {
+) -> Result<(Box<RawValue>, Runs), ResultError> {
     let left_out = from.left_out(result.blocks.len());
-    let blocks: Vec<BlockOut<'_>> = (0..result.blocks.len())
-        .filter(|&i| !left_out[i])
-        .map(|i| {
-            if is_source[i] {
-                BlockOut::WithText(i, None)
-            } else {
-                BlockOut::Original(i)
+    let mut blocks: Vec<BlockOut<'_>> = Vec::new();
+    let mut repeats: Vec<(usize, usize)> = Vec::new();
+    // The last source block written, as JSON: an equal one after it is a repeat.
+    let mut last: Option<String> = None;
+    for i in (0..result.blocks.len()).filter(|&i| !left_out[i]) {
+        if !is_source[i] {
+            blocks.push(BlockOut::Original(i));
+            last = None;
+            continue;
+        }
+        let json = result.block_json_as(&BlockOut::WithText(i, None));
+        if last.as_ref() == Some(&json) {
+            match repeats.last_mut() {
+                Some((at, n)) if *at + 1 == blocks.len() => *n += 1,
+                _ => repeats.push((blocks.len() - 1, 1)),
             }
-        })
-        .collect();
+            continue;
+        }
+        blocks.push(BlockOut::WithText(i, None));
+        last = Some(json);
+    }
     let fields: Vec<(&str, &str)> = from.fields.iter().map(|k| (k.as_str(), "null")).collect();
     let json = result.write_over(&blocks, structured, &fields);
-    RawValue::from_string(json).map_err(ResultError::NotJson)
+    Ok((
+        RawValue::from_string(json).map_err(ResultError::NotJson)?,
+        repeats,
+    ))
 }

@@ -62,6 +62,11 @@ pub struct Rebuild {
     /// that result too ([`rebuild_with`](crate::rebuild_with)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) from_result: Option<FromResult>,
+    /// Runs of equal blocks in the envelope, `(i, n)`: envelope block `i`
+    /// stands for itself and the `n` equal blocks after it (a list sent as
+    /// one text block per element: thousands of `{"type":"text","text":null}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) repeats: Vec<(usize, usize)>,
 }
 
 /// Bytes of kept content blocks and top-level fields a file header repeats,
@@ -139,10 +144,77 @@ pub(crate) struct Segment {
     pub count: usize,
     /// How the records are laid out in the value.
     pub shape: Shape,
+    /// In a header: this many more segments follow this one, each of the
+    /// next block, `count` records further, of the same shape (see
+    /// [`compact_segments`]). Always 0 once expanded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeat: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The segments with runs of alike ones (block after block, records after
+/// records, one shape) written as one, for the header.
+pub(crate) fn compact_segments(segments: Vec<Segment>) -> Vec<Segment> {
+    let mut out: Vec<Segment> = Vec::with_capacity(segments.len().min(64));
+    for seg in segments {
+        if let Some(last) = out.last_mut() {
+            let k = last.repeat + 1;
+            let follows = last.block.zip(seg.block).is_some_and(|(a, b)| a + k == b)
+                && last.start + k * last.count == seg.start
+                && last.count == seg.count
+                && last.shape == seg.shape;
+            if follows {
+                last.repeat += 1;
+                continue;
+            }
+        }
+        out.push(seg);
+    }
+    out
+}
+
+/// The segments of a header, runs expanded; at most `max` of them.
+pub(crate) fn expand_segments(
+    segments: &[Segment],
+    max: usize,
+) -> Result<std::borrow::Cow<'_, [Segment]>, RebuildError> {
+    if segments.iter().all(|s| s.repeat == 0) {
+        return Ok(std::borrow::Cow::Borrowed(segments));
+    }
+    let total = segments
+        .iter()
+        .try_fold(0usize, |n, s| n.checked_add(s.repeat)?.checked_add(1))
+        .filter(|&n| n <= max)
+        .ok_or_else(|| RebuildError::Corrupt("too many segments".into()))?;
+    let run = || RebuildError::Corrupt("segment run".into());
+    let mut out = Vec::with_capacity(total);
+    for seg in segments {
+        for k in 0..=seg.repeat {
+            let block = match seg.block {
+                Some(b) => Some(b.checked_add(k).ok_or_else(run)?),
+                None => None,
+            };
+            let start = k
+                .checked_mul(seg.count)
+                .and_then(|o| seg.start.checked_add(o))
+                .ok_or_else(run)?;
+            out.push(Segment {
+                block,
+                start,
+                count: seg.count,
+                shape: seg.shape.clone(),
+                repeat: 0,
+            });
+        }
+    }
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// How records sit inside one value.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Shape {
     /// Minified JSON `before + "[" + records.join(",") + "]" + after`, laid
@@ -189,7 +261,7 @@ pub(crate) const LAYOUT_BUDGET: usize = 2048;
 /// out in none of these ways (whitespace that differs from gap to gap, in a
 /// text of more than a few KB) is rebuilt compact, between its original
 /// leading and trailing whitespace: equal as JSON, not byte for byte.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TextFormat {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     lead: String,
