@@ -7,7 +7,11 @@
 //! Starts an rmcp MCP server with a `recall_memories` tool (200 generated
 //! full-detail memories, about 40,000 tokens) behind `OffloadLayer` on
 //! loopback, calls it with an rmcp client, prints the descriptor the client
-//! receives, then runs one of its jq recipes on the offloaded file.
+//! receives, then runs one of its jq recipes on the offloaded file, as an
+//! agent with a shell does. Then it does what a remote, shell-less agent
+//! does with the same descriptor: it asks the layer itself, over MCP, with
+//! the `lro_extract` tool (a recipe with a parameter, then its own jq
+//! filter, one page at a time).
 //! Pass `--serve` to keep the server running for your own MCP client.
 
 #[path = "support/memory_server.rs"]
@@ -69,7 +73,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_arguments(args.as_object().cloned().unwrap_or_default()),
         )
         .await?;
-    let _ = client.cancel().await;
 
     // 3. What the model sees instead of ~40,000 tokens.
     let value = serde_json::to_value(&result)?;
@@ -96,9 +99,54 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => println!("(could not run the recipe: {e}; install jq)"),
     }
 
+    // 5. A remote agent without a shell: the same questions over MCP. The
+    //    layer answers lro_extract itself, a page that fits the threshold
+    //    at a time, and says where the next page starts.
+    let namespace = descriptor.summary.top_namespaces.first().cloned();
+    let asks = [
+        json!({"file_path": descriptor.file_path, "recipe": 1}),
+        json!({"file_path": descriptor.file_path, "recipe": 2,
+               "params": {"namespace": namespace}}),
+        json!({"file_path": descriptor.file_path,
+               "query": "select(.provenance.confidence > 0.9) | {id, title}",
+               "limit": 5}),
+    ];
+    for ask in asks {
+        println!("lro_extract({ask})");
+        let answer = client
+            .call_tool(
+                CallToolRequestParams::new("lro_extract")
+                    .with_arguments(ask.as_object().cloned().unwrap_or_default()),
+            )
+            .await?;
+        print_answer(&serde_json::to_value(&answer)?);
+    }
+    let _ = client.cancel().await;
+
     if serve_forever {
         println!("Serving on http://{addr}/mcp — Ctrl-C to stop.");
         tokio::signal::ctrl_c().await?;
     }
     Ok(())
+}
+
+/// The first lines of an answer's page, and its trailer (where the next
+/// page starts) when there is one.
+fn print_answer(answer: &serde_json::Value) {
+    let blocks = answer["content"].as_array().cloned().unwrap_or_default();
+    let page = blocks
+        .first()
+        .and_then(|b| b["text"].as_str())
+        .unwrap_or_default();
+    let lines: Vec<&str> = page.lines().collect();
+    for line in lines.iter().take(8) {
+        println!("  {line}");
+    }
+    if lines.len() > 8 {
+        println!("  ... ({} lines in this page)", lines.len());
+    }
+    if let Some(trailer) = blocks.get(1).and_then(|b| b["text"].as_str()) {
+        println!("  {trailer}");
+    }
+    println!();
 }
