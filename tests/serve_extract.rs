@@ -227,7 +227,6 @@ async fn protocol_2026_07_28() {
 /// A recipe, by number, against the true data (needs the header's recipe
 /// programs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs OffloadHeader.recipes, being filled in by the recipes change"]
 async fn recipe_6_counts_are_the_true_counts() {
     let dir = tempfile::tempdir().unwrap();
     let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer(dir.path()))).await;
@@ -246,6 +245,21 @@ async fn recipe_6_counts_are_the_true_counts() {
         counts_of(&compact.to_string()),
         counts_by(&truth(200), "namespace")
     );
+    // A parameterised recipe, paged: the records of one namespace, as the
+    // shell command would print them with that namespace.
+    let records = truth(200);
+    let ns = records[7]["namespace"].as_str().unwrap();
+    let args = json!({"file_path": d.file_path, "recipe": 2, "params": {"namespace": ns}});
+    let (lines, _) = all_pages(&client, args).await;
+    let got: Vec<Value> = common::json_stream(&(lines.join("\n") + "\n"));
+    let want: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["namespace"].as_str().unwrap().starts_with(ns))
+        .collect();
+    assert_eq!(got.len(), want.len(), "recipe 2 with namespace {ns}");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(&g["id"], &w["id"]);
+    }
     // Out of range and unknown parameters: tool errors that say what to change.
     let r = call(
         &client,
