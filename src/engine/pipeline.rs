@@ -22,7 +22,10 @@ impl Offloader {
     /// plus byte walks; the file is at most about twice the data. The
     /// memory bench (`benches/memory.rs`) measures it on hostile shapes.
     /// One known exception: a result of very many content blocks (or
-    /// top-level fields) costs about fifteen times its size to parse.
+    /// top-level fields) costs about fifteen times its size to parse. The
+    /// file's header line stays a few KB whatever the shape: large kept
+    /// parts are left to the rewritten result and a text's layout is kept
+    /// as a small table, never copied (see `records`).
     pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
         let outcome = self.decide(call, result);
         self.emit(&call.name, result.len(), &outcome);

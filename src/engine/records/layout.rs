@@ -107,27 +107,37 @@ fn tokens(text: &str, mut gap: impl FnMut(Key, usize, usize) -> bool) {
             i += 1;
         }
         let Some(&b) = bytes.get(i) else { return };
-        let kind = match b {
-            b'[' | b']' | b'{' | b'}' | b',' | b':' => b,
-            _ => b'v',
-        };
-        if let Some(p) = prev {
-            let d = depth.min(MAX_DEPTH) as u8;
-            if !gap((d, p, kind), ws_start, i) {
-                return;
-            }
+        let kind = kind_of(b);
+        if let Some(p) = prev
+            && !gap((depth.min(MAX_DEPTH) as u8, p, kind), ws_start, i)
+        {
+            return;
         }
         match b {
             b'[' | b'{' => depth += 1,
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        i = match b {
-            b'"' => string_end(bytes, i + 1),
-            b'[' | b']' | b'{' | b'}' | b',' | b':' => i + 1,
-            _ => scalar_end(bytes, i),
-        };
+        i = token_end(bytes, i);
         prev = Some(kind);
+    }
+}
+
+/// The kind of the token starting with `b`: the byte of a bracket, a
+/// brace, `,` or `:`, else `v` (a value).
+fn kind_of(b: u8) -> u8 {
+    match b {
+        b'[' | b']' | b'{' | b'}' | b',' | b':' => b,
+        _ => b'v',
+    }
+}
+
+/// The end of the token starting at `i`.
+fn token_end(bytes: &[u8], i: usize) -> usize {
+    match bytes[i] {
+        b'"' => string_end(bytes, i + 1),
+        b'[' | b']' | b'{' | b'}' | b',' | b':' => i + 1,
+        _ => scalar_end(bytes, i),
     }
 }
 

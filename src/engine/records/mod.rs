@@ -4,11 +4,36 @@
 //! block) gives one record per element; an object whose bulk is one array
 //! gives that array's elements; JSONL text gives its lines; plain text gives
 //! one record per non-empty line (`{"line": n, "text": "..."}`; see
-//! `lines` for empty lines and for texts of very short lines). Everything
-//! that is not a record — the other top-level fields, the other blocks, the
-//! object around the array, the exact layout of the text — goes into a
-//! [`Rebuild`] stored in the file's header, so [`rebuild`](crate::rebuild)
-//! can restore the original `CallToolResult` exactly.
+//! `lines` for empty lines and for texts of very short lines). The text of
+//! an embedded text resource (`resource.text`) is text like any other.
+//! Everything that is not a record — the other top-level fields, the other
+//! blocks, the object around the array, the layout of the text — goes into
+//! a [`Rebuild`] stored in the file's header, so [`rebuild`](crate::rebuild)
+//! can restore the original `CallToolResult`.
+//!
+//! # The header stays small
+//!
+//! Line 1 is read by agents (the guidance points at it), so it holds a few
+//! KB whatever the result (measured: 400-2,100 bytes for the shapes of
+//! `tests/result_fidelity.rs`, at most 6 KB for any of its property cases):
+//!
+//! * Text layout: a known style, else a `layout` table (the whitespace of
+//!   each kind of gap), else the text itself when short; all texts together
+//!   at most [`LAYOUT_BUDGET`]. Past it the layout is given up: such a JSON
+//!   text (or JSON lines text) is rebuilt compact, **equal as JSON but not
+//!   byte for byte** — only large texts whose whitespace differs from gap to
+//!   gap. A text whose object around its record array would not fit becomes
+//!   one record (the whole value).
+//! * Kept parts: blocks and top-level fields the rewritten result carries
+//!   unchanged (an image, `_meta`, a `structuredContent` that stays, the
+//!   text around its record array) are repeated up to [`KEPT_BUDGET`]; the
+//!   rest is left to the rewritten result ([`FromResult`]): rebuilding it
+//!   then needs that result too ([`rebuild_with`](crate::rebuild_with)).
+//! * Many blocks: alike segments and equal source blocks (a list sent as
+//!   one text block per element) are stored as runs.
+//!
+//! Beyond these, a header grows by about 100 bytes per text block that gave
+//! records and is unlike its neighbours.
 //!
 //! # Memory
 //!
@@ -24,7 +49,8 @@
 //! extraction gives, the record buffer); `extract` takes a result apart,
 //! `assemble` puts one back together, `shape` finds where records sit in
 //! one value and walks a minified array's elements (used by `extract`),
-//! `lines` turns plain text into line records and back.
+//! `lines` turns plain text into line records and back, `layout` keeps the
+//! whitespace of a JSON text as a small table.
 
 mod assemble;
 mod extract;
