@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::{require_jq, run_recipe};
 use serde_json::{Value, json};
 use tower_lro::{
     Custodian, OffloadConfig, Offloaded, Offloader, Outcome, RebuildError, ToolCall, rebuild_file,
@@ -146,6 +147,15 @@ fn an_embedded_text_resource_is_counted_and_offloaded_like_text() {
         let result = json!({"content": [resource], "isError": false});
         let off = offload(&o, &ToolCall::new("read_log", None), &result);
         assert_eq!(off.response.summary.count, count);
+        // jq 1.6 reads every record of the file.
+        require_jq();
+        let path = off.file.path.display();
+        let counted = run_recipe(&format!("tail -n +2 '{path}' | jq -c . | wc -l"));
+        assert_eq!(counted.trim(), count.to_string());
+        // Every recipe runs under jq 1.6 on the records.
+        for recipe in &off.response.jq_recipes {
+            run_recipe(&recipe.command);
+        }
         assert_rebuilds(&off, &result);
         let rewritten: Value = serde_json::from_str(&off.result).unwrap();
         assert!(
