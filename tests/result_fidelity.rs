@@ -533,3 +533,35 @@ mod property {
         }
     }
 }
+
+#[test]
+fn a_failed_write_keeps_the_large_parts_the_header_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path()).with_store(common::FullDisk(dir.path().into()));
+    let image = json!({"type": "image", "data": "iVBO".repeat(20_000), "mimeType": "image/png"});
+    let structured = json!({"rows": rows(300), "blob": "b".repeat(30_000)});
+    let result = json!({
+        "content": [{"type": "text", "text": structured.to_string()}, image],
+        "structuredContent": structured,
+        "_meta": {"trace": "t".repeat(20_000)},
+    });
+    let Outcome::Truncated(t) = o
+        .process(
+            &ToolCall::new("list_items", None),
+            result.to_string().as_bytes(),
+        )
+        .unwrap()
+    else {
+        panic!("expected the fallback")
+    };
+    assert!(t.kept < 300);
+    let v: Value = serde_json::from_str(&t.result).unwrap();
+    let content = v["content"].as_array().unwrap();
+    assert!(content[0]["text"].as_str().unwrap().starts_with("Warning:"));
+    assert_eq!(content.last().unwrap(), &image, "the image is kept");
+    assert_eq!(v["_meta"], result["_meta"]);
+    assert_eq!(v["structuredContent"]["blob"], structured["blob"]);
+    let kept = v["structuredContent"]["rows"].as_array().unwrap();
+    assert_eq!(kept.as_slice(), &rows(300)[..t.kept]);
+    as_rmcp(&t.result);
+}
