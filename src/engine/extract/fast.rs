@@ -110,6 +110,8 @@ struct Reader {
     entries: Vec<(Val, Val)>,
     /// Items of the arrays being read.
     items: Vec<Val>,
+    /// Escaped strings being skipped are decoded here.
+    scratch: Vec<u8>,
 }
 
 impl Reader {
@@ -119,6 +121,7 @@ impl Reader {
             pos: 0,
             entries: Vec::new(),
             items: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -160,7 +163,7 @@ impl Reader {
         match *self.src.get(self.pos)? {
             b'{' if depth < MAX_DEPTH => self.skip_object(depth + 1),
             b'[' if depth < MAX_DEPTH => self.skip_array(depth + 1),
-            b'"' => self.text().map(drop),
+            b'"' => self.skip_text(),
             b't' => self.literal(b"true", Val::Null).map(drop),
             b'f' => self.literal(b"false", Val::Null).map(drop),
             b'n' => self.literal(b"null", Val::Null).map(drop),
@@ -212,21 +215,44 @@ impl Reader {
         self.escaped(start).map(Text::Owned)
     }
 
+    /// Checks a string as [`text`](Self::text) would read it; an escaped
+    /// one is decoded into a buffer kept for the next.
+    fn skip_text(&mut self) -> Option<()> {
+        let start = self.pos + 1;
+        let rest = self.src.get(start..)?;
+        let end = memchr::memchr2(QUOTE, b'\\', rest)?;
+        if rest[end] == QUOTE && !has_control(&rest[..end]) {
+            self.pos = start + end + 1;
+            return Some(());
+        }
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let r = self.escaped_into(start, &mut buf);
+        self.scratch = buf;
+        r
+    }
+
     fn escaped(&mut self, start: usize) -> Option<Vec<u8>> {
         let mut out = Vec::new();
+        self.escaped_into(start, &mut out)?;
+        Some(out)
+    }
+
+    /// Decodes the string whose contents start at `start` into `out`.
+    fn escaped_into(&mut self, start: usize, out: &mut Vec<u8>) -> Option<()> {
         let mut i = start;
         loop {
             let b = *self.src.get(i)?;
             i += 1;
             match b {
                 QUOTE => break,
-                b'\\' => i = self.escape(i, &mut out)?,
+                b'\\' => i = self.escape(i, out)?,
                 0..=0x1f => return None,
                 _ => out.push(b),
             }
         }
         self.pos = i;
-        Some(out)
+        Some(())
     }
 
     /// Decodes the escape after a backslash at `i - 1`; returns where it ends.
@@ -433,6 +459,34 @@ fn valid_number(s: &str) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skipped_fields_are_checked_as_read_ones() {
+        let need_a = Need::Keys(vec![(b"a".to_vec().into_boxed_slice(), Need::All)]);
+        let read = |text: &str| -> Result<Vec<String>, String> {
+            Records::new(Bytes::copy_from_slice(text.as_bytes()), need_a.clone())
+                .map(|r| r.map(|v| Jv(v).to_string()).map_err(|e| e.to_string()))
+                .collect()
+        };
+        let good = r#"{"b":"x\"\n\u00e9\ud83d\ude00","a":1,"c":[{"d":[1e400,-0.5,null]}]} {"a":{"b":2}} 3"#;
+        assert_eq!(read(good).unwrap(), [r#"{"a":1}"#, r#"{"a":{"b":2}}"#, "3"]);
+        for bad in [
+            "{\"b\":\"\u{1}\",\"a\":1}",
+            r#"{"b":"\ud800","a":1}"#,
+            r#"{"b":[1,],"a":1}"#,
+            r#"{"b":nul,"a":1}"#,
+            r#"{"b" 1,"a":1}"#,
+            r#"{"a":1,"b":{"c":}}"#,
+        ] {
+            let r = read(&format!("{{\"a\":0}}\n{bad}\n"));
+            assert!(
+                r.as_ref().is_err_and(|e| e.contains("record 2")),
+                "{bad}: {r:?}"
+            );
+        }
+        let deep = format!("{{\"b\":{}{}, \"a\":1}}", "[".repeat(300), "]".repeat(300));
+        assert!(read(&deep).is_err());
+    }
 
     #[test]
     fn reads_what_jaqs_reader_reads() {
