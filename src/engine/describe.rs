@@ -250,7 +250,7 @@ fn custom_example(recipes: &[Recipe]) -> Option<String> {
         .iter()
         .filter(|r| matches!(r.role, Role::Filter | Role::Search) && !r.program.flags.contains('s'))
         .find(|r| !r.raw)
-        .map(|r| recipes::render(&r.program.filter, &r.program))
+        .map(|r| r.program.rendered())
 }
 
 /// About the first `limit` characters of the data (records joined by

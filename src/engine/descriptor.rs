@@ -128,10 +128,72 @@ impl RecipeProgram {
         }
     }
 
-    /// Adds the parameter `name`, shown as `value` in the shell command.
+    /// Adds the parameter `name`, shown as `value` in the shell command
+    /// (replaces its value when it is there already).
     pub fn param(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.params.insert(name.into(), value.into());
         self
+    }
+
+    /// The filter with each `$name` that is a parameter replaced by the
+    /// JSON string literal of its value (other variables, bound in the
+    /// filter, stay). Run with the parameters as jq variables, the filter
+    /// prints the same.
+    pub fn rendered(&self) -> String {
+        let mut out = String::with_capacity(self.filter.len() + 32);
+        let mut rest = self.filter.as_str();
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 1..];
+            let len = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            match self.params.get(&after[..len]) {
+                Some(value) => out.push_str(&serde_json::to_string(value).unwrap_or_default()),
+                None => out.push_str(&rest[at..at + 1 + len]),
+            }
+            rest = &after[len..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The jq options, as words (`-s -r`).
+    pub fn flag_words(&self) -> Vec<String> {
+        self.flags.chars().map(|c| format!("-{c}")).collect()
+    }
+
+    /// The shell command that runs it over `file`: `tail -n +2 FILE | jq
+    /// FLAGS 'FILTER'`, the filter [rendered](Self::rendered), both quoted
+    /// for a POSIX shell.
+    pub fn command(&self, file: &str) -> String {
+        shell_command(
+            &shell_quote(file),
+            &self.flag_words().join(" "),
+            &self.rendered(),
+        )
+    }
+}
+
+/// Quotes `s` for a POSIX shell, leaving it bare when that is safe.
+pub(crate) fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// `tail -n +2 FILE | jq FLAGS 'FILTER'`; `file` already quoted.
+pub(crate) fn shell_command(file: &str, flags: &str, filter: &str) -> String {
+    let quoted = format!("'{}'", filter.replace('\'', "'\\''"));
+    if flags.is_empty() {
+        format!("tail -n +2 {file} | jq {quoted}")
+    } else {
+        format!("tail -n +2 {file} | jq {flags} {quoted}")
     }
 }
 

@@ -41,7 +41,7 @@ mod keyword;
 mod objects;
 mod shapes;
 
-use super::descriptor::{Detail, JqRecipe, RecipeProgram};
+use super::descriptor::{Detail, JqRecipe, RecipeProgram, shell_command, shell_quote};
 use super::records::{RecordKind, RecordsView};
 use super::stats::RecordStats;
 
@@ -75,18 +75,6 @@ pub(crate) struct Recipe {
     /// The shell command reads lines as text (`-R`): some record is too
     /// deep for jq's parser.
     pub raw: bool,
-}
-
-/// Quotes `s` for a POSIX shell, leaving it bare when that is safe.
-pub(crate) fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
-    {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// Builds the ten recipes for the records.
@@ -135,42 +123,14 @@ pub(crate) fn jq_recipes(file: &str, recipes: &[Recipe]) -> Vec<JqRecipe> {
 
 /// `tail -n +2 FILE | jq FLAGS 'FILTER'` for a recipe, each parameter
 /// replaced by the JSON string literal of its value; `file` already quoted.
+/// A recipe over records too deep for jq's parser reads lines as text.
 pub(crate) fn command(file: &str, recipe: &Recipe) -> String {
     let p = &recipe.program;
-    let filter = render(&p.filter, p);
-    let flags: Vec<String> = p.flags.chars().map(|c| format!("-{c}")).collect();
-    let (flags, filter) = if recipe.raw {
-        raw_form(&flags, &filter)
-    } else {
-        (flags.join(" "), filter)
-    };
-    let quoted = format!("'{}'", filter.replace('\'', "'\\''"));
-    if flags.is_empty() {
-        format!("tail -n +2 {file} | jq {quoted}")
-    } else {
-        format!("tail -n +2 {file} | jq {flags} {quoted}")
+    if !recipe.raw {
+        return shell_command(file, &p.flag_words().join(" "), &p.rendered());
     }
-}
-
-/// `filter` with each `$name` that is a parameter of `program` replaced by
-/// the JSON string literal of its value (other variables stay).
-pub(crate) fn render(filter: &str, program: &RecipeProgram) -> String {
-    let mut out = String::with_capacity(filter.len() + 32);
-    let mut rest = filter;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let name_len = rest[at + 1..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len() - at - 1);
-        let name = &rest[at + 1..at + 1 + name_len];
-        match program.params.get(name) {
-            Some(value) => out.push_str(&lit(value)),
-            None => out.push_str(&rest[at..at + 1 + name_len]),
-        }
-        rest = &rest[at + 1 + name_len..];
-    }
-    out.push_str(rest);
-    out
+    let (flags, filter) = raw_form(&p.flag_words(), &p.rendered());
+    shell_command(file, &flags, &filter)
 }
 
 /// A row of the memory table: description, short name, role, flags,
@@ -447,81 +407,57 @@ impl Builder {
     }
 
     /// Recipes that fit any records; they fill the list up to ten. Each
-    /// prints a count or a few records, never the whole data.
+    /// prints a count or a few records; when there are few records (a few
+    /// records may be all the data), the counts come first.
     fn universal(&mut self, stats: &RecordStats) {
         use Role::*;
-        self.push(
-            "Count records".into(),
-            "count",
-            Analyze,
-            "s",
-            "length".into(),
-        );
-        self.push(
-            "Show the first 5 records".into(),
-            "first 5",
-            Browse,
-            "s",
-            ".[:5]".into(),
-        );
-        self.push(
-            "Show the last 5 records".into(),
-            "last 5",
-            Browse,
-            "s",
-            ".[-5:]".into(),
-        );
-        if stats.objects > 0 {
-            self.push(
-                "List all field names".into(),
+        let mut list: Vec<(&str, &str, Role, &str)> = vec![
+            ("Count records", "count", Analyze, "length"),
+            ("Show the first 5 records", "first 5", Browse, ".[:5]"),
+            ("Show the last 5 records", "last 5", Browse, ".[-5:]"),
+            (
+                "List all field names",
                 "field names",
                 Browse,
-                "s",
-                "map(objects | keys) | add // [] | unique".into(),
-            );
+                "map(objects | keys) | add // [] | unique",
+            ),
+            ("Show the first record", "first record", Browse, ".[0]"),
+            (
+                "Count distinct records",
+                "count distinct",
+                Analyze,
+                "unique | length",
+            ),
+            (
+                "Count records by JSON type",
+                "count by type",
+                Analyze,
+                "group_by(type) | map({type: (.[0] | type), count: length})",
+            ),
+            (
+                "Sizes in characters: smallest, largest, total",
+                "sizes",
+                Analyze,
+                "map(tojson | length) | {min: min, max: max, total: add}",
+            ),
+            (
+                "Every 100th record (first 10)",
+                "sample",
+                Browse,
+                "[.[range(0; length; 100)]] | .[:10]",
+            ),
+            ("Show records 6 to 10", "records 6-10", Browse, ".[5:10]"),
+        ];
+        if stats.objects == 0 {
+            list.retain(|r| r.1 != "field names");
         }
-        self.push(
-            "Show the first record".into(),
-            "first record",
-            Browse,
-            "s",
-            ".[0]".into(),
-        );
-        self.push(
-            "Count distinct records".into(),
-            "count distinct",
-            Analyze,
-            "s",
-            "unique | length".into(),
-        );
-        self.push(
-            "Count records by JSON type".into(),
-            "count by type",
-            Analyze,
-            "s",
-            "group_by(type) | map({type: (.[0] | type), count: length})".into(),
-        );
-        self.push(
-            "Sizes in characters: smallest, largest, total".into(),
-            "sizes",
-            Analyze,
-            "s",
-            "map(tojson | length) | {min: min, max: max, total: add}".into(),
-        );
-        self.push(
-            "Every 100th record (first 10)".into(),
-            "sample",
-            Browse,
-            "s",
-            "[.[range(0; length; 100)]] | .[:10]".into(),
-        );
-        self.push(
-            "Show records 6 to 10".into(),
-            "records 6-10",
-            Browse,
-            "s",
-            ".[5:10]".into(),
-        );
+        if stats.count <= 10 {
+            // Stable: the counts, in order, then the rest.
+            list.sort_by_key(|r| r.2 != Analyze);
+        }
+        for (description, short, role, filter) in list {
+            self.push(description.into(), short, role, "s", filter.into());
+        }
     }
 
     /// The first recipe of `role`, as `(number, short name)`.
@@ -567,7 +503,7 @@ mod tests {
         let p = RecipeProgram::new("", "select(.a == $value and .b == $other) | $value")
             .param("value", "it's \"x\"");
         assert_eq!(
-            render(&p.filter, &p),
+            p.rendered(),
             r#"select(.a == "it's \"x\"" and .b == $other) | "it's \"x\"""#
         );
         let r = Recipe {

@@ -46,10 +46,11 @@ pub(crate) fn pick<'t>(texts: impl Iterator<Item = &'t str>) -> Option<String> {
     counts
         .into_iter()
         .filter(|(_, (d, total, _))| {
-            if docs < 2 {
-                *total >= 2
-            } else {
-                *d >= 2 && *d < docs
+            match docs {
+                0 | 1 => *total >= 2,
+                2 | 3 => *d >= 2 && *d < docs,
+                // Not in most texts: such a word finds nearly everything.
+                _ => *d >= 2 && *d * 2 <= docs,
             }
         })
         .max_by(|a, b| {

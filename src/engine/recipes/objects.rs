@@ -244,7 +244,7 @@ fn field_recipes(b: &mut Builder, stats: &RecordStats, r: &Roles<'_>, records: R
         .find(|(k, f)| f.present < stats.objects && quotable(k))
     {
         b.all(
-            format!("Count records that have {name}"),
+            format!("How many records have {name}"),
             &format!("count with {name}"),
             Analyze,
             "",
@@ -383,7 +383,11 @@ fn tree_recipes(b: &mut Builder, children: &str, r: &Roles<'_>, records: Records
         "c",
         format!("{all_nodes} | map({leaf}) | .[:20][]"),
     );
-    let kw = sample_keyword(records, |v| Some(tree_names(v, children, name)));
+    let kw = keyword::pick(
+        tree_names(records, children, name)
+            .iter()
+            .map(String::as_str),
+    );
     let filter = format!(
         "{all_nodes} | map(select({np} | strings | test($keyword; \"i\")) | del({kids})) | .[:50][]"
     );
@@ -407,6 +411,23 @@ fn tree_recipes(b: &mut Builder, children: &str, r: &Roles<'_>, records: Records
         "c",
         format!("{all_nodes} | map({{{n}: {np}, children: (({kids} | arrays | length) // 0)}}) | sort_by(-.children) | .[:10][]", n = lit(name)),
     );
+    if let Some((cat, _)) = r.category.as_ref().filter(|(c, _)| *c != children) {
+        let (p, s, k) = (path(cat), suffix(cat), lit(cat));
+        b.all(
+            format!("Count nodes by {cat}"),
+            &format!("nodes by {cat}"),
+            Analyze,
+            "c",
+            format!("{all_nodes} | group_by({p}) | map({{{k}: .[0]{s}, count: length}})"),
+        );
+    }
+    b.all(
+        "List the fields of nodes".into(),
+        "node fields",
+        Browse,
+        "c",
+        format!("{all_nodes} | map(keys[]) | unique"),
+    );
     b.each(
         format!("Top-level {name}s"),
         "top level",
@@ -416,20 +437,27 @@ fn tree_recipes(b: &mut Builder, children: &str, r: &Roles<'_>, records: Records
     );
 }
 
-/// The names in a tree, joined by spaces (a sample for the keyword).
-fn tree_names(v: &Value, children: &str, name: &str) -> String {
-    let mut out = String::new();
-    let mut stack = vec![v];
-    while let Some(node) = stack.pop() {
-        if out.len() > 64 * 1024 {
-            break;
-        }
-        if let Some(s) = node.get(name).and_then(Value::as_str) {
-            out.push_str(s);
-            out.push(' ');
-        }
-        if let Some(kids) = node.get(children).and_then(Value::as_array) {
-            stack.extend(kids.iter());
+/// The names of the first nodes of the trees (each one a text for the
+/// keyword: a word in every record may be in few nodes), 64 KiB at most.
+fn tree_names(records: RecordsView<'_>, children: &str, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    for rec in records.iter().take(KEYWORD_SAMPLE) {
+        let Ok(v) = serde_json::from_str::<Value>(rec) else {
+            continue;
+        };
+        let mut stack = vec![&v];
+        while let Some(node) = stack.pop() {
+            if bytes > 64 * 1024 {
+                return out;
+            }
+            if let Some(s) = node.get(name).and_then(Value::as_str) {
+                bytes += s.len();
+                out.push(s.to_owned());
+            }
+            if let Some(kids) = node.get(children).and_then(Value::as_array) {
+                stack.extend(kids.iter());
+            }
         }
     }
     out
@@ -447,11 +475,11 @@ fn large_object_recipes(b: &mut Builder, stats: &RecordStats, records: RecordsVi
         "keys | length".into(),
     );
     b.each(
-        "List keys".into(),
+        "List keys (first 100)".into(),
         "keys",
         Browse,
         "r",
-        "keys_unsorted[]".into(),
+        "keys_unsorted | .[:100][]".into(),
     );
     b.each(
         "Largest values by key (top 20 sizes in characters)".into(),
@@ -470,28 +498,22 @@ fn large_object_recipes(b: &mut Builder, stats: &RecordStats, records: RecordsVi
             &[("key", key)],
         );
     }
-    let kw = sample_keyword(records, |v| {
-        v.as_object()
-            .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" "))
-    });
+    // Each key, each string value, a text of its own: a word in most of
+    // them tells nothing apart.
+    let (keys, values) = object_texts(records);
+    if let Some(kw) = keyword::pick(keys.iter().map(String::as_str)) {
+        let filter = format!(
+            "{}to_entries[] | select(.key | test($keyword; \"i\")) | .key",
+            b.each
+        );
+        search_recipe(b, ("r", &filter), "keys", Some(&kw));
+    }
+    let kw = keyword::pick(values.iter().map(String::as_str));
     let filter = format!(
-        "{}to_entries[] | select(.key | test($keyword; \"i\")) | .key",
+        "{}to_entries[] | select(.value | tojson | test($keyword; \"i\")) | .key",
         b.each
     );
-    search_recipe(b, ("r", &filter), "keys", kw.as_deref());
-    b.push_with(
-        (
-            "Keys whose value mentions a term (\"keyword\" is a placeholder: set your term)".into(),
-            "search values",
-        ),
-        Search,
-        "r",
-        format!(
-            "{}to_entries[] | select(.value | tojson | test($keyword; \"i\")) | .key",
-            b.each
-        ),
-        &[("keyword", "keyword")],
-    );
+    search_recipe(b, ("r", &filter), "values (keys shown)", kw.as_deref());
     b.each(
         "Count values by JSON type".into(),
         "count by type",
@@ -513,6 +535,27 @@ fn large_object_recipes(b: &mut Builder, stats: &RecordStats, records: RecordsVi
         "c",
         "to_entries[:30][] | {key, value: (.value | tojson | .[:60])}".into(),
     );
+}
+
+/// The keys and the string values of the first objects (64 KiB at most).
+fn object_texts(records: RecordsView<'_>) -> (Vec<String>, Vec<String>) {
+    let (mut keys, mut values, mut bytes) = (Vec::new(), Vec::new(), 0usize);
+    for rec in records.iter().take(2) {
+        let Ok(Value::Object(o)) = serde_json::from_str::<Value>(rec) else {
+            continue;
+        };
+        for (k, v) in o {
+            bytes += k.len() + v.as_str().map_or(0, str::len);
+            if bytes > 64 * 1024 {
+                return (keys, values);
+            }
+            if let Value::String(v) = v {
+                values.push(v);
+            }
+            keys.push(k);
+        }
+    }
+    (keys, values)
 }
 
 /// Recipes for records that are strings, numbers or other scalars.

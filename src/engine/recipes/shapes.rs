@@ -179,7 +179,7 @@ fn text_recipes(b: &mut Builder, text: &str, kw: Option<String>, grouped: bool) 
         (format!("Each match of {named} with 80 characters around it (first 20)"), "matches in context"),
         Search,
         "r",
-        format!("{e}{text} as $s | [match($keyword; \"gi\").offset] | .[:20][] | $s[(if . > 80 then . - 80 else 0 end):(. + 80)]"),
+        format!("{e}{text} as $s | [$s | match($keyword; \"gi\").offset] | .[:20][] | $s[(if . > 80 then . - 80 else 0 end):(. + 80)]"),
         &[("keyword", kw)],
     );
     b.each(
