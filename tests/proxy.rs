@@ -329,3 +329,82 @@ async fn a_server_request_is_relayed_both_ways() {
         "the agent's answer reached the server"
     );
 }
+
+/// Reads stdout lines until the answer to `id` (bounded in time).
+async fn answer_to(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: u64,
+) -> Value {
+    let wait = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+        panic!("stdout ended before the answer to {id}");
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no answer to {id} within 20 s"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_server_dropped_is_renewed_without_the_agent_noticing() {
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let manager = std::sync::Arc::new(LocalSessionManager::default());
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        .with_sse_keep_alive(None);
+    let service =
+        StreamableHttpService::new(|| Ok(common::mcp::MemoryServer), manager.clone(), config);
+    let addr = common::mcp::serve_mcp(service, None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(["proxy", &format!("http://{addr}/mcp"), "--output-dir"])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut say = async |line: String| {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap()
+    };
+    say(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.into()).await;
+    assert!(answer_to(&mut lines, 1).await["result"].is_object());
+    say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await;
+    let status = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"status","arguments":{{}}}}}}"#
+        )
+    };
+    say(status(2)).await;
+    let first = answer_to(&mut lines, 2).await;
+    assert!(first["result"]["content"].is_array(), "{first}");
+    // The server forgets every session.
+    let ids: Vec<_> = manager.sessions.read().await.keys().cloned().collect();
+    assert_eq!(ids.len(), 1);
+    for id in &ids {
+        manager.close_session(id).await.unwrap();
+    }
+    say(status(3)).await;
+    let again = answer_to(&mut lines, 3).await;
+    assert_eq!(
+        again["result"], first["result"],
+        "answered in a new session: {again}"
+    );
+    let now: Vec<_> = manager.sessions.read().await.keys().cloned().collect();
+    assert_eq!(now.len(), 1, "one new session");
+    assert_ne!(now, ids);
+}

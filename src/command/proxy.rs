@@ -45,7 +45,9 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 use tower_service::Service;
 
-use crate::middleware::{DEFAULT_PROXY_HEADER, OffloadLayer, OffloadService, RequestBody};
+use crate::middleware::{
+    DEFAULT_PROXY_HEADER, OffloadBody, OffloadLayer, OffloadService, RequestBody,
+};
 use crate::wire::sse::{EventSplitter, event_data};
 use crate::{OffloadConfig, StoreError};
 
@@ -105,6 +107,10 @@ struct Session {
     id: Option<HeaderValue>,
     version: Option<HeaderValue>,
     stream_opened: bool,
+    /// How many times the session was renewed after the server dropped it.
+    generation: u64,
+    /// The agent's `initialize`, sent again to renew the session.
+    initialize: Option<Bytes>,
 }
 
 /// What every request of one run shares.
@@ -114,6 +120,8 @@ struct Shared {
     headers: HeaderMap,
     announce: bool,
     session: Mutex<Session>,
+    /// Held while a dropped session is renewed (one renewal at a time).
+    renewing: tokio::sync::Mutex<()>,
     out: mpsc::UnboundedSender<String>,
 }
 
@@ -141,6 +149,7 @@ where
         headers,
         announce,
         session: Mutex::new(Session::default()),
+        renewing: tokio::sync::Mutex::new(()),
         out,
     });
     let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
@@ -303,12 +312,23 @@ fn header_text(v: &str) -> String {
 }
 
 /// Sends one message upstream through the layer and relays the answer.
+/// When the server has dropped the session (`404` to a request that
+/// carried one), a new session is made with the agent's `initialize` and
+/// the message is sent once more, so the agent never notices.
 async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadService<Upstream>) {
-    let mut request = shared.post(message.bytes.clone());
-    for (name, value) in &message.routing {
-        request.headers_mut().insert(name, value.clone());
+    if message.method.as_deref() == Some("initialize") {
+        shared.lock().initialize = Some(message.bytes.clone());
     }
-    let answer = match service.call(request).await {
+    let (generation, mut sent) = send(&message, &shared, &mut service).await;
+    if let (Ok(response), Some(generation)) = (&sent, generation)
+        && response.status() == StatusCode::NOT_FOUND
+        && message.method.as_deref() != Some("initialize")
+    {
+        tracing::info!(target: "tower_lro", "the server dropped the session; renewing it");
+        renew_session(&shared, generation).await;
+        sent = send(&message, &shared, &mut service).await.1;
+    }
+    let answer = match sent {
         Ok(response) => deliver(response, &shared, &message).await,
         Err(e) => Err(format!("the server cannot be reached ({})", error_kind(&e))),
     };
@@ -319,6 +339,66 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
     if message.method.as_deref() == Some("notifications/initialized") {
         open_stream(&shared);
     }
+}
+
+/// POSTs one message through the layer; returns the session generation it
+/// was sent in (`None`: without a session) and the answer.
+async fn send(
+    message: &Message,
+    shared: &Shared,
+    service: &mut OffloadService<Upstream>,
+) -> (
+    Option<u64>,
+    Result<Response<OffloadBody<Incoming>>, hyper_util::client::legacy::Error>,
+) {
+    let mut request = shared.post(message.bytes.clone());
+    for (name, value) in &message.routing {
+        request.headers_mut().insert(name, value.clone());
+    }
+    let generation = {
+        let session = shared.lock();
+        session.id.as_ref().map(|_| session.generation)
+    };
+    (generation, service.call(request).await)
+}
+
+/// A new session in place of the one the server dropped (generation
+/// `dropped`): the agent's `initialize` again (its answer is not relayed:
+/// the agent has had one), then `notifications/initialized`, then the
+/// server's GET stream again. Done once however many requests saw the 404.
+async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
+    let _one_at_a_time = shared.renewing.lock().await;
+    let initialize = {
+        let mut session = shared.lock();
+        if session.generation != dropped {
+            return;
+        }
+        session.generation += 1;
+        session.id = None;
+        session.stream_opened = false;
+        session.initialize.clone()
+    };
+    let Some(initialize) = initialize else { return };
+    let (parts, _) = shared.post(initialize.clone()).into_parts();
+    match shared.send_upstream(parts, initialize).await {
+        Ok(response) if response.status().is_success() => {
+            shared.remember_session(response.headers());
+            let _ = response.into_body().collect().await;
+        }
+        Ok(response) => {
+            tracing::warn!(target: "tower_lro", status = %response.status(), "the server refused a new session");
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(target: "tower_lro", "a new session: {}", error_kind(&e));
+            return;
+        }
+    }
+    let initialized =
+        Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let (parts, _) = shared.post(initialized.clone()).into_parts();
+    let _ = shared.send_upstream(parts, initialized).await;
+    open_stream(shared);
 }
 
 /// A short, address-free account of a client error.
@@ -452,6 +532,31 @@ async fn goodbye(shared: &Shared) {
 }
 
 impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a request to the server, registering as an LRO proxy on the
+    /// way (the header, and `clientInfo.proxy` in `initialize`).
+    async fn send_upstream(
+        &self,
+        mut parts: http::request::Parts,
+        bytes: Bytes,
+    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+        let bytes = if self.announce {
+            parts.headers.insert(
+                HeaderName::from_static(DEFAULT_PROXY_HEADER),
+                HeaderValue::from_static("1"),
+            );
+            announce_in_initialize(bytes)
+        } else {
+            bytes
+        };
+        self.client
+            .request(Request::from_parts(parts, Full::new(bytes)))
+            .await
+    }
+
     /// A POST of one message, with the session's headers.
     fn post(&self, body: Bytes) -> Request<Full<Bytes>> {
         self.request(Method::POST, body)
@@ -564,24 +669,14 @@ impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
     fn call(&mut self, request: Request<RequestBody<Full<Bytes>>>) -> Self::Future {
         let shared = self.0.clone();
         Box::pin(async move {
-            let (mut parts, body) = request.into_parts();
+            let (parts, body) = request.into_parts();
             // Our own Full body inside the tee: it cannot fail.
             let bytes = body
                 .collect()
                 .await
                 .map(|c| c.to_bytes())
                 .unwrap_or_default();
-            let bytes = if shared.announce {
-                parts.headers.insert(
-                    HeaderName::from_static(DEFAULT_PROXY_HEADER),
-                    HeaderValue::from_static("1"),
-                );
-                announce_in_initialize(bytes)
-            } else {
-                bytes
-            };
-            let request = Request::from_parts(parts, Full::new(bytes));
-            shared.client.request(request).await
+            shared.send_upstream(parts, bytes).await
         })
     }
 }
