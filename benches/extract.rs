@@ -1,6 +1,7 @@
 //! Extraction against the `jq` binary, in the same run: recipe 6 (count by
-//! namespace, `jq -s`) and a custom per-record filter over a 10 MB file of
-//! full-detail memories, from the file on disk to the output lines (the
+//! namespace, `jq -s`) and a custom per-record filter over the offload file
+//! of a 10 MB result of full-detail memories (the table gives the file's
+//! size), from the file on disk to the output lines (the
 //! extractor: read, parse, evaluate, print one page of everything; `jq`:
 //! `tail -n +2 FILE | jq ...` through bash, output collected). A summary
 //! table gives the ratio jq / extractor (target: at least 3).
