@@ -176,3 +176,38 @@ fn bad_input_gets_one_line_and_a_failure_status() {
     let out = lro(&["extract", "f", "--recipe", "1", "--query", "."]);
     assert!(!out.status.success(), "recipe and query are exclusive");
 }
+
+#[test]
+fn rebuild_takes_the_rewritten_result_for_what_the_file_leaves_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+    let rows: Vec<Value> = (0..800)
+        .map(|i| json!({"id": i, "level": "info", "msg": format!("worker {i} started")}))
+        .collect();
+    let image = "iVBORw0KGgo".repeat(2000);
+    let original = json!({"content": [
+        {"type": "text", "text": serde_json::to_string(&rows).unwrap()},
+        {"type": "image", "data": image, "mimeType": "image/png"},
+    ]});
+    let call = ToolCall::new("query_logs", None);
+    let Outcome::Offloaded(o) = offloader
+        .process(&call, original.to_string().as_bytes())
+        .unwrap()
+    else {
+        panic!("not offloaded");
+    };
+    let file = o.file.path.to_str().unwrap().to_owned();
+    let alone = lro(&["rebuild", &file]);
+    assert!(!alone.status.success(), "the image is not in the file");
+    let err = String::from_utf8_lossy(&alone.stderr);
+    assert!(err.contains("--with") && err.lines().count() == 1, "{err}");
+    let rewritten = dir.path().join("result.json");
+    std::fs::write(&rewritten, &o.result).unwrap();
+    let out = stdout(&lro(&[
+        "rebuild",
+        &file,
+        "--with",
+        rewritten.to_str().unwrap(),
+    ]));
+    assert_eq!(serde_json::from_str::<Value>(out.trim()).unwrap(), original);
+}

@@ -30,6 +30,10 @@ pub struct InspectArgs {
 pub struct RebuildArgs {
     /// The offloaded JSONL file.
     file: PathBuf,
+    /// The rewritten result the client received (CallToolResult JSON), for
+    /// files that leave large parts (an image, a large `_meta`) to it.
+    #[arg(long, value_name = "RESULT_JSON_FILE")]
+    with: Option<PathBuf>,
 }
 
 /// `lro extract`.
@@ -219,8 +223,21 @@ fn kind(v: &Value) -> &'static str {
 
 /// Prints the original result.
 pub fn rebuild(args: &RebuildArgs) -> Result<(), String> {
-    let json =
-        tower_lro::rebuild_file(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let shown = args.file.display();
+    let json = match &args.with {
+        None => tower_lro::rebuild_file(&args.file).map_err(|e| match e {
+            tower_lro::RebuildError::NeedsRewrittenResult => {
+                format!("{shown}: {e}: pass it with --with RESULT_JSON_FILE")
+            }
+            e => format!("{shown}: {e}"),
+        })?,
+        Some(with) => {
+            let read =
+                |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+            tower_lro::rebuild_with(&read(&args.file)?, &read(with)?)
+                .map_err(|e| format!("{shown}: {e}"))?
+        }
+    };
     print(&format!("{json}\n"))
 }
 
