@@ -62,16 +62,20 @@ impl Serving {
         }
     }
 
-    /// The tools the layer answers (those the server does not list itself).
-    pub(crate) fn tools(&self) -> Vec<&'static str> {
-        let mut tools = Vec::with_capacity(2);
-        if !self.shadowed_extract.load(Ordering::Relaxed) {
-            tools.push(EXTRACT_TOOL);
-        }
-        if !self.shadowed_list.load(Ordering::Relaxed) {
-            tools.push(LIST_TOOL);
-        }
-        tools
+    /// The tools the layer answers (those the server does not list itself;
+    /// an empty name for one it does not answer).
+    pub(crate) fn tools(&self) -> [&'static str; 2] {
+        let answered = |shadowed: &AtomicBool, name| {
+            if shadowed.load(Ordering::Relaxed) {
+                ""
+            } else {
+                name
+            }
+        };
+        [
+            answered(&self.shadowed_extract, EXTRACT_TOOL),
+            answered(&self.shadowed_list, LIST_TOOL),
+        ]
     }
 
     /// Notes which of the layer's tools the server lists itself.

@@ -195,7 +195,13 @@ impl<S> OffloadService<S> {
         let mut extra = Extra::default();
         if shared.serves() {
             let caller = shared.serving.caller(&parts, session.as_deref());
-            if is_json(&parts.headers) {
+            let over_cap = parts
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                .is_some_and(|n| n > shared.max_request_bytes as u64);
+            // A body over the cap is never the layer's: it streams on at once.
+            if is_json(&parts.headers) && !over_cap {
                 let clone = self.inner.clone();
                 let inner = std::mem::replace(&mut self.inner, clone);
                 let req = Request::from_parts(parts, body);

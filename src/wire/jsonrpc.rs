@@ -588,7 +588,7 @@ pub(crate) fn classify_served(body: &[u8], tools: &[&str], ours: impl Fn(&str) -
     };
     match &*method {
         "tools/call" => match name.and_then(json_str) {
-            Some(tool) if tools.contains(&&*tool) => Served::Call {
+            Some(tool) if !tool.is_empty() && tools.contains(&&*tool) => Served::Call {
                 id,
                 tool: tool.into_owned(),
                 arguments: arguments.and_then(|a| serde_json::from_str(a.get()).ok()),
@@ -663,6 +663,12 @@ mod served_tests {
         ] {
             assert_eq!(c(other), Served::None, "{other}");
         }
+        // A shadowed tool is an empty name: a call named "" is not one.
+        let empty = br#"{"id":1,"method":"tools/call","params":{"name":"","x":"lro_"}}"#;
+        assert_eq!(
+            classify_served(empty, &["", "lro_list"], ours),
+            Served::None
+        );
     }
 }
 
