@@ -34,12 +34,15 @@
 //!    and schema (`stats`), recipes (`recipes`), the spec's types
 //!    (`descriptor`), the file store (`store`), events (`events`), and the
 //!    pipeline that ties them together (`pipeline` → `output` → `fallback`
-//!    → `offloader`; `rebuild` is the read side).
+//!    → `offloader`; `rebuild` is the read side; `serve` answers the
+//!    layer's own MCP requests: `lro_extract`, `lro_list`, `resources/read`).
 //! 4. On top, side by side: `middleware` — the tower layer, shaped like
 //!    `tower-http`'s middlewares (`layer` → `service` → `future` →
 //!    `respond` → `json_response` / `sse_rewrite` → `body`, with
 //!    `request_body` (the request tee) and `state` (what the services of
-//!    one layer share) below them); and `cleanup` — the custodial task.
+//!    one layer share) below them; `serve` reads a JSON `POST` first and
+//!    answers the layer's own requests, `caller` what is known of a
+//!    client); and `cleanup` — the custodial task.
 //! 5. `command` (feature `cli`) — what the `lro` binary runs: the local
 //!    stdio proxy ([`command::proxy`]) on top of the layer.
 //!

@@ -6,7 +6,10 @@
 //! `future` (waits for the response) → `respond` (decides: pass through,
 //! read as JSON, rewrite as events) → `json_response` (collect and rewrite
 //! a JSON body) → `body` (the response body) → `sse_rewrite` (the event
-//! stream rewriter) → `replay` (held frames played back); below all of
+//! stream rewriter) → `replay` (held frames played back); `serve` (a JSON
+//! `POST` read first: the layer's own answers to `lro_extract`, `lro_list`
+//! and `resources/read`, or the body played back to the inner service) and
+//! `caller` (what serving needs per layer and knows per client); below all of
 //! them `request_body` (the request tee), `state` (what the services of one
 //! layer share: the engine, proxy sessions, task calls), `memo` (what is
 //! remembered between requests, bounded), `sessions` and `budget` (the cap
