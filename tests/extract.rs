@@ -258,6 +258,7 @@ fn custom_queries_with_variables_match_jq() {
         q("[.[] | .items.skus | indices(\"x\\u007f\\u0001\")], ([1,2,1,2] | indices([1,2])), (\"a,b,c\" | indices(\",\"))").slurp(true).compact(true),
         q("[.[].shipped_at | values] | length, (map(select(. != null)) | sort_by(.) | .[0])").slurp(true),
         q("[.[] | .amount] | (add / length), (map(. * 1000 | round) | max), (.[0] | tostring)").slurp(true),
+        q("(null | setpath([2]; 1)), ([1] | .[3] = 2), (null | setpath([\"a\", 1, \"b\"]; 3)), ([1, 2] | .[-1] = 5), ([[0]] | .[0][2] |= 7)").compact(true),
         q(".customer | sub(\"Cliente\"; \"C\"), gsub(\"[aeiou]\"; \"_\"), [scan(\"[0-9]+\")], capture(\"(?<n>[0-9]+)\").n, [splits(\" +\")], test(\"\\\\d{1,3}\")").compact(true),
     ];
     for query in &queries {

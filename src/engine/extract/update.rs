@@ -60,6 +60,7 @@ pub(crate) fn map_index<'a, I: Iterator<Item = ValX<'a, Jv>>>(
         (Val::Obj(o), Val::TStr(_)) => map_entry(o, index, f),
         (Val::Null, Val::TStr(_)) => map_entry(Rc::default(), index, f),
         (Val::Arr(a), Val::Num(_)) => map_element(a, index, opt, f),
+        (Val::Null, Val::Num(_)) => map_element(Rc::default(), index, opt, f),
         (x @ (Val::Arr(_) | Val::Null), Val::Obj(o)) => {
             let get = |k: &str| o.get(&Val::from(k.to_owned())).cloned().map(Jv);
             let (start, end) = (get("start"), get("end"));
@@ -104,18 +105,26 @@ fn map_element<'a, I: Iterator<Item = ValX<'a, Jv>>>(
     use jaq_std::ValT as _;
     let len = a.len() as isize;
     let i = index.as_isize().map(|i| if i < 0 { i + len } else { i });
-    let Some(i) = i.filter(|i| (0..len).contains(i)) else {
+    let Some(i) = i.filter(|i| *i >= 0) else {
         let msg = format!("Out of bounds index {index}");
         return opt.fail(Jv(Val::Arr(a)), |_| exn(fail(msg)));
     };
-    guard::charge(container_cost(a.len()));
+    let i = i as usize;
+    let x = a.get(i).cloned().unwrap_or_default();
+    let y = f(Jv(x)).next().transpose()?;
+    // Past the end, jq 1.6 pads the array with nulls (charged first).
+    guard::charge(container_cost(a.len().max(i.saturating_add(1))));
     let v = Rc::make_mut(&mut a);
-    let x = std::mem::take(&mut v[i as usize]);
-    match f(Jv(x)).next().transpose()? {
-        Some(y) => v[i as usize] = y.0,
-        None => {
-            v.remove(i as usize);
+    match y {
+        Some(y) if i < v.len() => v[i] = y.0,
+        Some(y) => {
+            v.resize(i, Val::Null);
+            v.push(y.0);
         }
+        None if i < v.len() => {
+            v.remove(i);
+        }
+        None => {}
     }
     Ok(Jv(Val::Arr(a)))
 }
