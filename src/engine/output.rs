@@ -5,9 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::config::EffectivePolicy;
 use super::describe::{self, Facts};
-use super::descriptor::{
-    Detail, HEADER_TYPE, OffloadHeader, OffloadResponse, OffloadedResult, RecipeProgram,
-};
+use super::descriptor::{Detail, HEADER_TYPE, OffloadHeader, OffloadResponse, OffloadedResult};
 use super::events::PassReason;
 use super::offloader::Offloader;
 use super::outcome::{Offloaded, Outcome};
@@ -75,18 +73,16 @@ impl Offloader {
             structured_slim,
             structured_copy_key,
         } = extraction;
-        let stats = RecordStats::collect(records.view().iter());
-        let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
-        let recipes = recipes::build(&stats, kind, detail, records.view());
-        let programs = recipes.iter().map(|r| r.program.clone()).collect();
+        let (stats, detail, recipes) = plan(call, &records, kind);
         let id = ulid::Ulid::new();
-        let header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild, programs);
+        let mut header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild);
+        header.recipes = recipes.iter().map(|r| r.program.clone()).collect();
         let file_name = store::file_name(&header.operation, id);
         let file = File::new(records, &header);
         // Described before the write: a descriptor over its budget keeps
         // the result inline, and no file is left behind.
         let planned = self.store.dir().join(&file_name);
-        let described = Described { header: &header, stats: &stats, kind, recipes: &recipes };
+        let described = Described::new(&header, &stats, kind, &recipes);
         let response = match self.descriptor(&described, &planned, file.records()) {
             Ok(response) => response,
             Err(descriptor_tokens) => {
@@ -102,10 +98,7 @@ impl Offloader {
                 return self.truncate(parsed, rebuild, records, error, estimated_tokens, threshold);
             }
         };
-        let response = match path == planned {
-            true => response,
-            false => self.descriptor(&described, &path, file.records()).unwrap_or(response),
-        };
+        let response = self.rewritten_for(&described, (&planned, response), &path, &file);
         drop(file);
         let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
         // The descriptor first, with the annotations of the first block it
@@ -152,7 +145,6 @@ impl Offloader {
         estimated_tokens: usize,
         detail: Detail,
         rebuild: Rebuild,
-        recipes: Vec<RecipeProgram>,
     ) -> OffloadHeader {
         let created_at: DateTime<Utc> = id.datetime().into();
         let timestamp = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -168,7 +160,7 @@ impl Offloader {
             tool: Some(call.name.clone()),
             expires_at: Some(timestamp(expiry(created_at, self.config.ttl))),
             rebuild: Some(rebuild),
-            recipes,
+            recipes: Vec::new(),
             owner: call.owner.clone(),
         }
     }
@@ -196,12 +188,57 @@ impl Offloader {
     }
 }
 
+/// The records' statistics, their detail level and their recipes.
+fn plan(
+    call: &ToolCall,
+    records: &Records,
+    kind: RecordKind,
+) -> (RecordStats, Detail, Vec<Recipe>) {
+    let stats = RecordStats::collect(records.view().iter());
+    let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
+    let recipes = recipes::build(&stats, kind, detail, records.view());
+    (stats, detail, recipes)
+}
+
+impl Offloader {
+    /// The descriptor of the file the store wrote at `path`: the one made
+    /// for the planned path when the store wrote there.
+    fn rewritten_for(
+        &self,
+        d: &Described<'_>,
+        (planned, response): (&std::path::Path, OffloadResponse),
+        path: &std::path::Path,
+        file: &File,
+    ) -> OffloadResponse {
+        if path == planned {
+            return response;
+        }
+        self.descriptor(d, path, file.records()).unwrap_or(response)
+    }
+}
+
 /// What the descriptor is made of, besides the file's path and records.
 struct Described<'a> {
     header: &'a OffloadHeader,
     stats: &'a RecordStats,
     kind: RecordKind,
     recipes: &'a [Recipe],
+}
+
+impl<'a> Described<'a> {
+    fn new(
+        header: &'a OffloadHeader,
+        stats: &'a RecordStats,
+        kind: RecordKind,
+        recipes: &'a [Recipe],
+    ) -> Self {
+        Described {
+            header,
+            stats,
+            kind,
+            recipes,
+        }
+    }
 }
 
 /// `structuredContent` whose member `key` copied the text as a string: now

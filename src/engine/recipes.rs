@@ -144,129 +144,145 @@ type Row = (
     &'static [(&'static str, &'static str)],
 );
 
-/// The specification's recipe table, exactly (as rendered with the
-/// default parameters).
-fn memory_recipes(detail: Detail) -> Vec<Recipe> {
-    use Role::*;
-    let mut table: Vec<Row> = vec![
-        (
-            "List titles with namespaces",
-            "titles+namespaces",
-            Browse,
-            "r",
-            "[.title, .namespace] | @tsv",
-            &[],
-        ),
-        (
-            "Filter by namespace prefix",
-            "filter namespace",
-            Filter,
-            "",
-            "select(.namespace | startswith($namespace))",
-            &[("namespace", "_semantic")],
-        ),
-        (
-            "Search titles by keyword",
-            "search titles",
-            Search,
-            "",
-            "select(.title | test($keyword; \"i\"))",
-            &[("keyword", "keyword")],
-        ),
-        (
-            "Extract IDs and titles only",
-            "IDs+titles",
-            Browse,
-            "",
-            "{id, title, namespace}",
-            &[],
-        ),
-        (
-            "Filter by memory type",
-            "filter type",
-            Filter,
-            "",
-            "select(.memory_type == $memory_type)",
-            &[("memory_type", "semantic")],
-        ),
-        (
-            "Count by namespace",
-            "count by namespace",
-            Analyze,
-            "s",
-            "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
-            &[],
-        ),
-        (
-            "Filter by tag",
-            "filter tag",
-            Filter,
-            "",
-            "select(.tags | index($tag))",
-            &[("tag", "TAG")],
-        ),
-        (
-            "Sort by created date",
-            "sort by date",
-            Analyze,
-            "s",
-            "sort_by(.created)",
-            &[],
-        ),
-    ];
-    let search_content: Row = (
+/// The spec's recipes 1 to 8, in every table.
+const MEMORY_TABLE: [Row; 8] = [
+    (
+        "List titles with namespaces",
+        "titles+namespaces",
+        Role::Browse,
+        "r",
+        "[.title, .namespace] | @tsv",
+        &[],
+    ),
+    (
+        "Filter by namespace prefix",
+        "filter namespace",
+        Role::Filter,
+        "",
+        "select(.namespace | startswith($namespace))",
+        &[("namespace", "_semantic")],
+    ),
+    (
+        "Search titles by keyword",
+        "search titles",
+        Role::Search,
+        "",
+        "select(.title | test($keyword; \"i\"))",
+        &[("keyword", "keyword")],
+    ),
+    (
+        "Extract IDs and titles only",
+        "IDs+titles",
+        Role::Browse,
+        "",
+        "{id, title, namespace}",
+        &[],
+    ),
+    (
+        "Filter by memory type",
+        "filter type",
+        Role::Filter,
+        "",
+        "select(.memory_type == $memory_type)",
+        &[("memory_type", "semantic")],
+    ),
+    (
+        "Count by namespace",
+        "count by namespace",
+        Role::Analyze,
+        "s",
+        "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
+        &[],
+    ),
+    (
+        "Filter by tag",
+        "filter tag",
+        Role::Filter,
+        "",
+        "select(.tags | index($tag))",
+        &[("tag", "TAG")],
+    ),
+    (
+        "Sort by created date",
+        "sort by date",
+        Role::Analyze,
+        "s",
+        "sort_by(.created)",
+        &[],
+    ),
+];
+
+/// Recipes 9 and 10 at medium detail.
+const MEMORY_MEDIUM: [Row; 2] = [
+    (
+        "Sort by confidence desc",
+        "sort by confidence",
+        Role::Analyze,
+        "s",
+        "sort_by(.confidence) | reverse",
+        &[],
+    ),
+    (
         "Full-text search in content",
         "search content",
-        Search,
+        Role::Search,
         "",
         "select(.content | test($keyword; \"i\"))",
         &[("keyword", "keyword")],
-    );
-    let adaptive: [Row; 2] = match detail {
-        Detail::Medium => [
-            (
-                "Sort by confidence desc",
-                "sort by confidence",
-                Analyze,
-                "s",
-                "sort_by(.confidence) | reverse",
-                &[],
-            ),
-            search_content,
-        ],
-        Detail::Full => [
-            (
-                "Sort by confidence desc",
-                "sort by confidence",
-                Analyze,
-                "s",
-                "sort_by(.provenance.confidence) | reverse",
-                &[],
-            ),
-            search_content,
-        ],
-        Detail::Light => [
-            (
-                "List unique namespaces",
-                "unique namespaces",
-                Browse,
-                "s",
-                "map(.namespace) | unique",
-                &[],
-            ),
-            (
-                "Count by memory_type",
-                "count by type",
-                Analyze,
-                "s",
-                "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
-                &[],
-            ),
-        ],
+    ),
+];
+
+/// Recipes 9 and 10 at full detail.
+const MEMORY_FULL: [Row; 2] = [
+    (
+        "Sort by confidence desc",
+        "sort by confidence",
+        Role::Analyze,
+        "s",
+        "sort_by(.provenance.confidence) | reverse",
+        &[],
+    ),
+    (
+        "Full-text search in content",
+        "search content",
+        Role::Search,
+        "",
+        "select(.content | test($keyword; \"i\"))",
+        &[("keyword", "keyword")],
+    ),
+];
+
+/// Recipes 9 and 10 at light detail.
+const MEMORY_LIGHT: [Row; 2] = [
+    (
+        "List unique namespaces",
+        "unique namespaces",
+        Role::Browse,
+        "s",
+        "map(.namespace) | unique",
+        &[],
+    ),
+    (
+        "Count by memory_type",
+        "count by type",
+        Role::Analyze,
+        "s",
+        "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
+        &[],
+    ),
+];
+
+/// The specification's recipe table, exactly (as rendered with the
+/// default parameters).
+fn memory_recipes(detail: Detail) -> Vec<Recipe> {
+    let adaptive = match detail {
+        Detail::Light => MEMORY_LIGHT,
+        Detail::Medium => MEMORY_MEDIUM,
+        Detail::Full => MEMORY_FULL,
     };
-    table.extend(adaptive);
-    table
+    MEMORY_TABLE
         .into_iter()
+        .chain(adaptive)
         .map(|(description, short, role, flags, filter, params)| {
             let mut program = RecipeProgram::new(flags, filter);
             for (k, v) in params {

@@ -397,6 +397,16 @@ fn tree_recipes(b: &mut Builder, children: &str, r: &Roles<'_>, records: Records
         &format!("{name}s in the whole tree"),
         kw.as_deref(),
     );
+    tree_shape_recipes(b, children, r, &all_nodes);
+}
+
+/// The tree's shape: depth, widest nodes, nodes by category, node fields,
+/// top-level names.
+fn tree_shape_recipes(b: &mut Builder, children: &str, r: &Roles<'_>, all_nodes: &str) {
+    use Role::*;
+    let kids = path(children);
+    let name = r.label.filter(|l| *l != children).unwrap_or("name");
+    let np = path(name);
     b.all(
         "Depth of the tree".into(),
         "depth",

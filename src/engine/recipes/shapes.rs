@@ -94,6 +94,12 @@ pub(super) fn line_recipes(b: &mut Builder, records: RecordsView<'_>, grouped: b
         "",
         "length".into(),
     );
+    line_analysis(b);
+}
+
+/// Line recipes that count, group and measure.
+fn line_analysis(b: &mut Builder) {
+    use Role::*;
     b.all(
         "Most repeated lines (top 20)".into(),
         "repeated lines",
@@ -182,6 +188,12 @@ fn text_recipes(b: &mut Builder, text: &str, kw: Option<String>, grouped: bool) 
         format!("{e}{text} as $s | [$s | match($keyword; \"gi\").offset] | .[:20][] | $s[(if . > 80 then . - 80 else 0 end):(. + 80)]"),
         &[("keyword", kw)],
     );
+    text_pieces(b, text, grouped);
+}
+
+/// Pieces of a long text and its words.
+fn text_pieces(b: &mut Builder, text: &str, grouped: bool) {
+    use Role::*;
     b.each(
         "Characters 500 to 1500".into(),
         "middle",
