@@ -59,11 +59,27 @@
 //!
 //! # Detail level
 //!
-//! The call's `detail` argument (`light`, `medium`, `full`), else the tool's
-//! default (`light` for `recall_memories`, `medium` for `inject_context`),
-//! else inferred from the records (`provenance` → full, a flattened
-//! `confidence` → medium, else light). It appears in the header, the summary
-//! and the guidance, and selects recipes 9 and 10 for memory records.
+//! The level the records show, when they are objects: `provenance` → full,
+//! a flattened `confidence` or a `content` → medium, else light. The call's
+//! `detail` argument and the tool's default (`light` for recall_memories,
+//! `medium` for inject_context) name it only for records that are not
+//! objects: a recall without `detail` that returned full records is labelled
+//! full, and its recipes use fields the records have. It appears in the
+//! header, the summary and the guidance, and selects recipes 9 and 10 for
+//! memory records.
+//!
+//! # The descriptor
+//!
+//! At most about 1,200 estimated tokens whatever the records hold (else the
+//! result stays inline, `PassReason::DescriptorTooLarge`); with the default
+//! threshold (1,600) always smaller than the result it replaces. Its
+//! guidance is the spec's `lro_extract` template when extraction is on, the
+//! shell template otherwise. A paged result (a cursor, `has_more` or a total
+//! beyond the count in `structuredContent` or around a JSON text's records)
+//! gets a `page` addition: the file holds this page, the total when known,
+//! and how to ask for the next one. The spec forbids a result offloaded with
+//! an active cursor; a layer cannot stop a server from paging, so it tells
+//! the agent instead.
 //!
 //! # Example
 //!
