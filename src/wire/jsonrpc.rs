@@ -564,7 +564,7 @@ pub(crate) fn classify_served(body: &[u8], tools: &[&str], ours: impl Fn(&str) -
         || named(b"tools/list")
         || named(b"initialize")
         || named(b"server/discover");
-    if !maybe || body.trim_ascii_start().first() != Some(&b'{') {
+    if !maybe || !body.trim_ascii_start().starts_with(b"{") {
         return Served::None;
     }
     let Some(r) = std::str::from_utf8(body).ok().and_then(Request::read) else {
@@ -579,7 +579,7 @@ pub(crate) fn classify_served(body: &[u8], tools: &[&str], ours: impl Fn(&str) -
     let names = ["name", "arguments", "uri", "cursor", "_meta"];
     let [name, arguments, uri, cursor, meta] = r
         .params
-        .filter(|p| p.get().starts_with('{'))
+        .filter(|p| p.get().starts_with("{"))
         .and_then(|p| members(p.get(), names).ok())
         .unwrap_or_default();
     let protocol = || {
