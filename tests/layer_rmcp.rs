@@ -69,8 +69,8 @@ async fn scenario(mode: Mode, version: ProtocolVersion) {
     assert_eq!(d.summary.operation, "recall");
     assert_eq!(
         d.summary.detail,
-        tower_lro::Detail::Light,
-        "recall_memories defaults to light"
+        tower_lro::Detail::Full,
+        "the records' level (full memories), not the tool's default (light)"
     );
 }
 
