@@ -408,3 +408,92 @@ async fn a_session_the_server_dropped_is_renewed_without_the_agent_noticing() {
     assert_eq!(now.len(), 1, "one new session");
     assert_ne!(now, ids);
 }
+
+/// Starts the third-party `@modelcontextprotocol/server-everything` in its
+/// streamable-HTTP mode on a free loopback port (killed on drop).
+async fn everything_server(dir: &Path) -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new("node")
+        .arg(dir.join("everything_server.mjs"))
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let port = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(port) = line.strip_prefix("LISTENING ") {
+                return port.trim().parse::<u16>().unwrap();
+            }
+        }
+        panic!("server-everything ended before listening");
+    })
+    .await
+    .expect("server-everything listens within 30 s");
+    // Keep reading what it prints: a closed pipe would kill it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_third_party_server_through_the_proxy() {
+    let Some(dir) = interop_setup() else {
+        return;
+    };
+    let (_server, port) = everything_server(&dir).await;
+    let proxy_dir = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(dir.join(".venv/bin/python"));
+    cmd.arg(dir.join("everything_client.py"))
+        .arg(env!("CARGO_BIN_EXE_lro"))
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .arg(proxy_dir.path());
+    let out = output_within(cmd, CLIENT_TIMEOUT, "python client of server-everything").await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(stdout.trim()).expect("JSON");
+    let (direct, proxied) = (&v["direct"], &v["proxied"]);
+    let mut tools = direct["tools"].as_array().unwrap().clone();
+    assert!(
+        tools.len() >= 5,
+        "server-everything lists its tools: {tools:?}"
+    );
+    tools.extend([Value::from("lro_extract"), Value::from("lro_list")]);
+    tools.sort_by_key(|t| t.as_str().unwrap().to_owned());
+    assert_eq!(
+        proxied["tools"],
+        Value::from(tools),
+        "its tools, and the proxy's two"
+    );
+    let (calls, through) = (
+        direct["calls"].as_array().unwrap(),
+        proxied["calls"].as_array().unwrap(),
+    );
+    for (n, (d, p)) in calls.iter().zip(through).take(4).enumerate() {
+        assert_eq!(
+            ok(p, "proxied"),
+            ok(d, "direct"),
+            "call {n}: small results unchanged"
+        );
+    }
+    // The large echo: a descriptor, and the file rebuilds the direct answer.
+    let d = checked_descriptor(ok(&through[4], "large"), "server-everything large echo");
+    assert!(Path::new(&d.file_path).starts_with(proxy_dir.path()));
+    let rebuilt: Value =
+        serde_json::from_str(&tower_lro::rebuild_file(&d.file_path).unwrap()).unwrap();
+    assert_eq!(
+        rebuilt["content"],
+        ok(&calls[4], "direct large")["content"],
+        "nothing lost"
+    );
+    let text = rebuilt["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with(v["large"].as_str().unwrap()),
+        "the echo is whole"
+    );
+}

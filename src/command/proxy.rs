@@ -57,6 +57,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The longest line read from the agent (a message of 64 MiB).
 pub const MAX_LINE_BYTES: usize = 64 << 20;
+/// How long a message sent in order may take to be taken by the server.
+const IN_ORDER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the end of the session (`DELETE`) may take at exit.
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -206,7 +208,22 @@ async fn read_lines<R: AsyncRead + Unpin>(
         let Some(message) = message_of(&line, shared) else {
             continue;
         };
-        tasks.spawn(relay(message, shared.clone(), service.clone()));
+        // Order matters to the server (a tools/list must not overtake the
+        // notifications/initialized before it): notifications, answers to
+        // the server and `initialize` are sent and acknowledged before the
+        // next line is read; other requests run on their own, so a long
+        // tool call never holds back the agent's answer to a server request.
+        if message.in_order() {
+            let relayed = relay(message, shared.clone(), service.clone());
+            if tokio::time::timeout(IN_ORDER_TIMEOUT, relayed)
+                .await
+                .is_err()
+            {
+                tracing::warn!(target: "tower_lro", "the server took over {IN_ORDER_TIMEOUT:?} to take a message");
+            }
+        } else {
+            tasks.spawn(relay(message, shared.clone(), service.clone()));
+        }
         while tasks.try_join_next().is_some() {}
     }
     while tasks.join_next().await.is_some() {}
@@ -242,6 +259,13 @@ struct Message {
 }
 
 impl Message {
+    /// Whether the message must reach the server before the next one is
+    /// sent: anything but a request, and `initialize` (later requests need
+    /// its session).
+    fn in_order(&self) -> bool {
+        self.request_id.is_none() || self.method.as_deref() == Some("initialize")
+    }
+
     fn new(text: &str, value: &Value) -> Message {
         let method = value
             .get("method")
