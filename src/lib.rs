@@ -44,7 +44,7 @@
 //!    answers the layer's own requests, `caller` what is known of a
 //!    client); and `cleanup` — the custodial task.
 //! 5. `command` (feature `cli`) — what the `lro` binary runs: the local
-//!    stdio proxy ([`command::proxy`]) on top of the layer.
+//!    stdio proxy (`command::proxy`) on top of the layer.
 //!
 //! All modules are private; the public surface below is re-exported here,
 //! once.
