@@ -385,11 +385,9 @@ fn the_descriptor_tells_when_the_file_expires_and_what_score_range_is() {
     let case = &shapes::memories()[1];
     let off = offload(&o, &case.call, &case.result);
     let header = file_header(&off.file.path);
-    assert_eq!(
-        off.response.expires_at,
-        header["expires_at"].as_str().unwrap()
-    );
-    chrono::DateTime::parse_from_rfc3339(&off.response.expires_at).unwrap();
+    assert_eq!(off.response.expires_after_seconds, Some(3600));
+    let at = |k: &str| chrono::DateTime::parse_from_rfc3339(header[k].as_str().unwrap()).unwrap();
+    assert_eq!((at("expires_at") - at("timestamp")).num_seconds(), 3600);
     assert_eq!(
         off.response.summary.score_field.as_deref(),
         Some("confidence")

@@ -44,6 +44,8 @@ pub(crate) struct Facts<'a> {
     /// The guidance points at `lro_extract` rather than the shell.
     pub extraction: bool,
     pub estimator: &'a dyn TokenEstimator,
+    /// The file's time to live, when it has one.
+    pub ttl: Option<std::time::Duration>,
 }
 
 /// How much a descriptor tells beyond what the spec requires.
@@ -118,7 +120,7 @@ fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
         } else {
             String::new()
         },
-        expires_at: f.header.expires_at.clone().unwrap_or_default(),
+        expires_after_seconds: f.ttl.map(|t| t.as_secs()),
         page: paging::page_info(f.header.rebuild.as_ref(), count, tool),
     }
 }

@@ -235,10 +235,12 @@ pub struct OffloadResponse {
     /// the data, so the reader can judge it before opening the file.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub preview: String,
-    /// Addition: when the file expires (ISO 8601); after that it may be
-    /// deleted and extraction refuses it.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub expires_at: String,
+    /// Addition: the file expires this many seconds after it was written
+    /// (the header's `expires_at` says when); after that it may be deleted
+    /// and extraction refuses it. Relative, so that the same result always
+    /// gets the same descriptor apart from the file name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_after_seconds: Option<u64>,
     /// Addition: the result was one page of a paged listing (it carried a
     /// cursor, `has_more` or a total beyond its count): the file holds
     /// this page only.
@@ -302,8 +304,8 @@ pub struct OffloadSummary {
     pub score_field: Option<String>,
 }
 
-/// A ready-to-run jq command. Its `Debug` shows the description only (a
-/// command may quote values from the data).
+/// A ready-to-run jq command. Its `Debug` shows neither (a command or a
+/// description may quote values from the data).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JqRecipe {
     /// Human-readable description of what this recipe does.
@@ -393,7 +395,7 @@ impl std::fmt::Debug for OffloadSummary {
 impl std::fmt::Debug for JqRecipe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JqRecipe")
-            .field("description", &self.description)
+            .field("description_chars", &self.description.chars().count())
             .finish_non_exhaustive()
     }
 }

@@ -184,6 +184,7 @@ impl Offloader {
             preview_chars: self.config.preview_chars,
             extraction: self.config.extraction,
             estimator: &*self.estimator,
+            ttl: Some(self.config.ttl),
         })
     }
 }
