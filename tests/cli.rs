@@ -124,7 +124,7 @@ fn extract_runs_the_files_recipes_with_params() {
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(
-        err.starts_with("lro: recipe 2 has no parameter \"nope\""),
+        err.starts_with("lro: recipe 2 has no parameter \"nope\"; accepted parameters: namespace"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "one line: {err}");

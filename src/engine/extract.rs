@@ -463,6 +463,10 @@ pub enum ExtractError {
     /// A recipe command that is not `tail -n +2 FILE | jq [FLAGS] FILTER`.
     #[error("not a recipe command: {0}")]
     BadRecipe(String),
+    /// A recipe number or parameters a file's recipes do not take (see
+    /// [`OffloadHeader::recipe_query`](crate::OffloadHeader::recipe_query)).
+    #[error("{0}")]
+    BadArguments(String),
     /// The evaluation did not finish within [`ExtractLimits::time_limit`].
     #[error("the query did not finish within {0:?}")]
     Timeout(Duration),

@@ -280,39 +280,14 @@ pub fn extract(args: &ExtractArgs) -> Result<(), String> {
 
 /// Recipe `n` of the file, its parameters from `--param NAME=VALUE`.
 fn recipe_query(header: &OffloadHeader, n: usize, params: &[String]) -> Result<Query, String> {
-    let count = header.recipes.len();
-    let recipe = n
-        .checked_sub(1)
-        .and_then(|i| header.recipes.get(i))
-        .ok_or_else(|| format!("the file has recipes 1 to {count}, not {n}"))?;
-    let mut values = recipe.params.clone();
+    let mut given = serde_json::Map::new();
     for param in params {
         let (name, value) = param
             .split_once('=')
             .ok_or_else(|| format!("--param {param:?}: expected NAME=VALUE"))?;
-        let Some(slot) = values.get_mut(name) else {
-            let accepted: Vec<&str> = recipe.params.keys().map(String::as_str).collect();
-            let accepted = if accepted.is_empty() {
-                "none".into()
-            } else {
-                accepted.join(", ")
-            };
-            return Err(format!(
-                "recipe {n} has no parameter {name:?} (it takes: {accepted})"
-            ));
-        };
-        *slot = value.to_owned();
+        given.insert(name.to_owned(), Value::String(value.to_owned()));
     }
-    let flags = JqFlags {
-        slurp: recipe.flags.contains('s'),
-        raw: recipe.flags.contains('r'),
-        compact: recipe.flags.contains('c'),
-    };
-    let mut query = Query::new(recipe.filter.clone()).flags(flags);
-    for (name, value) in values {
-        query = query.var(name, Value::String(value));
-    }
-    Ok(query)
+    header.recipe_query(n, &given).map_err(|e| e.to_string())
 }
 
 /// Deletes (or lists, with --dry-run) the expired files.

@@ -145,6 +145,22 @@ pub(crate) fn cut(s: &str) -> String {
     out
 }
 
+impl crate::OffloadHeader {
+    /// The jq query of this file's recipe `n` (1 to the number of its
+    /// [`recipes`](crate::OffloadHeader::recipes)), with `params` as its
+    /// jq variables (a parameter not given keeps the value the descriptor's
+    /// shell command shows; a number where the command shows one). The same
+    /// query `lro_extract` runs. Errors name the recipes and parameters
+    /// there are.
+    pub fn recipe_query(
+        &self,
+        n: usize,
+        params: &Map<String, Value>,
+    ) -> Result<Query, crate::ExtractError> {
+        recipe_query(&self.recipes, n, params).map_err(|e| crate::ExtractError::BadArguments(e.0))
+    }
+}
+
 /// The jq query of recipe `n` of a file whose recipes are `recipes`, with
 /// `params` as its variables (each parameter not given keeps the value the
 /// descriptor's shell command shows).
