@@ -114,8 +114,12 @@ fn keywords_are_short_real_words_and_the_descriptor_stays_small() {
         // The value alone, and the value in records with a real word.
         let alone =
             json!({"content": [{"type": "text", "text": ([value.as_str(); 4].join("\n"))}]});
-        let rows: Vec<Value> = (0..4)
-            .map(|i| json!({"text": format!("{value} cache entry {i}")}))
+        // In half the records: frequent enough to be picked if it were a word.
+        let rows: Vec<Value> = (0..8)
+            .map(|i| match i % 2 {
+                0 => json!({"text": format!("{value} cache entry {i}")}),
+                _ => json!({"text": format!("{value}{value} entry {i}")}),
+            })
             .collect();
         for result in [alone, text_result(&rows)] {
             let off = offload(&o, &ToolCall::new("dump", None), &result);
