@@ -273,10 +273,19 @@ async fn images_stay_beside_the_descriptor() {
     let o = call(without, v, "chart", json!({})).await;
     let rv = serde_json::to_value(&r).unwrap();
     let ov = serde_json::to_value(&o).unwrap();
-    assert_eq!(rv["content"].as_array().unwrap().len(), 2);
-    assert_eq!(rv["content"][1], ov["content"][0], "image block intact");
+    // The descriptor, the link to the file (2025-06-18 knows resource
+    // links), then the image.
+    assert_eq!(rv["content"].as_array().unwrap().len(), 3);
+    assert_eq!(rv["content"][2], ov["content"][0], "image block intact");
     let d = descriptor(&r);
     assert_eq!(d.summary.count, 600);
+    let name = std::path::Path::new(&d.file_path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert_eq!(rv["content"][1]["type"], "resource_link");
+    assert_eq!(rv["content"][1]["uri"], tower_lro::resource_uri(name));
     let rebuilt: CallToolResult =
         serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(rebuilt, o);

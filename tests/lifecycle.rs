@@ -507,8 +507,8 @@ fn invalid_values_name_the_key_and_the_value() {
             "invalid value \"yes\" for prompt.offload.enabled: expected true or false",
         ),
         (
-            "[prompt.offload]\nttl_seconds = 0",
-            "invalid value 0 for prompt.offload.ttl_seconds: expected a positive integer",
+            "[prompt.offload]\nttl_seconds = -1",
+            "invalid value -1 for prompt.offload.ttl_seconds: expected a non-negative integer",
         ),
         (
             "[prompt.offload]\noutput_dir = 3",
