@@ -239,12 +239,26 @@ async fn conformance(mode: Mode) {
         Some(OffloadLayer::builder().output_dir(out.path()).build()),
     )
     .await;
+    // Counts the results the eager layer judged and kept inline because
+    // their descriptor would not have been smaller.
+    let kept = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = kept.clone();
+    let hook = tower_lro::EventHook::callback(move |event| {
+        if let tower_lro::OffloadEvent::PassedThrough {
+            reason: tower_lro::PassReason::DescriptorTooLarge { .. },
+            ..
+        } = event
+        {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
     let eager = serve_mcp(
         mcp_service(mode),
         Some(
             OffloadLayer::builder()
                 .output_dir(out.path())
                 .threshold_tokens(1)
+                .event_hook(hook)
                 .build(),
         ),
     )
@@ -257,10 +271,15 @@ async fn conformance(mode: Mode) {
     );
     assert!(p.len() >= 30, "the suite ran {} server scenarios", p.len());
     compare(mode, &p, &[("layer", &d), ("layer, threshold 1", &e)]);
-    // The eager layer really offloaded conformance results.
+    // The eager layer really judged conformance results: the suite's are
+    // all small, so each descriptor would have been larger than its result
+    // and they stay inline (a descriptor is never larger than the result).
     let files = std::fs::read_dir(out.path()).unwrap().count();
-    eprintln!("{mode:?}: {files} files offloaded by the threshold-1 layer");
-    assert!(files > 0, "{mode:?}: threshold 1 offloaded nothing");
+    let judged = kept.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!(
+        "{mode:?}: threshold 1: {files} files, {judged} results kept inline as smaller than a descriptor"
+    );
+    assert!(files + judged > 0, "{mode:?}: threshold 1 judged nothing");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -36,7 +36,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tower::{Layer, ServiceExt, service_fn};
-use tower_lro::{EventHook, OffloadLayer, OffloadResponse, RequestBody, rebuild_file};
+use tower_lro::{
+    EventHook, OffloadLayer, OffloadResponse, RebuildError, RequestBody, rebuild_file, rebuild_with,
+};
 
 // ---------------------------------------------------------------------------
 // Bounds
@@ -650,6 +652,52 @@ enum Canon {
 }
 
 /// Valid JSON text read as a [`Canon`]; `None` if not valid.
+/// Equal except for the layout of JSON texts in text blocks: a large JSON
+/// text laid out irregularly is rebuilt compact (equal as JSON; see
+/// `tower_lro::rebuild`). Texts compare without the whitespace between
+/// their tokens (no parse: fuzzed texts nest deeper than serde_json reads).
+fn same_but_text_layout(rebuilt: &str, original: &str) -> bool {
+    match (canon(rebuilt), canon(original)) {
+        (Some(a), Some(b)) => texts_without_layout(a) == texts_without_layout(b),
+        _ => false,
+    }
+}
+
+/// A result with the text of each content block without its layout.
+fn texts_without_layout(result: Canon) -> Canon {
+    let Canon::Obj(mut top) = result else {
+        return result;
+    };
+    let utf16 = |s: &str| -> Vec<u16> { s.encode_utf16().collect() };
+    if let Some(Canon::Arr(blocks)) = top.get_mut(&utf16("content")) {
+        for block in blocks {
+            if let Canon::Obj(members) = block
+                && let Some(Canon::Str(text)) = members.get_mut(&utf16("text"))
+            {
+                *text = utf16(&without_layout(&String::from_utf16_lossy(text)));
+            }
+        }
+    }
+    Canon::Obj(top)
+}
+
+/// `text` without JSON whitespace outside string literals.
+fn without_layout(text: &str) -> String {
+    let (mut out, mut in_string, mut escaped) = (String::with_capacity(text.len()), false, false);
+    for c in text.chars() {
+        if in_string {
+            in_string = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
+            continue;
+        } else {
+            in_string = c == '"';
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn canon(text: &str) -> Option<Canon> {
     serde_json::from_str::<&RawValue>(text).ok()?;
     let mut p = Reader { s: text, i: 0 };
@@ -963,11 +1011,19 @@ fn check_rewritten_result(old: &str, new: &str) -> Result<(), TestCaseError> {
         .map_err(|e| TestCaseError::fail(format!("not a descriptor ({e}): {text:.300}")))?;
     prop_assert!(d.offloaded);
     prop_assert_eq!(d.jq_recipes.len(), 10);
-    let rebuilt = rebuild_file(&d.file_path);
+    // The file alone, or with the rewritten result when it leaves large
+    // kept parts to it.
+    let rebuilt = match rebuild_file(&d.file_path) {
+        Err(RebuildError::NeedsRewrittenResult) => std::fs::read_to_string(&d.file_path)
+            .map_err(RebuildError::from)
+            .and_then(|file| rebuild_with(&file, new)),
+        other => other,
+    };
     let _ = std::fs::remove_file(&d.file_path);
     let rebuilt = rebuilt.map_err(|e| TestCaseError::fail(format!("rebuild failed: {e}")))?;
     prop_assert!(
-        canon(&rebuilt) == canon(old) && canon(old).is_some(),
+        canon(old).is_some()
+            && (canon(&rebuilt) == canon(old) || same_but_text_layout(&rebuilt, old)),
         "the file does not rebuild the result:\n{:.600}\n{:.600}",
         old,
         rebuilt

@@ -576,8 +576,9 @@ fn per_tool_policy_and_the_byte_trigger() {
         Outcome::Inline(PassReason::UnderThreshold { .. })
     ));
     assert!(matches!(outcome(&o, "other", &big), Outcome::Offloaded(_)));
-    // 5 light memories: well under 1600 tokens, but over 50.
-    let small = memory_tool_result(&MemoryGenerator::new(1).memories(5, Detail::Light));
+    // 20 light memories: under 1600 tokens, over 50, and larger than their
+    // descriptor (which is never larger than the result it replaces).
+    let small = memory_tool_result(&MemoryGenerator::new(1).memories(20, Detail::Light));
     assert!(matches!(
         outcome(&o, "other", &small),
         Outcome::Inline(PassReason::UnderThreshold { .. })
@@ -597,7 +598,7 @@ fn per_tool_policy_and_the_byte_trigger() {
             .tool_policy("exempt", ToolPolicy::new().max_tool_output_bytes(0)),
     );
     match outcome(&by_bytes, "other", &small) {
-        Outcome::Offloaded(off) => assert_eq!(off.response.summary.count, 5),
+        Outcome::Offloaded(off) => assert_eq!(off.response.summary.count, 20),
         other => panic!("expected an offload, got {other:?}"),
     }
     assert!(matches!(

@@ -126,7 +126,9 @@ pub enum PassReason {
     /// compresses anyway.
     Encoded(String),
     /// Even the smallest descriptor would be over its budget (about 1,200
-    /// estimated tokens; an output directory of a very long path).
+    /// estimated tokens; an output directory of a very long path), or not
+    /// smaller than the result it would replace (a threshold set below the
+    /// descriptor's size).
     DescriptorTooLarge {
         /// Estimated tokens of the smallest descriptor.
         descriptor_tokens: usize,

@@ -89,6 +89,15 @@ impl Offloader {
                 return Outcome::Inline(PassReason::DescriptorTooLarge { descriptor_tokens });
             }
         };
+        // Never larger than what it replaces (a threshold set below the
+        // descriptor's size would otherwise trade a small result for a
+        // bigger descriptor).
+        let descriptor_tokens = self
+            .estimator
+            .estimate(&serde_json::to_string(&response).unwrap_or_default());
+        if descriptor_tokens >= estimated_tokens {
+            return Outcome::Inline(PassReason::DescriptorTooLarge { descriptor_tokens });
+        }
         let path = match self.store.write(&file_name, &file.bytes) {
             Ok(path) => path,
             Err(error) => {
