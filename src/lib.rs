@@ -82,6 +82,8 @@
 #![warn(missing_docs)]
 
 mod cleanup;
+#[cfg(feature = "cli")]
+pub mod command;
 mod engine;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
@@ -90,8 +92,6 @@ mod fuzz;
 mod json;
 mod middleware;
 mod wire;
-#[cfg(feature = "cli")]
-pub mod command;
 
 pub use cleanup::{CleanupHandle, CleanupReport, Custodian};
 pub use engine::config::{

@@ -633,7 +633,10 @@ fn write_failure_truncates_inline_with_a_warning() {
         // (those are in the OffloadWriteFailed event and the log).
         let dir_name = dir.path().to_string_lossy();
         assert!(!warning.contains(dir_name.as_ref()), "{warning}");
-        assert!(!warning.contains("os error") && !warning.contains('/'), "{warning}");
+        assert!(
+            !warning.contains("os error") && !warning.contains('/'),
+            "{warning}"
+        );
         assert!(!t.error.to_string().is_empty());
         let kept = v["structuredContent"]["memories"].as_array().unwrap();
         assert_eq!(kept.as_slice(), &memories[..t.kept]);

@@ -258,7 +258,10 @@ async fn a_failed_write_still_answers_with_a_truncated_result() {
         let OffloadEvent::OffloadWriteFailed { error, .. } = event else {
             unreachable!()
         };
-        assert!(error.contains("Not a directory"), "the event says why: {error}");
+        assert!(
+            error.contains("Not a directory"),
+            "the event says why: {error}"
+        );
     }
 }
 

@@ -626,7 +626,10 @@ mod tests {
         let e = OffloadConfig::default()
             .apply_env_vars([("ATLATL_PROMPT__OFFLOAD__CLEANUP_INTERVAL_SECONDS", "0")])
             .unwrap_err();
-        assert!(e.to_string().ends_with("expected a positive integer"), "{e}");
+        assert!(
+            e.to_string().ends_with("expected a positive integer"),
+            "{e}"
+        );
     }
 
     #[test]

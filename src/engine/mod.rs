@@ -117,17 +117,17 @@
 //! `events`, `outcome`.
 
 pub(crate) mod config;
+mod describe;
 pub(crate) mod descriptor;
 pub(crate) mod estimate;
 pub(crate) mod events;
 pub(crate) mod extract;
-mod describe;
 mod fallback;
 mod offloader;
 mod outcome;
 mod output;
-mod pipeline;
 mod paging;
+mod pipeline;
 pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;

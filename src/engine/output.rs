@@ -79,25 +79,16 @@ impl Offloader {
         header.recipes = recipes.iter().map(|r| r.program.clone()).collect();
         let file_name = store::file_name(&header.operation, id);
         let file = File::new(records, &header);
-        // Described before the write: a descriptor over its budget keeps
-        // the result inline, and no file is left behind.
+        // Described before the write: a descriptor over its budget, or not
+        // smaller than the result, keeps the result inline, and no file is
+        // left behind.
         let planned = self.store.dir().join(&file_name);
         let described = Described::new(&header, &stats, kind, &recipes);
-        let response = match self.descriptor(&described, &planned, file.records()) {
+        let response = match self.smaller_descriptor(&described, &planned, &file, estimated_tokens)
+        {
             Ok(response) => response,
-            Err(descriptor_tokens) => {
-                return Outcome::Inline(PassReason::DescriptorTooLarge { descriptor_tokens });
-            }
+            Err(reason) => return Outcome::Inline(reason),
         };
-        // Never larger than what it replaces (a threshold set below the
-        // descriptor's size would otherwise trade a small result for a
-        // bigger descriptor).
-        let descriptor_tokens = self
-            .estimator
-            .estimate(&serde_json::to_string(&response).unwrap_or_default());
-        if descriptor_tokens >= estimated_tokens {
-            return Outcome::Inline(PassReason::DescriptorTooLarge { descriptor_tokens });
-        }
         let path = match self.store.write(&file_name, &file.bytes) {
             Ok(path) => path,
             Err(error) => {
@@ -113,10 +104,12 @@ impl Offloader {
         // The descriptor first, with the annotations of the first block it
         // stands for; the link to the file next; the kept blocks in order.
         let mut blocks = Vec::with_capacity(kept_blocks.len() + 2);
-        blocks.push(match records::first_source(&kept_blocks, parsed.blocks.len()) {
-            Some(i) => BlockOut::TextLike(&descriptor_json, i),
-            None => BlockOut::NewText(&descriptor_json),
-        });
+        blocks.push(
+            match records::first_source(&kept_blocks, parsed.blocks.len()) {
+                Some(i) => BlockOut::TextLike(&descriptor_json, i),
+                None => BlockOut::NewText(&descriptor_json),
+            },
+        );
         let link = call.resource_link.then(|| {
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             let size = std::fs::metadata(&path).ok().map(|m| m.len());
@@ -176,6 +169,29 @@ impl Offloader {
 
     /// The descriptor of the file at `path`, within its budget; else the
     /// estimated tokens of the smallest one.
+    /// The descriptor, when it is within its budget and smaller than the
+    /// result of `estimated_tokens` it replaces (a threshold set below the
+    /// descriptor's size would otherwise trade a small result for a bigger
+    /// descriptor); else why the result stays inline.
+    fn smaller_descriptor(
+        &self,
+        d: &Described<'_>,
+        planned: &std::path::Path,
+        file: &File,
+        estimated_tokens: usize,
+    ) -> Result<OffloadResponse, PassReason> {
+        let too_large = |descriptor_tokens| PassReason::DescriptorTooLarge { descriptor_tokens };
+        let response = self
+            .descriptor(d, planned, file.records())
+            .map_err(too_large)?;
+        let json = serde_json::to_string(&response).unwrap_or_default();
+        let descriptor_tokens = self.estimator.estimate(&json);
+        if descriptor_tokens >= estimated_tokens {
+            return Err(too_large(descriptor_tokens));
+        }
+        Ok(response)
+    }
+
     fn descriptor(
         &self,
         d: &Described<'_>,
