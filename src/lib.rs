@@ -61,8 +61,8 @@
 //! * Configuration: [`OffloadConfig`], [`ToolPolicy`], [`EffectivePolicy`],
 //!   [`ConfigError`], [`ENV_PREFIX`] and the `DEFAULT_*` constants.
 //! * The spec's types: [`OffloadHeader`], [`OffloadResponse`],
-//!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`RecipeProgram`], [`Detail`],
-//!   [`HEADER_TYPE`], [`guidance`].
+//!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`RecipeProgram`], [`PageInfo`], [`Detail`],
+//!   [`HEADER_TYPE`], [`guidance`], [`extract_guidance`].
 //! * Reading files back: [`rebuild`], [`rebuild_at`], [`rebuild_file`],
 //!   [`Rebuild`], [`RebuildError`].
 //! * Extraction (jq queries over a file, output as jq 1.6 prints it, by
@@ -100,7 +100,7 @@ pub use engine::config::{
 };
 pub use engine::descriptor::{
     Detail, HEADER_TYPE, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
-    RecipeProgram, guidance,
+    PageInfo, RecipeProgram, extract_guidance, guidance,
 };
 #[cfg(feature = "o200k")]
 pub use engine::estimate::O200kEstimator;
