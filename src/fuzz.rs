@@ -1299,11 +1299,15 @@ fn check_engine(
     let rewritten = RawResult::parse(&off.result);
     prop_assert!(rewritten.is_ok(), "rewritten result: {:?}", rewritten.err());
     let rewritten = rewritten.map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let first = rewritten.blocks.first().and_then(|b| b.text.as_deref());
-    let descriptor = first.and_then(|t| serde_json::from_str::<OffloadResponse>(t).ok());
+    // The descriptor stands where the first offloaded block stood.
+    let descriptor = rewritten
+        .blocks
+        .iter()
+        .filter_map(|b| b.text.as_deref())
+        .find_map(|t| serde_json::from_str::<OffloadResponse>(t).ok());
     let Some(d) = descriptor else {
         return Err(TestCaseError::fail(format!(
-            "no descriptor first: {:.300}",
+            "no descriptor: {:.300}",
             off.result
         )));
     };

@@ -490,12 +490,22 @@ fn layouts_blocks_and_fields_survive_the_round_trip() {
         assert_rebuilds(&off, &result);
         let rewritten: Value = serde_json::from_str(&off.result).unwrap();
         let content = rewritten["content"].as_array().unwrap();
-        assert_eq!(content.len(), 3, "descriptor, the short text, the image");
+        // The blocks keep their order; the descriptor stands where the
+        // offloaded text stood, with its annotations.
         assert_eq!(
-            content[1],
+            content.len(),
+            3,
+            "the short text, the image, the descriptor"
+        );
+        assert_eq!(
+            content[0],
             json!({"type": "text", "text": "Found 300 items:"})
         );
-        assert_eq!(content[2], image);
+        assert_eq!(content[1], image);
+        let d: tower_lro::OffloadResponse =
+            serde_json::from_str(content[2]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(d.summary.count, 300);
+        assert_eq!(content[2]["annotations"], json!({"priority": 0.5}));
         assert_eq!(rewritten["_meta"], json!({"progressToken": 7}));
         assert_eq!(rewritten["resultType"], "complete");
         assert_eq!(rewritten["isError"], false);

@@ -111,9 +111,14 @@ proptest! {
             Outcome::Offloaded(off) => {
                 let rebuilt: Value = serde_json::from_str(&rebuild_file(&off.file.path).unwrap()).unwrap();
                 prop_assert_eq!(rebuilt, result);
-                // The rewritten result is a valid CallToolResult with the descriptor first.
+                // The rewritten result is a valid CallToolResult with the
+                // descriptor where the first offloaded block stood.
                 let rewritten: Value = serde_json::from_str(&off.result).unwrap();
-                let d: Value = serde_json::from_str(rewritten["content"][0]["text"].as_str().unwrap()).unwrap();
+                let d = rewritten["content"].as_array().unwrap().iter()
+                    .filter_map(|b| serde_json::from_str::<Value>(b["text"].as_str()?).ok())
+                    .find(|v| v.get("offloaded").is_some());
+                prop_assert!(d.is_some(), "no descriptor: {}", off.result);
+                let d = d.unwrap();
                 prop_assert_eq!(d["offloaded"].as_bool(), Some(true));
                 prop_assert_eq!(d["jq_recipes"].as_array().unwrap().len(), 10);
             }

@@ -998,17 +998,15 @@ fn check_rewritten_result(old: &str, new: &str) -> Result<(), TestCaseError> {
     let r: Rewritten<'_> = serde_json::from_str(new).map_err(|e| {
         TestCaseError::fail(format!("rewritten result unreadable ({e}): {new:.300}"))
     })?;
-    let first = r
+    // The descriptor stands where the first offloaded block stood.
+    let d = r
         .content
-        .first()
-        .and_then(|b| serde_json::from_str::<TextBlock>(b.get()).ok());
-    let Some(TextBlock { text }) = first else {
-        return Err(TestCaseError::fail(format!(
-            "no descriptor first: {new:.300}"
-        )));
+        .iter()
+        .filter_map(|b| serde_json::from_str::<TextBlock>(b.get()).ok())
+        .find_map(|TextBlock { text }| serde_json::from_str::<OffloadResponse>(&text).ok());
+    let Some(d) = d else {
+        return Err(TestCaseError::fail(format!("no descriptor: {new:.300}")));
     };
-    let d: OffloadResponse = serde_json::from_str(&text)
-        .map_err(|e| TestCaseError::fail(format!("not a descriptor ({e}): {text:.300}")))?;
     prop_assert!(d.offloaded);
     prop_assert_eq!(d.jq_recipes.len(), 10);
     // The file alone, or with the rewritten result when it leaves large

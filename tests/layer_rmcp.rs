@@ -273,19 +273,24 @@ async fn images_stay_beside_the_descriptor() {
     let o = call(without, v, "chart", json!({})).await;
     let rv = serde_json::to_value(&r).unwrap();
     let ov = serde_json::to_value(&o).unwrap();
-    // The descriptor, the link to the file (2025-06-18 knows resource
-    // links), then the image.
+    // The image where it was, then the descriptor where the data stood and
+    // the link to the file (2025-06-18 knows resource links).
     assert_eq!(rv["content"].as_array().unwrap().len(), 3);
-    assert_eq!(rv["content"][2], ov["content"][0], "image block intact");
+    assert_eq!(
+        rv["content"][0], ov["content"][0],
+        "image block intact, in place"
+    );
     let d = descriptor(&r);
     assert_eq!(d.summary.count, 600);
+    let text = rv["content"][1]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("\"offloaded\":true"), "the descriptor second");
     let name = std::path::Path::new(&d.file_path)
         .file_name()
         .unwrap()
         .to_str()
         .unwrap();
-    assert_eq!(rv["content"][1]["type"], "resource_link");
-    assert_eq!(rv["content"][1]["uri"], tower_lro::resource_uri(name));
+    assert_eq!(rv["content"][2]["type"], "resource_link");
+    assert_eq!(rv["content"][2]["uri"], tower_lro::resource_uri(name));
     let rebuilt: CallToolResult =
         serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(rebuilt, o);

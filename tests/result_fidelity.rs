@@ -206,9 +206,17 @@ fn kept_blocks_keep_their_order_and_the_descriptor_its_annotations() {
     assert_rebuilds(&off, &result);
     let rewritten: Value = serde_json::from_str(&off.result).unwrap();
     let content = rewritten["content"].as_array().unwrap();
+    // The image in place, the descriptor where the first text stood (with
+    // its annotations), then the audio.
     assert_eq!(content.len(), 3, "{content:?}");
-    assert_eq!(content[0]["annotations"], annotations);
-    assert_eq!(content[1], image);
+    assert_eq!(content[0], image);
+    assert_eq!(content[1]["annotations"], annotations);
+    assert!(
+        content[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"offloaded\":true")
+    );
     assert_eq!(content[2], audio);
     assert_eq!(rewritten["_meta"], json!({"trace": "abc"}));
     let parsed = as_rmcp(&off.result);

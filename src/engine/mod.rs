@@ -42,10 +42,12 @@
 //!
 //! # The rewritten result
 //!
-//! The rewritten `CallToolResult` is valid MCP: its first content block is a
-//! text block holding the descriptor JSON; image, audio and resource blocks,
-//! and text blocks that were not record sources, follow in their original
-//! order; `isError`, `_meta`, `resultType` and every other top-level field
+//! The rewritten `CallToolResult` is valid MCP: a text block holding the
+//! descriptor JSON stands where the first block that gave records stood
+//! (with that block's annotations; first when records came from
+//! `structuredContent`), followed by a `resource_link` to the file when the
+//! client knows them; image, audio and resource blocks, and text blocks
+//! that were not record sources, keep their original order around it; `isError`, `_meta`, `resultType` and every other top-level field
 //! are kept as they were.
 //!
 //! **`structuredContent`**: when records came from it, it is kept with the

@@ -208,32 +208,39 @@ impl Store for FullDisk {
     }
 }
 
-/// The JSON in the first content block of `result` (a `CallToolResult` as
-/// JSON): an offloaded result's descriptor. Panics when that block is not
-/// text holding JSON.
-pub fn descriptor_json(result: &Value) -> Value {
-    let text = result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("the first block is not text: {result}"));
-    serde_json::from_str(text)
-        .unwrap_or_else(|e| panic!("the first block is not JSON ({e}): {text:.300}"))
+/// The text block of `result` (a `CallToolResult` as JSON) that holds the
+/// descriptor: where the first offloaded block stood (blocks kept before
+/// it keep their place).
+fn descriptor_text(result: &Value) -> Option<&str> {
+    result["content"].as_array()?.iter().find_map(|b| {
+        let text = b["text"].as_str()?;
+        let v: Value = serde_json::from_str(text).ok()?;
+        v.get("offloaded").is_some().then_some(text)
+    })
 }
 
-/// The descriptor in the first content block of `result` (an rmcp
-/// `CallToolResult` or its JSON), if that block holds one.
+/// The JSON of `result`'s descriptor block (a `CallToolResult` as JSON).
+/// Panics when there is none.
+pub fn descriptor_json(result: &Value) -> Value {
+    let text = descriptor_text(result).unwrap_or_else(|| panic!("no descriptor block: {result}"));
+    serde_json::from_str(text).expect("checked JSON")
+}
+
+/// The descriptor of `result` (an rmcp `CallToolResult` or its JSON), if
+/// one of its text blocks holds one.
 pub fn try_descriptor(result: &impl serde::Serialize) -> Option<OffloadResponse> {
     let result = serde_json::to_value(result).ok()?;
-    serde_json::from_str(result["content"][0]["text"].as_str()?).ok()
+    serde_json::from_str(descriptor_text(&result)?).ok()
 }
 
-/// The descriptor in the first content block of `result` (an rmcp
-/// `CallToolResult` or its JSON); panics when there is none.
+/// The descriptor of `result` (an rmcp `CallToolResult` or its JSON);
+/// panics when there is none.
 pub fn descriptor(result: &impl serde::Serialize) -> OffloadResponse {
     let result = serde_json::to_value(result).expect("a result serialises");
     let d = descriptor_json(&result);
     serde_json::from_value(d.clone()).unwrap_or_else(|e| {
         panic!(
-            "the first block is not a descriptor ({e}): {:.300}",
+            "the descriptor block is not a descriptor ({e}): {:.300}",
             d.to_string()
         )
     })

@@ -181,11 +181,15 @@ fn resolve(
         }
     }
     let left_out = from.left_out(total);
+    // The kept blocks before the first source block come before the
+    // inserted ones (descriptor, link) in the rewritten result.
+    let lead = is_source.iter().position(|&s| s).unwrap_or(0);
     let (mut rank, mut next) = (0usize, 0usize);
     let mut taken: Vec<Result<String, usize>> = Vec::with_capacity(total);
     for (i, source_block) in is_source.iter().enumerate() {
         if left_out[i] {
-            let block = source.block(i, rank, from.inserted);
+            let inserted = if rank < lead { 0 } else { from.inserted };
+            let block = source.block(i, rank, inserted);
             taken.push(Ok(block.ok_or_else(|| corrupt("kept block"))?));
         } else {
             taken.push(Err(next));
