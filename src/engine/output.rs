@@ -101,25 +101,17 @@ impl Offloader {
         let response = self.rewritten_for(&described, (&planned, response), &path, &file);
         drop(file);
         let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
-        // The kept blocks before the first block the descriptor stands for
-        // keep their place; then the descriptor, with that block's
-        // annotations, and the link to the file; then the other kept
-        // blocks, in order.
-        let source = records::first_source(&kept_blocks, parsed.blocks.len());
-        let lead = source.unwrap_or(0);
-        let mut blocks = Vec::with_capacity(kept_blocks.len() + 2);
-        blocks.extend(kept_blocks[..lead].iter().map(|&i| BlockOut::Original(i)));
-        blocks.push(match source {
-            Some(i) => BlockOut::TextLike(&descriptor_json, i),
-            None => BlockOut::NewText(&descriptor_json),
-        });
         let link = call.resource_link.then(|| {
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             let size = std::fs::metadata(&path).ok().map(|m| m.len());
             resource_link_block(&store::resource_uri(&name), &name, size)
         });
-        blocks.extend(link.as_deref().map(BlockOut::Json));
-        blocks.extend(kept_blocks[lead..].iter().map(|&i| BlockOut::Original(i)));
+        let blocks = blocks_around(
+            &kept_blocks,
+            parsed.blocks.len(),
+            &descriptor_json,
+            link.as_deref(),
+        );
         let structured = match structured_copy_key {
             Some(key) => structured_copy(parsed, &key, &descriptor_json),
             None => structured_slim,
@@ -215,6 +207,29 @@ impl Offloader {
             ttl: Some(self.config.ttl),
         })
     }
+}
+
+/// The rewritten result's blocks: the kept blocks before the first block
+/// the descriptor stands for keep their place; then the descriptor, with
+/// that block's annotations, and the link to the file; then the other kept
+/// blocks, in order.
+fn blocks_around<'a>(
+    kept_blocks: &[usize],
+    total: usize,
+    descriptor_json: &'a str,
+    link: Option<&'a str>,
+) -> Vec<BlockOut<'a>> {
+    let source = records::first_source(kept_blocks, total);
+    let lead = source.unwrap_or(0);
+    let mut blocks = Vec::with_capacity(kept_blocks.len() + 2);
+    blocks.extend(kept_blocks[..lead].iter().map(|&i| BlockOut::Original(i)));
+    blocks.push(match source {
+        Some(i) => BlockOut::TextLike(descriptor_json, i),
+        None => BlockOut::NewText(descriptor_json),
+    });
+    blocks.extend(link.map(BlockOut::Json));
+    blocks.extend(kept_blocks[lead..].iter().map(|&i| BlockOut::Original(i)));
+    blocks
 }
 
 /// The records' statistics, their detail level and their recipes.
