@@ -32,18 +32,16 @@ async fn python_through_proxy(
     let server_dir = tempfile::tempdir().unwrap();
     let proxy_dir = tempfile::tempdir().unwrap();
     let (with, _without) = serve_with_and_without(mode, server_dir.path()).await;
-    let mut cmd = tokio::process::Command::new(dir.join(".venv/bin/python"));
-    cmd.arg(dir.join("stdio_client.py"))
-        .arg(negotiation)
-        .arg(env!("CARGO_BIN_EXE_lro"))
-        .arg(format!("http://{with}/mcp"))
-        .arg(proxy_dir.path());
-    let out = output_within(cmd, CLIENT_TIMEOUT, "python stdio client").await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client failed: {stdout}\n{stderr}");
-    let v = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("client printed no JSON ({e}): {stdout}\n{stderr}"));
+    let python = dir.join(".venv/bin/python");
+    let url = format!("http://{with}/mcp");
+    let v = run_agent(
+        &python,
+        "stdio_client.py",
+        &[negotiation],
+        &url,
+        proxy_dir.path(),
+    )
+    .await;
     Some((v, proxy_dir, server_dir))
 }
 
@@ -52,23 +50,46 @@ async fn python_through_proxy(
 async fn typescript_through_proxy(
     mode: Mode,
 ) -> Option<(Value, tempfile::TempDir, tempfile::TempDir)> {
-    let dir = interop_setup()?;
+    interop_setup()?;
     let server_dir = tempfile::tempdir().unwrap();
     let proxy_dir = tempfile::tempdir().unwrap();
     let (with, _without) = serve_with_and_without(mode, server_dir.path()).await;
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(dir.join("stdio_client.mjs"))
+    let url = format!("http://{with}/mcp");
+    let v = run_agent(
+        Path::new("node"),
+        "stdio_client.mjs",
+        &[],
+        &url,
+        proxy_dir.path(),
+    )
+    .await;
+    Some((v, proxy_dir, server_dir))
+}
+
+/// Runs an agent script of `tests/interop` (`program script [leading...]
+/// LRO URL PROXY_DIR`: it launches `lro proxy URL --output-dir PROXY_DIR`
+/// as its stdio server) and returns the JSON object it prints.
+async fn run_agent(
+    program: &Path,
+    script: &str,
+    leading: &[&str],
+    url: &str,
+    proxy_dir: &Path,
+) -> Value {
+    let dir = common::interop_dir();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.arg(dir.join(script))
+        .args(leading)
         .arg(env!("CARGO_BIN_EXE_lro"))
-        .arg(format!("http://{with}/mcp"))
-        .arg(proxy_dir.path())
+        .arg(url)
+        .arg(proxy_dir)
         .current_dir(&dir);
-    let out = output_within(cmd, CLIENT_TIMEOUT, "typescript stdio client").await;
+    let out = output_within(cmd, CLIENT_TIMEOUT, script).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client failed: {stdout}\n{stderr}");
-    let v = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("client printed no JSON ({e}): {stdout}\n{stderr}"));
-    Some((v, proxy_dir, server_dir))
+    assert!(out.status.success(), "{script} failed: {stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{script} printed no JSON ({e}): {stdout}\n{stderr}"))
 }
 
 fn ok<'a>(v: &'a Value, what: &str) -> &'a Value {
@@ -302,19 +323,9 @@ async fn a_server_request_is_relayed_both_ways() {
         .build();
     let addr = common::mcp::serve_mcp(service, Some(layer)).await;
     let proxy_dir = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(dir.join(".venv/bin/python"));
-    cmd.arg(dir.join("stdio_sampling.py"))
-        .arg(env!("CARGO_BIN_EXE_lro"))
-        .arg(format!("http://{addr}/mcp"))
-        .arg(proxy_dir.path());
-    let out = output_within(cmd, CLIENT_TIMEOUT, "python sampling client").await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(stdout.trim()).expect("JSON");
+    let python = dir.join(".venv/bin/python");
+    let url = format!("http://{addr}/mcp");
+    let v = run_agent(&python, "stdio_sampling.py", &[], &url, proxy_dir.path()).await;
     assert_eq!(
         v["asked"],
         serde_json::json!(["what is 2+2?"]),
@@ -444,19 +455,9 @@ async fn a_third_party_server_through_the_proxy() {
     };
     let (_server, port) = everything_server(&dir).await;
     let proxy_dir = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(dir.join(".venv/bin/python"));
-    cmd.arg(dir.join("everything_client.py"))
-        .arg(env!("CARGO_BIN_EXE_lro"))
-        .arg(format!("http://127.0.0.1:{port}/mcp"))
-        .arg(proxy_dir.path());
-    let out = output_within(cmd, CLIENT_TIMEOUT, "python client of server-everything").await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(stdout.trim()).expect("JSON");
+    let python = dir.join(".venv/bin/python");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let v = run_agent(&python, "everything_client.py", &[], &url, proxy_dir.path()).await;
     let (direct, proxied) = (&v["direct"], &v["proxied"]);
     let mut tools = direct["tools"].as_array().unwrap().clone();
     assert!(
