@@ -99,30 +99,9 @@ pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed)> {
     if added.is_empty() {
         return Some((result.to_owned(), shadowed));
     }
-    let mut out = String::with_capacity(result.len() + 2048);
-    out.push('{');
-    for (i, (k, v)) in raw.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(k).ok()?);
-        out.push(':');
-        if k == "tools" {
-            out.push('[');
-            let all = tools.iter().map(|t| t.get()).chain(added.iter().copied());
-            for (j, t) in all.enumerate() {
-                if j > 0 {
-                    out.push(',');
-                }
-                out.push_str(t);
-            }
-            out.push(']');
-        } else {
-            out.push_str(v.get());
-        }
-    }
-    out.push('}');
-    Some((out, shadowed))
+    let all = tools.iter().map(|t| t.get()).chain(added.iter().copied());
+    let array = format!("[{}]", all.collect::<Vec<_>>().join(","));
+    Some((with_member(&raw, "tools", &array)?, shadowed))
 }
 
 /// An `initialize` (or `server/discover`) result with `capabilities.resources`
@@ -135,7 +114,26 @@ pub(crate) fn add_resources_capability(result: &str) -> Option<String> {
     if caps.contains_key("resources") {
         return None;
     }
-    let mut out = String::with_capacity(result.len() + 32);
+    let mut object = String::with_capacity(result.len() / 4 + 32);
+    object.push('{');
+    for (k, v) in &caps {
+        object.push_str(&serde_json::to_string(k).ok()?);
+        object.push(':');
+        object.push_str(v.get());
+        object.push(',');
+    }
+    object.push_str("\"resources\":{}}");
+    with_member(&raw, "capabilities", &object)
+}
+
+/// The object `raw` with the value of its member `key` replaced by `value`
+/// (raw JSON); every other member's bytes as they were.
+fn with_member(
+    raw: &indexmap::IndexMap<String, Box<RawValue>>,
+    key: &str,
+    value: &str,
+) -> Option<String> {
+    let mut out = String::with_capacity(value.len() + 64 * raw.len());
     out.push('{');
     for (i, (k, v)) in raw.iter().enumerate() {
         if i > 0 {
@@ -143,18 +141,7 @@ pub(crate) fn add_resources_capability(result: &str) -> Option<String> {
         }
         out.push_str(&serde_json::to_string(k).ok()?);
         out.push(':');
-        if k == "capabilities" {
-            out.push('{');
-            for (k2, v2) in &caps {
-                out.push_str(&serde_json::to_string(k2).ok()?);
-                out.push(':');
-                out.push_str(v2.get());
-                out.push(',');
-            }
-            out.push_str("\"resources\":{}}");
-        } else {
-            out.push_str(v.get());
-        }
+        out.push_str(if k == key { value } else { v.get() });
     }
     out.push('}');
     Some(out)
