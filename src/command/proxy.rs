@@ -453,7 +453,8 @@ where
     let event_stream = is_event_stream(response.headers());
     let body = response.into_body();
     if event_stream {
-        relay_events(body, shared).await
+        let initialize = message.method.as_deref() == Some("initialize");
+        relay_events(body, shared, initialize).await
     } else {
         let bytes = body
             .collect()
@@ -491,8 +492,9 @@ fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), St
     Ok(())
 }
 
-/// An event stream: each event's data, as it comes.
-async fn relay_events<B>(body: B, shared: &Shared) -> Result<(), String>
+/// An event stream: each event's data, as it comes (the protocol version
+/// read from it when it answers `initialize`).
+async fn relay_events<B>(body: B, shared: &Shared, initialize: bool) -> Result<(), String>
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: std::fmt::Display,
@@ -506,11 +508,11 @@ where
         };
         splitter.push(&data);
         while let Some(event) = splitter.next_event() {
-            shared.send_event(&event);
+            shared.send_event(&event, initialize);
         }
     }
     if let Some(event) = splitter.finish_event() {
-        shared.send_event(&event);
+        shared.send_event(&event, initialize);
     }
     Ok(())
 }
@@ -529,7 +531,7 @@ fn open_stream(shared: &Arc<Shared>) {
         let request = shared.request(Method::GET, Bytes::new());
         match shared.client.request(request).await {
             Ok(response) if response.status().is_success() => {
-                if let Err(why) = relay_events(response.into_body(), &shared).await {
+                if let Err(why) = relay_events(response.into_body(), &shared, false).await {
                     tracing::info!(target: "tower_lro", "server stream ended: {why}");
                 }
             }
@@ -636,8 +638,9 @@ impl Shared {
     }
 
     /// The data of one event to the agent (none for priming events and
-    /// comments); data of several lines is minified into one.
-    fn send_event(&self, event: &Bytes) {
+    /// comments); data of several lines is minified into one. In the
+    /// answer to `initialize`, the negotiated version is remembered.
+    fn send_event(&self, event: &Bytes, initialize: bool) {
         let Some(data) = event_data(event) else {
             return;
         };
@@ -652,7 +655,7 @@ impl Shared {
         } else {
             self.send(text);
         }
-        if text.contains("\"protocolVersion\"") {
+        if initialize {
             self.remember_version(text);
         }
     }
