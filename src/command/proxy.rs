@@ -37,17 +37,14 @@ use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tower_service::Service;
 
-use crate::middleware::{
-    DEFAULT_PROXY_HEADER, OffloadBody, OffloadLayer, OffloadService, RequestBody,
-};
+use super::announce::{announce_in_headers, announce_in_initialize};
+use super::connect::{ConnectError, ConnectOptions, UpstreamClient, check_upstream, failure_kind};
+use crate::middleware::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
 use crate::wire::sse::{EventSplitter, event_data};
 use crate::{OffloadConfig, StoreError};
 
@@ -66,7 +63,7 @@ const GOODBYE_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ProxyOptions {
-    /// The remote MCP endpoint (`http://host/mcp`).
+    /// The remote MCP endpoint (`http://host/mcp` or `https://host/mcp`).
     pub upstream: Uri,
     /// Headers sent with every request upstream (e.g. `Authorization`).
     pub headers: HeaderMap,
@@ -74,6 +71,8 @@ pub struct ProxyOptions {
     pub config: OffloadConfig,
     /// Whether the proxy registers upstream as an LRO proxy (default true).
     pub announce: bool,
+    /// How upstream connections are opened (https roots, CA file, timeout).
+    pub connect: ConnectOptions,
 }
 
 impl ProxyOptions {
@@ -84,6 +83,7 @@ impl ProxyOptions {
             headers: HeaderMap::new(),
             config: OffloadConfig::default(),
             announce: true,
+            connect: ConnectOptions::default(),
         }
     }
 }
@@ -92,9 +92,9 @@ impl ProxyOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProxyError {
-    /// The upstream URL is not an `http://` URL with a host.
-    #[error("upstream URL {0:?}: expected http://HOST[:PORT]/PATH")]
-    BadUpstream(String),
+    /// The upstream URL or the TLS setup is not usable.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
     /// The output directory cannot be used.
     #[error("output directory: {0}")]
     Store(#[from] StoreError),
@@ -117,7 +117,7 @@ struct Session {
 
 /// What every request of one run shares.
 struct Shared {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: UpstreamClient<Full<Bytes>>,
     upstream: Uri,
     headers: HeaderMap,
     announce: bool,
@@ -138,15 +138,15 @@ where
         headers,
         config,
         announce,
+        connect,
     } = options;
-    if upstream.scheme_str() != Some("http") || upstream.host().is_none() {
-        return Err(ProxyError::BadUpstream(upstream.to_string()));
-    }
+    check_upstream(&upstream)?;
+    let client = super::connect::upstream_client(&connect)?;
     let layer = OffloadLayer::builder().config(config).try_build()?;
     let (out, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(write_lines(rx, output));
     let shared = Arc::new(Shared {
-        client: client(),
+        client,
         upstream,
         headers,
         announce,
@@ -161,13 +161,6 @@ where
     drop(shared);
     let _ = writer.await;
     read
-}
-
-/// A client with `TCP_NODELAY` (no delayed-ACK waits on keep-alive).
-fn client() -> Client<HttpConnector, Full<Bytes>> {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new()).build(connector)
 }
 
 /// Writes each message as one line, flushed.
@@ -354,7 +347,10 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
     }
     let answer = match sent {
         Ok(response) => deliver(response, &shared, &message).await,
-        Err(e) => Err(format!("the server cannot be reached ({})", error_kind(&e))),
+        Err(e) => Err(format!(
+            "the server cannot be reached ({})",
+            failure_kind(&e)
+        )),
     };
     if let Err(why) = answer {
         tracing::warn!(target: "tower_lro", method = ?message.method, "{why}");
@@ -414,7 +410,7 @@ async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
             return;
         }
         Err(e) => {
-            tracing::warn!(target: "tower_lro", "a new session: {}", error_kind(&e));
+            tracing::warn!(target: "tower_lro", "a new session: {}", failure_kind(&e));
             return;
         }
     }
@@ -423,15 +419,6 @@ async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
     let (parts, _) = shared.post(initialized.clone()).into_parts();
     let _ = shared.send_upstream(parts, initialized).await;
     open_stream(shared);
-}
-
-/// A short, address-free account of a client error.
-fn error_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
-    if e.is_connect() {
-        "connection refused or unreachable"
-    } else {
-        "the connection failed"
-    }
 }
 
 /// Relays one HTTP answer to the agent.
@@ -538,7 +525,7 @@ fn open_stream(shared: &Arc<Shared>) {
             Ok(response) => {
                 tracing::debug!(target: "tower_lro", status = %response.status(), "no server stream")
             }
-            Err(e) => tracing::info!(target: "tower_lro", "server stream: {}", error_kind(&e)),
+            Err(e) => tracing::info!(target: "tower_lro", "server stream: {}", failure_kind(&e)),
         }
     });
 }
@@ -570,10 +557,7 @@ impl Shared {
         bytes: Bytes,
     ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
         let bytes = if self.announce {
-            parts.headers.insert(
-                HeaderName::from_static(DEFAULT_PROXY_HEADER),
-                HeaderValue::from_static("1"),
-            );
+            announce_in_headers(&mut parts.headers);
             announce_in_initialize(bytes)
         } else {
             bytes
@@ -706,25 +690,4 @@ impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
             shared.send_upstream(parts, bytes).await
         })
     }
-}
-
-/// `clientInfo.proxy: true` in an `initialize` request (the spec's step 1);
-/// any other message unchanged.
-fn announce_in_initialize(bytes: Bytes) -> Bytes {
-    if memchr::memmem::find(&bytes, b"initialize").is_none() {
-        return bytes;
-    }
-    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
-        return bytes;
-    };
-    if value.get("method").and_then(Value::as_str) != Some("initialize") {
-        return bytes;
-    }
-    match value.pointer_mut("/params/clientInfo") {
-        Some(Value::Object(info)) => {
-            info.insert("proxy".into(), Value::Bool(true));
-        }
-        _ => return bytes,
-    }
-    serde_json::to_vec(&value).map(Bytes::from).unwrap_or(bytes)
 }

@@ -17,10 +17,18 @@
 //! lro proxy http://server:8000/mcp [--header 'Authorization: Bearer ...']
 //! ```
 //!
+//! And a gateway in front of a remote server, for agents that reach it over
+//! HTTP:
+//!
+//! ```text
+//! lro gateway --upstream https://server/mcp --listen 127.0.0.1:9000
+//! ```
+//!
 //! `--config FILE` reads the `[prompt.offload]` section of a TOML file;
 //! `ATLATL_PROMPT__OFFLOAD__*` variables apply over it; flags win.
 
 mod files;
+mod gateway;
 mod proxy;
 
 use std::path::PathBuf;
@@ -55,6 +63,9 @@ enum Command {
     /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
     /// the remote server; large results become files on this machine.
     Proxy(proxy::ProxyArgs),
+    /// A gateway in front of a remote MCP server for agents on the
+    /// network: large results become files served by lro_extract.
+    Gateway(gateway::GatewayArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +83,7 @@ fn main() -> ExitCode {
             logs();
             proxy::run(args, config)
         }
+        Command::Gateway(args) => gateway::run(args, config),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,8 +10,12 @@ use tower_lro::command::proxy::{self, ProxyOptions};
 /// `lro proxy`.
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
-    /// The remote MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:8000/mcp.
+    /// The remote MCP endpoint (streamable HTTP), e.g. https://mcp.example.com/mcp.
     url: String,
+    /// A PEM file of CA certificates trusted for an https:// server besides
+    /// the system's roots (a private CA).
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// A header sent with every request upstream, `NAME: VALUE`
     /// (e.g. `Authorization: Bearer ...`); repeatable.
     #[arg(long = "header", value_name = "NAME: VALUE")]
@@ -46,6 +50,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.headers = headers(&args.headers)?;
     options.config = config;
     options.announce = !args.no_announce;
+    options.connect.ca_cert = args.ca_cert;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -57,7 +62,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
 }
 
 /// `NAME: VALUE` strings as headers.
-fn headers(given: &[String]) -> Result<HeaderMap, String> {
+pub(crate) fn headers(given: &[String]) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for h in given {
         let bad = || format!("--header {h:?}: expected \"NAME: VALUE\"");

@@ -1,0 +1,142 @@
+//! `lro gateway`: the offload layer in front of a remote MCP server, for
+//! agents that reach it over HTTP.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use tower_lro::OffloadConfig;
+use tower_lro::command::gateway::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
+
+/// `lro gateway`.
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// The upstream MCP endpoint (streamable HTTP, http:// or https://);
+    /// the gateway serves the same path.
+    #[arg(long, value_name = "URL")]
+    upstream: String,
+    /// Where to listen, e.g. 127.0.0.1:9000 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// A header sent with every request upstream, `NAME: VALUE`
+    /// (e.g. `Authorization: Bearer ...`); repeatable.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// A PEM file of CA certificates trusted for an https:// upstream
+    /// besides the system's roots (a private CA).
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
+    /// Where the JSONL files go (default: the configured output_dir, else a
+    /// private per-user directory in the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+    /// Offload tool results estimated over this many tokens (default: the
+    /// configured threshold_tokens, 1600).
+    #[arg(long, value_name = "N")]
+    threshold_tokens: Option<usize>,
+    /// Do not register upstream as an LRO proxy (a server running LRO
+    /// itself then offloads on its side too).
+    #[arg(long)]
+    no_announce: bool,
+    /// Client connections served at once; more wait in the listen backlog.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections: usize,
+    /// Seconds a connection gets to deliver a request head, from when it
+    /// opens and again after each answer (closes slow and idle clients).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    header_timeout: u64,
+    /// Seconds to open a connection upstream.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    connect_timeout: u64,
+    /// Seconds the upstream gets to start its answer (its head; an event
+    /// stream then runs as long as it lasts).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    response_timeout: u64,
+    /// On SIGINT/SIGTERM, seconds requests in flight get to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    shutdown_grace: u64,
+    /// The health endpoint (GET answers 200 while the gateway runs).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_HEALTH_PATH)]
+    health_path: String,
+    /// The log format on stderr (RUST_LOG filters; default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+/// Runs the gateway until SIGINT or SIGTERM.
+pub fn run(args: GatewayArgs, config: OffloadConfig) -> Result<(), String> {
+    logs(args.log_format);
+    let options = options(args, config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    runtime.block_on(async {
+        let gateway = Gateway::bind(options).await.map_err(|e| e.to_string())?;
+        let url = format!("http://{}{}", gateway.local_addr(), gateway.path());
+        tracing::info!(target: "gateway", listen = %url, "gateway started");
+        println!("lro gateway listening on {url}");
+        let _ = std::io::stdout().flush();
+        gateway.serve(shutdown_signal()).await;
+        Ok(())
+    })
+}
+
+/// The gateway's options from the flags over the configuration.
+fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOptions, String> {
+    let upstream = args
+        .upstream
+        .parse()
+        .map_err(|e| format!("--upstream {:?}: {e}", args.upstream))?;
+    if let Some(dir) = args.output_dir {
+        config.output_dir = dir;
+    }
+    if let Some(n) = args.threshold_tokens {
+        config.threshold_tokens = n;
+    }
+    let mut options = GatewayOptions::new(upstream, args.listen);
+    options.headers = crate::proxy::headers(&args.headers)?;
+    options.config = config;
+    options.announce = !args.no_announce;
+    options.connect.ca_cert = args.ca_cert;
+    options.connect.connect_timeout = seconds("--connect-timeout", args.connect_timeout)?;
+    options.limits.max_connections = args.max_connections.max(1);
+    options.limits.header_read_timeout = seconds("--header-timeout", args.header_timeout)?;
+    options.limits.response_head_timeout = seconds("--response-timeout", args.response_timeout)?;
+    options.limits.shutdown_grace = Duration::from_secs(args.shutdown_grace);
+    options.health_path = args.health_path;
+    Ok(options)
+}
+
+/// A timeout of at least one second.
+fn seconds(flag: &str, n: u64) -> Result<Duration, String> {
+    if n == 0 {
+        return Err(format!("{flag}: must be at least 1"));
+    }
+    Ok(Duration::from_secs(n))
+}
+
+/// Logs on stderr, as text or JSON, filtered by `RUST_LOG` (default `info`).
+fn logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}

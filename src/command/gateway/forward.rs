@@ -1,0 +1,215 @@
+//! The innermost service of the gateway: forwards a request to the upstream
+//! and streams the answer back. It drops hop-by-hop headers, adds the
+//! configured ones, registers as an LRO proxy (when asked), waits at most
+//! the response-head timeout for the answer's head (never for its body: an
+//! event stream runs as long as it lasts), and answers `502`/`504` itself,
+//! with a body that names no address and no OS error (those are logged).
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName};
+use http::{Method, Request, Response, StatusCode, Uri, Version};
+use http_body::Body;
+use http_body_util::{BodyExt, Full};
+use tower_service::Service;
+
+use super::{BoxError, GatewayBody, text_response};
+use crate::command::announce::{announce_in_headers, announce_in_initialize, may_be_initialize};
+use crate::command::connect::{UpstreamClient, error_chain, failure_kind};
+
+/// Request bodies up to this size are read whole to find an `initialize`
+/// to announce the proxy in (an `initialize` is a few hundred bytes).
+const ANNOUNCE_SCAN_BYTES: u64 = 64 << 10;
+
+/// What every forwarded request shares.
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    pub(crate) client: UpstreamClient<GatewayBody>,
+    pub(crate) uri: Uri,
+    pub(crate) headers: HeaderMap,
+    pub(crate) announce: bool,
+    pub(crate) response_head_timeout: Duration,
+}
+
+/// Forwards requests to the upstream (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Forward(pub(crate) Arc<Upstream>);
+
+impl<B> Service<Request<B>> for Forward
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<GatewayBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<GatewayBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let upstream = self.0.clone();
+        Box::pin(async move { Ok(upstream.forward(request).await) })
+    }
+}
+
+impl Upstream {
+    /// One request upstream and its answer (or the gateway's error answer).
+    async fn forward<B>(&self, request: Request<B>) -> Response<GatewayBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let request = match self.upstream_request(request).await {
+            Ok(request) => request,
+            Err(response) => return response,
+        };
+        let sent = tokio::time::timeout(self.response_head_timeout, self.client.request(request));
+        match sent.await {
+            Ok(Ok(response)) => {
+                let (mut parts, body) = response.into_parts();
+                strip_hop_by_hop(&mut parts.headers);
+                Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
+            }
+            Ok(Err(e)) => self.failed(&e),
+            Err(_) => {
+                tracing::warn!(target: "gateway", timeout = ?self.response_head_timeout, "the upstream sent no answer in time");
+                text_response(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "gateway timeout: the upstream server did not answer in time\n",
+                )
+            }
+        }
+    }
+
+    /// The request as it goes upstream: the upstream's scheme and host, the
+    /// client's path and query, hop-by-hop headers out, ours in.
+    async fn upstream_request<B>(
+        &self,
+        request: Request<B>,
+    ) -> Result<Request<GatewayBody>, Response<GatewayBody>>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let (mut parts, body) = request.into_parts();
+        parts.uri = self
+            .target(&parts.uri)
+            .map_err(|_| text_response(StatusCode::BAD_REQUEST, "bad request target\n"))?;
+        parts.version = Version::HTTP_11;
+        strip_hop_by_hop(&mut parts.headers);
+        // The client sets Host from the upstream URL.
+        parts.headers.remove(header::HOST);
+        for (name, value) in &self.headers {
+            parts.headers.insert(name, value.clone());
+        }
+        let body = body.map_err(Into::into).boxed_unsync();
+        if !self.announce {
+            return Ok(Request::from_parts(parts, body));
+        }
+        announce_in_headers(&mut parts.headers);
+        let body = announce_in_body(&parts.method, body).await?;
+        if body.size_hint().exact().is_some() {
+            parts.headers.remove(header::CONTENT_LENGTH);
+        }
+        Ok(Request::from_parts(parts, body))
+    }
+
+    /// The upstream URI of a request target.
+    fn target(&self, uri: &Uri) -> Result<Uri, http::Error> {
+        let path_and_query = uri
+            .path_and_query()
+            .map_or(self.uri.path(), |pq| pq.as_str());
+        let mut target = Uri::builder().path_and_query(path_and_query);
+        if let Some(scheme) = self.uri.scheme() {
+            target = target.scheme(scheme.clone());
+        }
+        if let Some(authority) = self.uri.authority() {
+            target = target.authority(authority.clone());
+        }
+        target.build()
+    }
+
+    /// The answer to a request that could not be sent or answered: `502`
+    /// (`504` on a connect timeout), the details in the log only.
+    fn failed(&self, e: &hyper_util::client::legacy::Error) -> Response<GatewayBody> {
+        let kind = failure_kind(e);
+        tracing::warn!(target: "gateway", upstream = %self.uri, error = %error_chain(e), "upstream request failed");
+        let status = if kind.contains("timed out") {
+            StatusCode::GATEWAY_TIMEOUT
+        } else {
+            StatusCode::BAD_GATEWAY
+        };
+        text_response(status, &format!("upstream: {kind}\n"))
+    }
+}
+
+/// A small POST body read whole, with `clientInfo.proxy: true` when it is
+/// an `initialize`; any other body passes as it is, streamed.
+async fn announce_in_body(
+    method: &Method,
+    body: GatewayBody,
+) -> Result<GatewayBody, Response<GatewayBody>> {
+    let small = body
+        .size_hint()
+        .exact()
+        .is_some_and(|n| n <= ANNOUNCE_SCAN_BYTES);
+    if method != Method::POST || !small {
+        return Ok(body);
+    }
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            tracing::debug!(target: "gateway", "request body broke off: {e}");
+            return Err(text_response(
+                StatusCode::BAD_REQUEST,
+                "the request body broke off\n",
+            ));
+        }
+    };
+    let bytes = if may_be_initialize(&bytes) {
+        announce_in_initialize(bytes)
+    } else {
+        bytes
+    };
+    Ok(Full::new(bytes).map_err(|e| match e {}).boxed_unsync())
+}
+
+/// Headers that belong to one connection, not to the message (RFC 9110
+/// §7.6.1), plus the ones the `Connection` header names.
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // RFC 9112, 6.3: a message framed by Transfer-Encoding has no valid
+    // Content-Length; drop it before Transfer-Encoding goes.
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        headers.remove(header::CONTENT_LENGTH);
+    }
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        header::CONNECTION,
+        header::PROXY_AUTHENTICATE,
+        header::PROXY_AUTHORIZATION,
+        header::TE,
+        header::TRAILER,
+        header::TRANSFER_ENCODING,
+        header::UPGRADE,
+    ] {
+        headers.remove(name);
+    }
+    headers.remove("keep-alive");
+    headers.remove("proxy-connection");
+}

@@ -1,0 +1,210 @@
+//! `lro gateway`: an HTTP reverse proxy that puts the offload layer in front
+//! of any streamable-http MCP server, whatever it is written in, for agents
+//! that reach it over the network.
+//!
+//! ```text
+//! MCP client ── HTTP ──► gateway (OffloadLayer) ── http(s) ──► MCP server
+//! ```
+//!
+//! Every request on the upstream URL's path (`POST`, `GET`, `DELETE`) is
+//! forwarded with its headers (`Mcp-Session-Id`, `MCP-Protocol-Version`,
+//! `Last-Event-ID`, ...) minus the hop-by-hop ones, plus the configured
+//! ones; bodies stream both ways, so events reach the client as the server
+//! sends them. Tool results over the threshold become a descriptor and a
+//! JSONL file, which remote agents read through `lro_extract` (the layer
+//! answers it). Upstream, the gateway registers as an LRO proxy (the
+//! `lro-proxy` header and `clientInfo.proxy: true`), so a server running LRO
+//! itself answers in full and the offloading happens once, here.
+//!
+//! Client sockets get `TCP_NODELAY`; at most [`Limits::max_connections`]
+//! are served at once; a connection that does not deliver a request head
+//! within [`Limits::header_read_timeout`] (slow or idle) is closed. The
+//! upstream gets [`Limits::response_head_timeout`] to start its answer.
+//! Failures answer `502` or `504` with a body that names no address; the
+//! details go to the log. `GET` on the health path answers `200`. On
+//! shutdown, requests in flight finish (within [`Limits::shutdown_grace`])
+//! and the cleanup task stops.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), tower_lro::command::gateway::GatewayError> {
+//! use tower_lro::command::gateway::{Gateway, GatewayOptions, shutdown_signal};
+//!
+//! let upstream = "https://mcp.example.com/mcp".parse().unwrap();
+//! let options = GatewayOptions::new(upstream, "127.0.0.1:9000".parse().unwrap());
+//! let gateway = Gateway::bind(options).await?;
+//! println!("listening on {}", gateway.local_addr());
+//! gateway.serve(shutdown_signal()).await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod forward;
+mod limits;
+mod listen;
+mod route;
+mod serve;
+mod shutdown;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Response, StatusCode, Uri};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+
+pub use limits::Limits;
+pub use shutdown::shutdown_signal;
+
+use self::forward::{Forward, Upstream};
+use self::listen::Listener;
+use self::route::Router;
+use super::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
+use crate::{CleanupHandle, OffloadConfig, OffloadLayer, StoreError};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// The body type flowing through the gateway in both directions.
+type GatewayBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The default health endpoint path.
+pub const DEFAULT_HEALTH_PATH: &str = "/healthz";
+
+/// What the gateway serves and forwards to.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GatewayOptions {
+    /// The upstream MCP endpoint (`http://` or `https://`); the gateway
+    /// serves the same path.
+    pub upstream: Uri,
+    /// Where to listen (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Headers sent with every request upstream (e.g. `Authorization`),
+    /// in place of the client's of the same name.
+    pub headers: HeaderMap,
+    /// The offload configuration (threshold, output directory, ttl...).
+    pub config: OffloadConfig,
+    /// Whether to register upstream as an LRO proxy (default true).
+    pub announce: bool,
+    /// How upstream connections are opened (CA file, connect timeout).
+    pub connect: ConnectOptions,
+    /// Limits against slow, idle and too many clients; upstream timeouts.
+    pub limits: Limits,
+    /// The health endpoint's path (default [`DEFAULT_HEALTH_PATH`]).
+    pub health_path: String,
+}
+
+impl GatewayOptions {
+    /// A gateway to `upstream` on `listen` with the defaults.
+    pub fn new(upstream: Uri, listen: SocketAddr) -> Self {
+        GatewayOptions {
+            upstream,
+            listen,
+            headers: HeaderMap::new(),
+            config: OffloadConfig::default(),
+            announce: true,
+            connect: ConnectOptions::default(),
+            limits: Limits::default(),
+            health_path: DEFAULT_HEALTH_PATH.to_owned(),
+        }
+    }
+}
+
+/// Why the gateway cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// The upstream URL or the TLS setup is not usable.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The output directory cannot be used.
+    #[error("output directory: {0}")]
+    Store(#[from] StoreError),
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address given.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The health path is not a path, or is the served path.
+    #[error("health path {0:?}: expected a path starting with / other than the served one")]
+    BadHealthPath(String),
+}
+
+/// A gateway bound to its address, ready to [`serve`](Gateway::serve).
+#[derive(Debug)]
+pub struct Gateway {
+    listener: Listener,
+    router: Router,
+    limits: Limits,
+    cleanup: Option<CleanupHandle>,
+    local_addr: SocketAddr,
+}
+
+impl Gateway {
+    /// Checks the options, makes the output directory and the upstream
+    /// client, binds the address and starts the cleanup task.
+    pub async fn bind(options: GatewayOptions) -> Result<Gateway, GatewayError> {
+        check_upstream(&options.upstream)?;
+        let path: Arc<str> = options.upstream.path().into();
+        let health = options.health_path.as_str();
+        if !health.starts_with('/') || health == &*path {
+            return Err(GatewayError::BadHealthPath(options.health_path));
+        }
+        let mut config = options.config;
+        let auto_cleanup = std::mem::replace(&mut config.auto_cleanup, false);
+        let layer = OffloadLayer::builder().config(config).try_build()?;
+        let upstream = Upstream {
+            client: upstream_client(&options.connect)?,
+            uri: options.upstream,
+            headers: options.headers,
+            announce: options.announce,
+            response_head_timeout: options.limits.response_head_timeout,
+        };
+        let bind = |source| GatewayError::Bind {
+            addr: options.listen,
+            source,
+        };
+        let tcp = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(bind)?;
+        let listener = Listener::new(tcp, options.limits.max_connections);
+        let local_addr = listener.local_addr().map_err(bind)?;
+        let service = tower_layer::Layer::layer(&layer, Forward(Arc::new(upstream)));
+        Ok(Gateway {
+            listener,
+            router: Router {
+                service,
+                path,
+                health: options.health_path.into(),
+            },
+            limits: options.limits,
+            cleanup: auto_cleanup.then(|| layer.spawn_cleanup()),
+            local_addr,
+        })
+    }
+
+    /// The address the gateway listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The path it serves (the upstream URL's).
+    pub fn path(&self) -> &str {
+        &self.router.path
+    }
+}
+
+/// A short plain-text answer of the gateway's own.
+fn text_response(status: StatusCode, text: &str) -> Response<GatewayBody> {
+    let body = Full::new(Bytes::copy_from_slice(text.as_bytes()));
+    let mut response = Response::new(body.map_err(|e| match e {}).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
