@@ -1,7 +1,12 @@
-//! `examples/gateway.rs` in front of an MCP server written with the official
-//! Python SDK (`tests/interop/py_server.py`, mcp 2.3.0), both run as real
-//! subprocesses on loopback and driven by the rmcp client and raw HTTP; and
-//! the self-demos of the other examples (`axum_router`, `rmcp_server`,
+//! `lro gateway` (the real binary) in front of MCP servers on loopback: an
+//! MCP server written with the official Python SDK (`tests/interop/
+//! py_server.py`), driven by the rmcp client and raw HTTP; the rmcp memory
+//! server behind a local TLS server whose certificate is made here, driven
+//! by the official Python and TypeScript SDK clients; the third-party
+//! `@modelcontextprotocol/server-everything`; and bad conditions (unknown
+//! CA, refusing, silent and dying upstreams, slow and idle clients, SIGTERM
+//! with a request in flight), for `lro proxy` too where they apply. Also
+//! the self-demos of the examples (`axum_router`, `rmcp_server`,
 //! `hyper_service`), run as binaries.
 //!
 //! The example binaries are the ones `cargo test` builds next to this test
@@ -18,10 +23,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use common::mcp::{rmcp_call, sse_messages, tools_call};
-use common::{checked_descriptor, json_stream, output_within_blocking, require_jq, run_recipe};
+use common::mcp::{
+    Mode, memories, response_message, rmcp_call, serve_with_and_without, sse_messages, tools_call,
+};
+use common::{
+    check_recipe6, checked_descriptor, json_stream, output_within, output_within_blocking,
+    require_jq, run_recipe,
+};
 use serde_json::{Value, json};
-use tower_lro::{OffloadResponse, rebuild_file};
+use std::io::Write as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tower_lro::{Detail, OffloadResponse, rebuild_file};
 
 // ---- child processes ------------------------------------------------------
 
@@ -197,18 +209,34 @@ fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
     Some((proc, port))
 }
 
-/// The gateway in front of `upstream`, writing files into `dir`.
+/// The `lro` binary cargo built for this test, or `LRO_TEST_BIN` when set
+/// (a copy of it: with a target directory shared between checkouts,
+/// another build may replace the binary while the tests run).
+fn lro_bin() -> PathBuf {
+    std::env::var_os("LRO_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_lro")))
+}
+
+/// `lro gateway` in front of `upstream`, writing files into `dir`.
 fn gateway(upstream: &str, dir: &Path) -> (Proc, SocketAddr) {
-    let mut cmd = Command::new(example_binary("gateway"));
-    cmd.args(["--upstream", upstream, "--listen", "127.0.0.1:0"])
+    gateway_with(upstream, dir, &[])
+}
+
+/// `lro gateway` in front of `upstream` with `extra` flags; returns it and
+/// the address it listens on.
+fn gateway_with(upstream: &str, dir: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
+    let mut cmd = Command::new(lro_bin());
+    cmd.args(["gateway", "--upstream", upstream, "--listen", "127.0.0.1:0"])
         .args(["--threshold-tokens", "1600", "--ttl-seconds", "600"])
         .arg("--output-dir")
         .arg(dir)
+        .args(extra)
         .env("RUST_LOG", "info");
     let (proc, rest) = spawn_ready(
-        "gateway",
+        "lro gateway",
         cmd,
-        "gateway listening on http://",
+        "lro gateway listening on http://",
         Duration::from_secs(30),
     );
     let addr: SocketAddr = rest
@@ -817,6 +845,20 @@ async fn unknown_paths_get_404_and_a_dead_upstream_502() {
     let text = r.text().await.unwrap();
     assert!(text.starts_with("bad gateway"), "{text}");
     assert!(!text.contains("jsonrpc"), "{text}");
+    // Neither the internal address nor the OS error reaches the client.
+    for secret in ["127.0.0.1", &port.to_string(), "os error", "refused ("] {
+        assert!(!text.contains(secret), "`{secret}` in {text}");
+    }
+    let health = http()
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        health.status(),
+        200,
+        "the health endpoint answers without the upstream"
+    );
     let get = http()
         .get(format!("http://{addr}/mcp"))
         .send()
@@ -829,16 +871,18 @@ async fn unknown_paths_get_404_and_a_dead_upstream_502() {
     })
     .await;
     assert!(log.contains("upstream request failed"), "{log}");
+    // The details are in the log.
+    assert!(log.contains(&format!("127.0.0.1:{port}")), "{log}");
 }
 
 #[test]
 fn bad_arguments_are_named() {
-    let bin = example_binary("gateway");
     let run = |args: &[&str]| {
-        let out = Command::new(&bin)
+        let out = Command::new(lro_bin())
+            .arg("gateway")
             .args(args)
             .output()
-            .expect("gateway runs");
+            .expect("lro runs");
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -847,69 +891,90 @@ fn bad_arguments_are_named() {
     };
     let (code, stdout, _) = run(&["--help"]);
     assert_eq!(code, Some(0));
-    assert!(stdout.contains("--upstream URL") && stdout.contains("--threshold-tokens"));
-    assert!(
-        stdout.contains("--max-request-bytes N"),
-        "the classification cap is configurable"
-    );
+    for flag in [
+        "--upstream <URL>",
+        "--ca-cert <FILE>",
+        "--header <NAME: VALUE>",
+        "--max-connections",
+        "--header-timeout",
+        "--response-timeout",
+        "--health-path",
+        "--log-format",
+        "--no-announce",
+        "--max-request-bytes",
+    ] {
+        assert!(stdout.contains(flag), "{flag} in --help:\n{stdout}");
+    }
     let up = ["--upstream", "http://127.0.0.1:1/mcp"];
-    let cases: &[(&[&str], &[&str])] = &[
-        (&["--listen", "127.0.0.1:0"], &["--upstream", "required"]),
+    let listen = ["--listen", "127.0.0.1:0"];
+    let with = |more: &[&'static str]| [&up[..], &listen[..], more].concat();
+    // (arguments, exit status, words the one-line error names)
+    let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
+        (listen.to_vec(), 2, vec!["--upstream"]),
         (
-            &[
-                &up[..],
-                &["--listen", "127.0.0.1:0", "--max-request-bytes", "lots"],
-            ]
-            .concat(),
-            &["--max-request-bytes", "lots"],
+            with(&["--max-request-bytes", "lots"]),
+            2,
+            vec!["--max-request-bytes", "lots"],
         ),
         (
-            &[&up[..], &["--listen", "nowhere"]].concat(),
-            &["--listen", "nowhere"],
+            [&up[..], &["--listen", "nowhere"]].concat(),
+            2,
+            vec!["--listen", "nowhere"],
         ),
         (
-            &[
+            with(&["--threshold-tokens", "lots"]),
+            2,
+            vec!["--threshold-tokens", "lots"],
+        ),
+        (with(&["--ttl-seconds=-3"]), 2, vec!["--ttl-seconds", "-3"]),
+        (with(&["--threads", "4"]), 2, vec!["--threads"]),
+        (
+            with(&["--log-format", "xml"]),
+            2,
+            vec!["--log-format", "xml"],
+        ),
+        (
+            vec![
                 "--upstream",
-                "https://example.com/mcp",
+                "ftp://example.com/mcp",
                 "--listen",
                 "127.0.0.1:0",
             ],
-            &["--upstream", "https://example.com/mcp"],
+            1,
+            vec!["ftp://example.com/mcp"],
         ),
         (
-            &[
-                &up[..],
-                &["--listen", "127.0.0.1:0", "--threshold-tokens", "lots"],
-            ]
-            .concat(),
-            &["--threshold-tokens", "lots"],
+            with(&["--header", "no colon"]),
+            1,
+            vec!["--header", "no colon"],
         ),
         (
-            &[&up[..], &["--listen", "127.0.0.1:0", "--ttl-seconds=-3"]].concat(),
-            &["--ttl-seconds", "-3"],
+            with(&["--header-timeout", "0"]),
+            1,
+            vec!["--header-timeout"],
         ),
         (
-            &[&up[..], &["--listen", "127.0.0.1:0", "--threads", "4"]].concat(),
-            &["--threads"],
+            with(&["--health-path", "/mcp"]),
+            1,
+            vec!["health path", "/mcp"],
         ),
         (
-            &[&up[..], &["--listen"]].concat(),
-            &["--listen needs a value"],
-        ),
-        (
-            &[
-                "--upstream",
-                "http://127.0.0.1:/mcp",
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            &["--upstream", "empty port"],
+            with(&["--ca-cert", "/nonexistent/ca.pem"]),
+            1,
+            vec!["/nonexistent/ca.pem"],
         ),
     ];
-    for (args, words) in cases {
-        let (code, _, stderr) = run(args);
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
-        for w in *words {
+    for (args, status, words) in cases {
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, Some(status), "{args:?}: {stderr}");
+        if status == 1 {
+            assert_eq!(
+                stderr.trim().lines().count(),
+                1,
+                "{args:?}: one line: {stderr}"
+            );
+        }
+        for w in words {
             assert!(stderr.contains(w), "{args:?}: `{w}` not in {stderr}");
         }
     }
@@ -972,4 +1037,640 @@ fn rmcp_server_demo_runs() {
 fn hyper_service_demo_runs() {
     let out = run_demo("hyper_service");
     check_demo(&out, "pong", 250);
+}
+
+// ---- https upstreams: a local TLS server, a certificate made here -------
+
+/// A private CA and a certificate for `127.0.0.1` it signed.
+struct Pki {
+    ca_pem: String,
+    cert: CertificateDer<'static>,
+    key: PrivateKeyDer<'static>,
+}
+
+fn pki() -> Pki {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    Pki {
+        ca_pem: ca_cert.pem(),
+        cert: cert.der().clone(),
+        key: PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    }
+}
+
+/// Serves TLS with `pki`'s certificate on a free port and relays each
+/// connection, decrypted, to `plain`; returns the TLS address.
+async fn tls_in_front(plain: SocketAddr, pki: &Pki) -> SocketAddr {
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![pki.cert.clone()], pki.key.clone_key())
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                if let Ok(mut inner) = tokio::net::TcpStream::connect(plain).await {
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut inner).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The memory server (sessions, SSE) with its own offload layer behind TLS,
+/// `lro gateway` in front of it trusting the private CA, and the same
+/// server plain without a layer for comparison.
+struct TlsStack {
+    _gateway_proc: Proc,
+    /// `http://127.0.0.1:PORT/mcp` of the gateway.
+    gateway: String,
+    /// The server without a layer, directly.
+    direct: String,
+    /// `https://127.0.0.1:PORT/mcp` of the server with its layer.
+    https: String,
+    gateway_dir: tempfile::TempDir,
+    server_dir: tempfile::TempDir,
+    ca_dir: tempfile::TempDir,
+}
+
+async fn tls_stack(mode: Mode, extra: &[&str]) -> TlsStack {
+    let server_dir = tempfile::tempdir().unwrap();
+    let (with, without) = serve_with_and_without(mode, server_dir.path()).await;
+    let pki = pki();
+    let tls = tls_in_front(with, &pki).await;
+    let ca_dir = tempfile::tempdir().unwrap();
+    let ca = ca_dir.path().join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let gateway_dir = tempfile::tempdir().unwrap();
+    let https = format!("https://{tls}/mcp");
+    let args = [&["--ca-cert", ca.to_str().unwrap()], extra].concat();
+    let (proc, addr) = gateway_with(&https, gateway_dir.path(), &args);
+    TlsStack {
+        _gateway_proc: proc,
+        gateway: format!("http://{addr}/mcp"),
+        direct: format!("http://{without}/mcp"),
+        https,
+        gateway_dir,
+        server_dir,
+        ca_dir,
+    }
+}
+
+/// How long one SDK client run may take.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+/// What the SDK clients ask recall_memories for.
+const COUNT: usize = 200;
+
+/// Runs an SDK client script of `tests/interop` with `args`; returns the
+/// JSON object it prints.
+async fn run_client(program: &Path, args: &[&str]) -> Value {
+    let dir = common::interop_dir();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).current_dir(&dir);
+    let out = output_within(cmd, CLIENT_TIMEOUT, &format!("{args:?}")).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?} failed: {stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {stdout}\n{stderr}"))
+}
+
+fn sdk_ok<'a>(v: &'a Value, what: &str) -> &'a Value {
+    assert!(v.get("error").is_none(), "{what}: {}", v["error"]);
+    &v["ok"]
+}
+
+/// The offloaded files in `dir`.
+fn offload_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| tower_lro::is_offload_file_name(&e.file_name().to_string_lossy()))
+        .count()
+}
+
+/// What an SDK client run through the gateway to the https server shows:
+/// the server's tools and the layer's two, small results as direct, large
+/// ones offloaded by the gateway with recipes that run under jq, progress
+/// before the result, and nothing offloaded by the server (it saw the
+/// proxy flag).
+fn check_sdk_run(v: &Value, protocol: &str, s: &TlsStack) {
+    let name = format!("{} {}", v["client"], v["mode"]);
+    let (via, direct) = (&v["with"], &v["without"]);
+    assert_eq!(via["protocolVersion"], protocol, "{name}");
+    let mut listed = direct["tools"].as_array().unwrap().clone();
+    listed.extend([json!("lro_extract"), json!("lro_list")]);
+    listed.sort_by_key(|t| t.as_str().unwrap_or_default().to_owned());
+    assert_eq!(via["tools"], json!(listed), "{name}: tools");
+    assert_eq!(
+        sdk_ok(&via["small"], "small"),
+        sdk_ok(&direct["small"], "small direct"),
+        "{name}: a small result is the direct one"
+    );
+    let d = checked_descriptor(sdk_ok(&via["large"], "large"), &name);
+    assert_eq!(d.summary.count, COUNT, "{name}");
+    assert!(
+        Path::new(&d.file_path).starts_with(s.gateway_dir.path()),
+        "{name}: {}",
+        d.file_path
+    );
+    check_recipe6(
+        &d.jq_recipes[5].command,
+        &memories(COUNT, Detail::Full),
+        &name,
+    );
+    let events = via["slow"]["events"].as_array().expect("events");
+    assert!(
+        events.iter().any(|e| e["kind"] == "progress"),
+        "{name}: progress relayed: {events:?}"
+    );
+    assert_eq!(
+        events.last().unwrap()["kind"],
+        "result",
+        "{name}: progress first"
+    );
+    checked_descriptor(sdk_ok(&via["slow"], "slow"), &format!("{name} slow"));
+    assert_eq!(
+        offload_files(s.server_dir.path()),
+        0,
+        "{name}: the server offloaded too"
+    );
+    assert!(offload_files(s.gateway_dir.path()) >= 2, "{name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_through_the_gateway_to_an_https_server() {
+    let Some(dir) = common::interop_setup() else {
+        return;
+    };
+    for (negotiation, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let s = tls_stack(Mode::StatefulSse, &[]).await;
+        let script = dir.join("client.py");
+        let python = dir.join(".venv/bin/python");
+        let args = [
+            script.to_str().unwrap(),
+            negotiation,
+            &s.gateway,
+            &s.direct,
+            &s.direct,
+        ];
+        let v = run_client(&python, &args).await;
+        check_sdk_run(&v, protocol, &s);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_through_the_gateway_to_an_https_server() {
+    let Some(dir) = common::interop_setup() else {
+        return;
+    };
+    let s = tls_stack(Mode::StatefulSse, &[]).await;
+    let script = dir.join("client.mjs");
+    let v = run_client(
+        Path::new("node"),
+        &[script.to_str().unwrap(), &s.gateway, &s.direct, &s.direct],
+    )
+    .await;
+    check_sdk_run(&v, "2025-11-25", &s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_announcement_the_server_offloads_itself() {
+    let s = tls_stack(Mode::StatefulSse, &["--no-announce"]).await;
+    let args = json!({"query": "cache", "count": COUNT});
+    let result = rmcp_call(&s.gateway, None, "recall_memories", args).await;
+    let d = checked_descriptor(&result, "no announce");
+    assert!(
+        Path::new(&d.file_path).starts_with(s.server_dir.path()),
+        "the server's own layer offloaded: {}",
+        d.file_path
+    );
+    assert_eq!(offload_files(s.gateway_dir.path()), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_third_party_server_through_the_gateway() {
+    let Some(dir) = common::interop_setup() else {
+        return;
+    };
+    let mut cmd = Command::new("node");
+    cmd.arg(dir.join("everything_server.mjs")).current_dir(&dir);
+    let (_server, port) = spawn_ready(
+        "server-everything",
+        cmd,
+        "LISTENING ",
+        Duration::from_secs(30),
+    );
+    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let gateway_dir = tempfile::tempdir().unwrap();
+    let (_gw, addr) = gateway(&upstream, gateway_dir.path());
+    let via = format!("http://{addr}/mcp");
+    let script = dir.join("everything_client.py");
+    let python = dir.join(".venv/bin/python");
+    let v = run_client(
+        &python,
+        &[script.to_str().unwrap(), "--gateway", &upstream, &via],
+    )
+    .await;
+    let (direct, proxied) = (&v["direct"], &v["proxied"]);
+    let mut tools = direct["tools"].as_array().unwrap().clone();
+    assert!(
+        tools.len() >= 5,
+        "server-everything lists its tools: {tools:?}"
+    );
+    tools.extend([json!("lro_extract"), json!("lro_list")]);
+    tools.sort_by_key(|t| t.as_str().unwrap().to_owned());
+    assert_eq!(
+        proxied["tools"],
+        json!(tools),
+        "its tools, and the gateway's two"
+    );
+    let (calls, through) = (
+        direct["calls"].as_array().unwrap(),
+        proxied["calls"].as_array().unwrap(),
+    );
+    for (n, (d, p)) in calls.iter().zip(through).take(4).enumerate() {
+        assert_eq!(
+            sdk_ok(p, "via"),
+            sdk_ok(d, "direct"),
+            "call {n}: small results unchanged"
+        );
+    }
+    let d = checked_descriptor(sdk_ok(&through[4], "large"), "server-everything large echo");
+    assert!(Path::new(&d.file_path).starts_with(gateway_dir.path()));
+    let rebuilt: Value = serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+    assert_eq!(
+        rebuilt["content"],
+        sdk_ok(&calls[4], "direct large")["content"],
+        "nothing lost"
+    );
+}
+
+// ---- bad conditions ---------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_ca_gets_a_502_naming_tls_and_no_address() {
+    let server_dir = tempfile::tempdir().unwrap();
+    let (with, _) = serve_with_and_without(Mode::StatelessJson, server_dir.path()).await;
+    let tls = tls_in_front(with, &pki()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (gw, addr) = gateway(&format!("https://{tls}/mcp"), dir.path());
+    let r = post(
+        &format!("http://{addr}/mcp"),
+        &tools_call(1, "status", json!({}), None),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), 502);
+    let text = r.text().await.unwrap();
+    assert!(text.contains("TLS"), "{text}");
+    assert!(
+        !text.contains("127.0.0.1") && !text.contains("certificate"),
+        "{text}"
+    );
+    let log = wait_for_log(&gw, |log| log.contains("upstream request failed")).await;
+    assert!(
+        log.contains("UnknownIssuer") || log.contains("unknown issuer"),
+        "{log}"
+    );
+}
+
+/// Runs `lro proxy URL [extra]` with `lines` on its stdin (then closed);
+/// returns the messages it printed and its stderr.
+async fn proxy_run(url: &str, extra: &[&str], lines: &[Value]) -> (Vec<Value>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = tempfile::NamedTempFile::new().unwrap();
+    for line in lines {
+        writeln!(input, "{line}").unwrap();
+    }
+    let mut cmd = tokio::process::Command::new(lro_bin());
+    cmd.args(["proxy", url, "--output-dir"])
+        .arg(dir.path())
+        .args(extra)
+        .stdin(std::fs::File::open(input.path()).unwrap());
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("lro proxy ends within 60 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let messages = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (messages, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn init_lines(call: Value) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call,
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_speaks_https_with_a_private_ca_and_reports_an_unknown_one() {
+    let s = tls_stack(Mode::StatefulSse, &[]).await;
+    let ca = s.ca_dir.path().join("ca.pem");
+    let call = tools_call(1, "status", json!({}), None);
+    let (messages, stderr) = proxy_run(
+        &s.https,
+        &["--ca-cert", ca.to_str().unwrap()],
+        &init_lines(call.clone()),
+    )
+    .await;
+    let answer = messages
+        .iter()
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("{messages:?}\n{stderr}"));
+    assert!(
+        answer["result"]["content"][0]["text"].is_string(),
+        "{answer}"
+    );
+    // Without the CA: each request gets a JSON-RPC error naming TLS.
+    let (messages, stderr) = proxy_run(&s.https, &[], &init_lines(call)).await;
+    for id in [0, 1] {
+        let answer = messages
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{messages:?}\n{stderr}"));
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("TLS"), "{answer}");
+        assert!(!message.contains("127.0.0.1"), "{answer}");
+    }
+}
+
+/// A fault-injecting upstream (no real server fails on cue): answers each
+/// request with an event-stream head and `events` events `gap` apart, then
+/// either ends the stream properly or, with `die`, drops the connection
+/// mid-stream. `silent`: reads the request and never answers.
+#[derive(Clone, Copy)]
+struct Faulty {
+    events: usize,
+    gap: Duration,
+    die: bool,
+    silent: bool,
+}
+
+async fn faulty_upstream(f: Faulty) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let _ = tcp.read(&mut buf).await;
+                if f.silent {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                let _ = tcp.write_all(head.as_bytes()).await;
+                for n in 0..f.events {
+                    let event = format!(
+                        "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":1,\"progress\":{n}}}}}\n\n"
+                    );
+                    let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+                    let _ = tcp.write_all(chunk.as_bytes()).await;
+                    tokio::time::sleep(f.gap).await;
+                }
+                if !f.die {
+                    let end =
+                        "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n";
+                    let chunk = format!("{:x}\r\n{end}\r\n0\r\n\r\n", end.len());
+                    let _ = tcp.write_all(chunk.as_bytes()).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_outlives_the_response_timeout_and_a_silent_upstream_gets_504() {
+    let long = faulty_upstream(Faulty {
+        events: 4,
+        gap: Duration::from_millis(700),
+        die: false,
+        silent: false,
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_gw, addr) = gateway_with(
+        &format!("http://{long}/mcp"),
+        dir.path(),
+        &["--response-timeout", "1"],
+    );
+    let r = post(
+        &format!("http://{addr}/mcp"),
+        &tools_call(1, "status", json!({}), None),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let body = r
+        .text()
+        .await
+        .expect("the whole stream, past the response timeout");
+    let messages = sse_messages(&body);
+    assert_eq!(messages.len(), 5, "{body}");
+    assert_eq!(messages[4]["id"], 1, "{body}");
+
+    let silent = faulty_upstream(Faulty {
+        events: 0,
+        gap: Duration::ZERO,
+        die: false,
+        silent: true,
+    })
+    .await;
+    let (_gw, addr) = gateway_with(
+        &format!("http://{silent}/mcp"),
+        dir.path(),
+        &["--response-timeout", "1"],
+    );
+    let r = post(
+        &format!("http://{addr}/mcp"),
+        &tools_call(1, "status", json!({}), None),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), 504);
+    assert!(r.text().await.unwrap().starts_with("gateway timeout"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_dying_mid_stream_ends_the_answer_and_nothing_hangs() {
+    let dying = faulty_upstream(Faulty {
+        events: 2,
+        gap: Duration::from_millis(50),
+        die: true,
+        silent: false,
+    })
+    .await;
+    let url = format!("http://{dying}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let (_gw, addr) = gateway(&url, dir.path());
+    let r = post(
+        &format!("http://{addr}/mcp"),
+        &tools_call(1, "status", json!({}), None),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let body = r.text().await;
+    assert!(
+        body.is_err(),
+        "the client sees the stream break off: {body:?}"
+    );
+    let health = http()
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "the gateway lives on");
+    // The proxy: the events that came, then a JSON-RPC error for the request.
+    let call = tools_call(1, "status", json!({}), None);
+    let (messages, stderr) = proxy_run(&url, &[], &[call]).await;
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert_eq!(progress, 2, "{messages:?}");
+    let error = messages
+        .iter()
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("{messages:?}\n{stderr}"));
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broke off"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_clients_are_closed_and_the_cap_holds() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let (_gw, addr) = gateway_with(
+        "http://127.0.0.1:1/mcp",
+        dir.path(),
+        &["--header-timeout", "1", "--max-connections", "3"],
+    );
+    // Two idle connections and one trickling its head a byte at a time.
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        let head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+        for byte in head.iter().cycle().take(200) {
+            if slow.write_all(&[*byte]).await.is_err() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    });
+    // A normal client still gets served once the timeouts free the slots.
+    let health = http()
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    for mut conn in idle {
+        let mut buf = [0u8; 256];
+        let n = tokio::time::timeout(Duration::from_secs(15), conn.read(&mut buf)).await;
+        assert!(
+            matches!(n, Ok(Ok(0)) | Ok(Err(_))),
+            "an idle connection is closed: {n:?}"
+        );
+    }
+    let cut = tokio::time::timeout(Duration::from_secs(15), trickle).await;
+    assert!(
+        matches!(cut, Ok(Ok(true))),
+        "the trickling client is cut off: {cut:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_request_in_flight_finish_and_leaves_no_temp_file() {
+    let server_dir = tempfile::tempdir().unwrap();
+    let (_, without) = serve_with_and_without(Mode::StatelessJson, server_dir.path()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut gw, addr) = gateway(&format!("http://{without}/mcp"), dir.path());
+    let url = format!("http://{addr}/mcp");
+    let args = json!({"query": "cache", "count": COUNT});
+    let in_flight = tokio::spawn(async move {
+        post(&url, &tools_call(1, "slow_recall", args, None), &[])
+            .await
+            .text()
+            .await
+    });
+    // slow_recall takes 1.5 s: the signal comes while it runs.
+    wait_for_log(&gw, |log| log.contains("gateway started")).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = gw.child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let body = tokio::time::timeout(Duration::from_secs(30), in_flight)
+        .await
+        .expect("the request ends")
+        .unwrap()
+        .expect("the request in flight finishes");
+    let answer = response_message(&body, 1).unwrap_or_else(|| panic!("{body}"));
+    checked_descriptor(&answer["result"], "in flight at SIGTERM");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = gw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the gateway did not exit:\n{}",
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}\n{}", gw.stderr());
+    let log = gw.stderr();
+    assert!(log.contains("SIGTERM") && log.contains("stopped"), "{log}");
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(
+            tower_lro::is_offload_file_name(&name),
+            "left behind: {name}"
+        );
+    }
+    assert_eq!(offload_files(dir.path()), 1);
 }

@@ -162,16 +162,13 @@ fn ca_certificates(path: &PathBuf) -> Result<Vec<CertificateDer<'static>>, Conne
 pub fn failure_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
     let mut source = e.source();
     while let Some(s) = source {
-        if s.downcast_ref::<rustls::Error>().is_some() {
+        if is_tls(s) {
             return "the TLS handshake with the server failed";
         }
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::TimedOut {
-                return "the connection to the server timed out";
-            }
-            if io.get_ref().is_some_and(|i| i.is::<rustls::Error>()) {
-                return "the TLS handshake with the server failed";
-            }
+        if s.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return "the connection to the server timed out";
         }
         source = s.source();
     }
@@ -180,6 +177,18 @@ pub fn failure_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
     } else {
         "the connection failed"
     }
+}
+
+/// Whether `e` is a rustls error, also when wrapped in I/O errors (whose
+/// `source` skips the error they wrap).
+fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    let inner = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref());
+    inner.is_some_and(|inner| is_tls(inner))
 }
 
 /// An error and its causes on one line, for the log.
@@ -233,7 +242,7 @@ mod tests {
             ca_cert: Some(path.clone()),
             ..ConnectOptions::default()
         };
-        let e = connector(&options).err().expect("an error");
+        let e = connector(&options).expect_err("an error");
         assert!(e.to_string().contains("empty.pem"), "{e}");
     }
 }

@@ -1,9 +1,11 @@
 """A third-party server through `lro proxy`, run by tests/proxy.rs.
 
     python everything_client.py <lro binary> <server url> <output dir>
+    python everything_client.py --gateway <server url> <gateway url>
 
 The official Python SDK client talks to `@modelcontextprotocol/server-everything`
-twice: directly over streamable HTTP, and over stdio through `lro proxy`. The
+twice: directly over streamable HTTP, and over stdio through `lro proxy` (or,
+with `--gateway`, over streamable HTTP through `lro gateway`; tests/gateway.rs). The
 same calls on both (tools/list, small tools, an image, structured content, a
 large echo); prints both for the Rust side to compare. Asserts nothing itself.
 """
@@ -40,9 +42,12 @@ async def session(server):
 
 
 async def main():
-    lro, url, output_dir = sys.argv[1:4]
-    proxy = StdioServerParameters(command=lro, args=["proxy", url, "--output-dir", output_dir])
-    result = {"direct": await session(url), "proxied": await session(proxy), "large": LARGE}
+    if sys.argv[1] == "--gateway":
+        url, via = sys.argv[2:4]
+    else:
+        lro, url, output_dir = sys.argv[1:4]
+        via = StdioServerParameters(command=lro, args=["proxy", url, "--output-dir", output_dir])
+    result = {"direct": await session(url), "proxied": await session(via), "large": LARGE}
     sys.stdout.write(json.dumps(result) + "\n")
 
 

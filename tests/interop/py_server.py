@@ -5,7 +5,7 @@ formerly `FastMCP`), served over the streamable-http transport on 127.0.0.1.
 
 PORT 0 picks a free port. Once the socket listens, the first line on stdout
 is `LISTENING <port>`. `--resumable` keeps every event in memory, so a
-client can resume a stream with `Last-Event-ID`. The tests in tests/gateway.rs put the tower-lro gateway
+client can resume a stream with `Last-Event-ID`. The tests in tests/gateway.rs put `lro gateway`
 in front of it.
 
 Tools:

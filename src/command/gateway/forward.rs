@@ -141,12 +141,14 @@ impl Upstream {
     fn failed(&self, e: &hyper_util::client::legacy::Error) -> Response<GatewayBody> {
         let kind = failure_kind(e);
         tracing::warn!(target: "gateway", upstream = %self.uri, error = %error_chain(e), "upstream request failed");
-        let status = if kind.contains("timed out") {
-            StatusCode::GATEWAY_TIMEOUT
+        if kind.contains("timed out") {
+            text_response(
+                StatusCode::GATEWAY_TIMEOUT,
+                &format!("gateway timeout: {kind}\n"),
+            )
         } else {
-            StatusCode::BAD_GATEWAY
-        };
-        text_response(status, &format!("upstream: {kind}\n"))
+            text_response(StatusCode::BAD_GATEWAY, &format!("bad gateway: {kind}\n"))
+        }
     }
 }
 

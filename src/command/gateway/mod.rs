@@ -92,6 +92,9 @@ pub struct GatewayOptions {
     pub limits: Limits,
     /// The health endpoint's path (default [`DEFAULT_HEALTH_PATH`]).
     pub health_path: String,
+    /// Requests up to this many bytes are read to find the tool calls to
+    /// watch (default: the layer's, 1 MiB); answers to larger ones pass.
+    pub max_request_bytes: Option<usize>,
 }
 
 impl GatewayOptions {
@@ -106,6 +109,7 @@ impl GatewayOptions {
             connect: ConnectOptions::default(),
             limits: Limits::default(),
             health_path: DEFAULT_HEALTH_PATH.to_owned(),
+            max_request_bytes: None,
         }
     }
 }
@@ -155,7 +159,11 @@ impl Gateway {
         }
         let mut config = options.config;
         let auto_cleanup = std::mem::replace(&mut config.auto_cleanup, false);
-        let layer = OffloadLayer::builder().config(config).try_build()?;
+        let mut layer = OffloadLayer::builder().config(config);
+        if let Some(n) = options.max_request_bytes {
+            layer = layer.max_request_bytes(n);
+        }
+        let layer = layer.try_build()?;
         let upstream = Upstream {
             client: upstream_client(&options.connect)?,
             uri: options.upstream,
