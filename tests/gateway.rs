@@ -1473,27 +1473,47 @@ async fn faulty_upstream(f: Faulty) -> SocketAddr {
     addr
 }
 
+impl Faulty {
+    /// `events` events `gap` apart, then the end (`die`: a dropped connection).
+    fn stream(events: usize, gap: Duration, die: bool) -> Faulty {
+        Faulty {
+            events,
+            gap,
+            die,
+            silent: false,
+        }
+    }
+
+    /// Never answers.
+    const SILENT: Faulty = Faulty {
+        events: 0,
+        gap: Duration::ZERO,
+        die: false,
+        silent: true,
+    };
+}
+
+/// `lro gateway` (with `extra` flags) in front of a [`Faulty`] upstream,
+/// and the answer to one `tools/call` through it.
+/// Returns the gateway, its address, the upstream URL and the answer.
+async fn call_via_gateway(
+    f: Faulty,
+    dir: &Path,
+    extra: &[&str],
+) -> (Proc, SocketAddr, String, reqwest::Response) {
+    let upstream = format!("http://{}/mcp", faulty_upstream(f).await);
+    let (gw, addr) = gateway_with(&upstream, dir, extra);
+    let call = tools_call(1, "status", json!({}), None);
+    let answer = post(&format!("http://{addr}/mcp"), &call, &[]).await;
+    (gw, addr, upstream, answer)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_stream_outlives_the_response_timeout_and_a_silent_upstream_gets_504() {
-    let long = faulty_upstream(Faulty {
-        events: 4,
-        gap: Duration::from_millis(700),
-        die: false,
-        silent: false,
-    })
-    .await;
     let dir = tempfile::tempdir().unwrap();
-    let (_gw, addr) = gateway_with(
-        &format!("http://{long}/mcp"),
-        dir.path(),
-        &["--response-timeout", "1"],
-    );
-    let r = post(
-        &format!("http://{addr}/mcp"),
-        &tools_call(1, "status", json!({}), None),
-        &[],
-    )
-    .await;
+    let timeout = ["--response-timeout", "1"];
+    let long = Faulty::stream(4, Duration::from_millis(700), false);
+    let (_gw, _, _, r) = call_via_gateway(long, dir.path(), &timeout).await;
     assert_eq!(r.status(), 200);
     let body = r
         .text()
@@ -1503,46 +1523,16 @@ async fn an_event_stream_outlives_the_response_timeout_and_a_silent_upstream_get
     assert_eq!(messages.len(), 5, "{body}");
     assert_eq!(messages[4]["id"], 1, "{body}");
 
-    let silent = faulty_upstream(Faulty {
-        events: 0,
-        gap: Duration::ZERO,
-        die: false,
-        silent: true,
-    })
-    .await;
-    let (_gw, addr) = gateway_with(
-        &format!("http://{silent}/mcp"),
-        dir.path(),
-        &["--response-timeout", "1"],
-    );
-    let r = post(
-        &format!("http://{addr}/mcp"),
-        &tools_call(1, "status", json!({}), None),
-        &[],
-    )
-    .await;
+    let (_gw, _, _, r) = call_via_gateway(Faulty::SILENT, dir.path(), &timeout).await;
     assert_eq!(r.status(), 504);
     assert!(r.text().await.unwrap().starts_with("gateway timeout"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_dying_mid_stream_ends_the_answer_and_nothing_hangs() {
-    let dying = faulty_upstream(Faulty {
-        events: 2,
-        gap: Duration::from_millis(50),
-        die: true,
-        silent: false,
-    })
-    .await;
-    let url = format!("http://{dying}/mcp");
     let dir = tempfile::tempdir().unwrap();
-    let (_gw, addr) = gateway(&url, dir.path());
-    let r = post(
-        &format!("http://{addr}/mcp"),
-        &tools_call(1, "status", json!({}), None),
-        &[],
-    )
-    .await;
+    let dying = Faulty::stream(2, Duration::from_millis(50), true);
+    let (_gw, addr, url, r) = call_via_gateway(dying, dir.path(), &[]).await;
     assert_eq!(r.status(), 200);
     let body = r.text().await;
     assert!(
