@@ -10,7 +10,7 @@ use tower_lro::command::proxy::{self, ProxyOptions};
 /// `lro proxy`.
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
-    /// The remote MCP endpoint (streamable HTTP), e.g. https://mcp.example.com/mcp.
+    /// The remote MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:8000/mcp.
     url: String,
     /// A PEM file of CA certificates trusted for an https:// server besides
     /// the system's roots (a private CA).

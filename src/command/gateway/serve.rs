@@ -51,7 +51,7 @@ impl Gateway {
         let mut http = http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(self.limits.header_read_timeout)
-            .max_buf_size(self.limits.max_header_bytes.max(8192))
+            .max_header_size(self.limits.max_header_bytes)
             .keep_alive(true);
         http
     }
