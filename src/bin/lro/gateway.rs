@@ -36,6 +36,14 @@ pub struct GatewayArgs {
     /// configured threshold_tokens, 1600).
     #[arg(long, value_name = "N")]
     threshold_tokens: Option<usize>,
+    /// Time-to-live of the files in seconds (default: the configured
+    /// ttl_seconds, 3600).
+    #[arg(long, value_name = "SECONDS")]
+    ttl_seconds: Option<u64>,
+    /// Requests up to N bytes are read to find the tool calls to watch
+    /// (default 1048576); answers to larger ones pass through.
+    #[arg(long, value_name = "N")]
+    max_request_bytes: Option<usize>,
     /// Do not register upstream as an LRO proxy (a server running LRO
     /// itself then offloads on its side too).
     #[arg(long)]
@@ -99,11 +107,17 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
         .upstream
         .parse()
         .map_err(|e| format!("--upstream {:?}: {e}", args.upstream))?;
+    if args.threshold_tokens == Some(0) {
+        return Err("--threshold-tokens: must be at least 1".to_owned());
+    }
     if let Some(dir) = args.output_dir {
         config.output_dir = dir;
     }
     if let Some(n) = args.threshold_tokens {
         config.threshold_tokens = n;
+    }
+    if let Some(s) = args.ttl_seconds {
+        config.ttl = Duration::from_secs(s);
     }
     let mut options = GatewayOptions::new(upstream, args.listen);
     options.headers = crate::proxy::headers(&args.headers)?;
@@ -116,6 +130,7 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
     options.limits.response_head_timeout = seconds("--response-timeout", args.response_timeout)?;
     options.limits.shutdown_grace = Duration::from_secs(args.shutdown_grace);
     options.health_path = args.health_path;
+    options.max_request_bytes = args.max_request_bytes;
     Ok(options)
 }
 
