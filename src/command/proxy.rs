@@ -33,18 +33,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tower_service::Service;
 
+use super::auth::{Auth, AuthError, AuthOptions};
+use super::http::{HttpClient, client};
 use crate::middleware::{
     DEFAULT_PROXY_HEADER, OffloadBody, OffloadLayer, OffloadService, RequestBody,
 };
@@ -74,6 +75,18 @@ pub struct ProxyOptions {
     pub config: OffloadConfig,
     /// Whether the proxy registers upstream as an LRO proxy (default true).
     pub announce: bool,
+    /// OAuth sign-in on a `401` (default on, with [`AuthOptions::default`];
+    /// `None`: a `401` is relayed as an error). Not used when `headers`
+    /// carry an `Authorization` of their own.
+    pub auth: Option<AuthOptions>,
+    /// Plain `http` to a server that is not on loopback.
+    pub allow_http: bool,
+    /// How long a connection to the server may take to open.
+    pub connect_timeout: Option<Duration>,
+    /// How long the server may take to answer with a status and headers.
+    pub headers_timeout: Option<Duration>,
+    /// The longest silence within an answer's body (an event stream too).
+    pub body_timeout: Option<Duration>,
 }
 
 impl ProxyOptions {
@@ -84,6 +97,11 @@ impl ProxyOptions {
             headers: HeaderMap::new(),
             config: OffloadConfig::default(),
             announce: true,
+            auth: Some(AuthOptions::default()),
+            allow_http: false,
+            connect_timeout: None,
+            headers_timeout: None,
+            body_timeout: None,
         }
     }
 }
@@ -95,6 +113,14 @@ pub enum ProxyError {
     /// The upstream URL is not an `http://` URL with a host.
     #[error("upstream URL {0:?}: expected http://HOST[:PORT]/PATH")]
     BadUpstream(String),
+    /// Plain `http` to a server off loopback, not allowed.
+    #[error(
+        "upstream URL {0:?}: plain http is only for loopback servers; pass --allow-http for a trusted network"
+    )]
+    PlainHttp(String),
+    /// The sign-in options cannot be used.
+    #[error("oauth: {0}")]
+    Auth(#[from] AuthError),
     /// The output directory cannot be used.
     #[error("output directory: {0}")]
     Store(#[from] StoreError),
@@ -117,10 +143,14 @@ struct Session {
 
 /// What every request of one run shares.
 struct Shared {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
     upstream: Uri,
     headers: HeaderMap,
     announce: bool,
+    /// The OAuth sign-in, when the server may ask for it.
+    auth: Option<Auth>,
+    headers_timeout: Option<Duration>,
+    body_timeout: Option<Duration>,
     session: Mutex<Session>,
     /// Held while a dropped session is renewed (one renewal at a time).
     renewing: tokio::sync::Mutex<()>,
@@ -133,27 +163,18 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ProxyOptions {
-        upstream,
-        headers,
-        config,
-        announce,
-    } = options;
-    if upstream.scheme_str() != Some("http") || upstream.host().is_none() {
-        return Err(ProxyError::BadUpstream(upstream.to_string()));
-    }
-    let layer = OffloadLayer::builder().config(config).try_build()?;
+    check_upstream(&options)?;
+    let layer = OffloadLayer::builder()
+        .config(options.config.clone())
+        .try_build()?;
     let (out, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(write_lines(rx, output));
-    let shared = Arc::new(Shared {
-        client: client(),
-        upstream,
-        headers,
-        announce,
-        session: Mutex::new(Session::default()),
-        renewing: tokio::sync::Mutex::new(()),
-        out,
-    });
+    let shared = Arc::new(Shared::new(options, out)?);
+    if let Some(auth) = &shared.auth
+        && let Err(e) = auth.prepare().await
+    {
+        tracing::warn!(target: "tower_lro", "oauth: {e}");
+    }
     let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
     let read = read_lines(input, &shared, &service).await;
     goodbye(&shared).await;
@@ -163,11 +184,25 @@ where
     read
 }
 
-/// A client with `TCP_NODELAY` (no delayed-ACK waits on keep-alive).
-fn client() -> Client<HttpConnector, Full<Bytes>> {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new()).build(connector)
+/// The upstream is an `http://` URL with a host, on loopback unless plain
+/// http was allowed.
+fn check_upstream(options: &ProxyOptions) -> Result<(), ProxyError> {
+    let upstream = &options.upstream;
+    let Some(host) = upstream
+        .host()
+        .filter(|_| upstream.scheme_str() == Some("http"))
+    else {
+        return Err(ProxyError::BadUpstream(upstream.to_string()));
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback && !options.allow_http {
+        return Err(ProxyError::PlainHttp(upstream.to_string()));
+    }
+    Ok(())
 }
 
 /// Writes each message as one line, flushed.
@@ -213,13 +248,20 @@ async fn read_lines<R: AsyncRead + Unpin>(
         // the server and `initialize` are sent and acknowledged before the
         // next line is read; other requests run on their own, so a long
         // tool call never holds back the agent's answer to a server request.
+        // A message sent in order that takes long (a sign-in in the
+        // browser) goes on in its task while the next lines are read.
         if message.in_order() {
+            let (done, taken) = tokio::sync::oneshot::channel::<()>();
             let relayed = relay(message, shared.clone(), service.clone());
-            if tokio::time::timeout(IN_ORDER_TIMEOUT, relayed)
+            tasks.spawn(async move {
+                relayed.await;
+                let _ = done.send(());
+            });
+            if tokio::time::timeout(shared.in_order_wait(), taken)
                 .await
                 .is_err()
             {
-                tracing::warn!(target: "tower_lro", "the server took over {IN_ORDER_TIMEOUT:?} to take a message");
+                tracing::warn!(target: "tower_lro", "the server took long to take a message; going on");
             }
         } else {
             tasks.spawn(relay(message, shared.clone(), service.clone()));
@@ -343,17 +385,23 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
     if message.method.as_deref() == Some("initialize") {
         shared.lock().initialize = Some(message.bytes.clone());
     }
-    let (generation, mut sent) = send(&message, &shared, &mut service).await;
-    if let (Ok(response), Some(generation)) = (&sent, generation)
-        && response.status() == StatusCode::NOT_FOUND
-        && message.method.as_deref() != Some("initialize")
-    {
-        tracing::info!(target: "tower_lro", "the server dropped the session; renewing it");
-        renew_session(&shared, generation).await;
-        sent = send(&message, &shared, &mut service).await.1;
+    let (with, mut sent) = send(&message, &shared, &mut service).await;
+    if let Ok(response) = &sent {
+        let status = response.status();
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        match recover(status, challenge, &with, &message, &shared).await {
+            Recovery::Retry => sent = send(&message, &shared, &mut service).await.1,
+            Recovery::Fail(why) => sent = Err(UpstreamError::Auth(why)),
+            Recovery::None => {}
+        }
     }
     let answer = match sent {
         Ok(response) => deliver(response, &shared, &message).await,
+        Err(UpstreamError::Auth(why)) => Err(why),
         Err(e) => Err(format!("the server cannot be reached ({})", error_kind(&e))),
     };
     if let Err(why) = answer {
@@ -365,15 +413,32 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
     }
 }
 
-/// POSTs one message through the layer; returns the session generation it
-/// was sent in (`None`: without a session) and the answer.
+/// What a request was sent with: the session generation (`None`: without
+/// a session) and the `Authorization` value.
+struct SentWith {
+    generation: Option<u64>,
+    bearer: Option<HeaderValue>,
+}
+
+/// What to do about an answer.
+enum Recovery {
+    /// Send the message once more (a new session, a new token).
+    Retry,
+    /// Answer the agent with this error.
+    Fail(String),
+    /// Relay the answer.
+    None,
+}
+
+/// POSTs one message through the layer; returns what it was sent with and
+/// the answer.
 async fn send(
     message: &Message,
     shared: &Shared,
     service: &mut OffloadService<Upstream>,
 ) -> (
-    Option<u64>,
-    Result<Response<OffloadBody<Incoming>>, hyper_util::client::legacy::Error>,
+    SentWith,
+    Result<Response<OffloadBody<Incoming>>, UpstreamError>,
 ) {
     let mut request = shared.post(message.bytes.clone());
     for (name, value) in &message.routing {
@@ -383,7 +448,47 @@ async fn send(
         let session = shared.lock();
         session.id.as_ref().map(|_| session.generation)
     };
-    (generation, service.call(request).await)
+    let with = SentWith {
+        generation,
+        bearer: request.headers().get(AUTHORIZATION).cloned(),
+    };
+    (with, service.call(request).await)
+}
+
+/// A dropped session (`404` to a request that carried one) is renewed; a
+/// `401` gets a new token (refresh, or sign-in); either way the message is
+/// sent once more.
+async fn recover(
+    status: StatusCode,
+    challenge: Option<String>,
+    with: &SentWith,
+    message: &Message,
+    shared: &Arc<Shared>,
+) -> Recovery {
+    let initialize = message.method.as_deref() == Some("initialize");
+    match (status, with.generation, &shared.auth) {
+        (StatusCode::NOT_FOUND, Some(generation), _) if !initialize => {
+            tracing::info!(target: "tower_lro", "the server dropped the session; renewing it");
+            renew_session(shared, generation).await;
+            Recovery::Retry
+        }
+        (StatusCode::UNAUTHORIZED, _, Some(auth)) => {
+            match auth.renew(challenge.as_deref(), with.bearer.as_ref()).await {
+                Ok(()) => Recovery::Retry,
+                Err(e) => {
+                    tracing::warn!(target: "tower_lro", "oauth: {e}");
+                    Recovery::Fail(format!("the server needs a sign-in, which failed: {e}"))
+                }
+            }
+        }
+        (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, None, _) if initialize => {
+            Recovery::Fail(format!(
+                "the server answered HTTP {} to initialize: it may speak only the old HTTP+SSE transport (2024-11-05), which lro proxy does not support",
+                status.as_u16()
+            ))
+        }
+        _ => Recovery::None,
+    }
 }
 
 /// A new session in place of the one the server dropped (generation
@@ -425,12 +530,27 @@ async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
     open_stream(shared);
 }
 
-/// A short, address-free account of a client error.
-fn error_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
-    if e.is_connect() {
-        "connection refused or unreachable"
-    } else {
-        "the connection failed"
+/// Why a request upstream got no answer.
+#[derive(Debug, thiserror::Error)]
+enum UpstreamError {
+    /// The connection failed.
+    #[error("{0}")]
+    Client(#[from] hyper_util::client::legacy::Error),
+    /// No status and headers within `--headers-timeout`.
+    #[error("no answer in time")]
+    Timeout,
+    /// A sign-in was needed and failed.
+    #[error("{0}")]
+    Auth(String),
+}
+
+/// A short, address-free account of an upstream error.
+fn error_kind(e: &UpstreamError) -> &'static str {
+    match e {
+        UpstreamError::Client(e) if e.is_connect() => "connection refused or unreachable",
+        UpstreamError::Client(_) => "the connection failed",
+        UpstreamError::Timeout => "no answer within the headers timeout",
+        UpstreamError::Auth(_) => "the sign-in failed",
     }
 }
 
@@ -456,10 +576,10 @@ where
         let initialize = message.method.as_deref() == Some("initialize");
         relay_events(body, shared, initialize).await
     } else {
-        let bytes = body
-            .collect()
+        let collected = within(shared.body_timeout, body.collect())
             .await
-            .map_err(|e| format!("the answer broke off: {e}"))?;
+            .ok_or("the answer stalled (body timeout)")?;
+        let bytes = collected.map_err(|e| format!("the answer broke off: {e}"))?;
         relay_json(&bytes.to_bytes(), shared, message)
     }
 }
@@ -501,7 +621,10 @@ where
 {
     let mut body = std::pin::pin!(body);
     let mut splitter = EventSplitter::default();
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = within(shared.body_timeout, body.frame())
+        .await
+        .ok_or("the event stream stalled (body timeout)")?
+    {
         let frame = frame.map_err(|e| format!("the event stream broke off: {e}"))?;
         let Ok(data) = frame.into_data() else {
             continue;
@@ -515,6 +638,14 @@ where
         shared.send_event(&event, initialize);
     }
     Ok(())
+}
+
+/// `future`'s output, or `None` when `limit` passes first.
+async fn within<F: std::future::Future>(limit: Option<Duration>, future: F) -> Option<F::Output> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, future).await.ok(),
+        None => Some(future.await),
+    }
 }
 
 /// Opens the server's GET stream once per session, in the background.
@@ -538,7 +669,9 @@ fn open_stream(shared: &Arc<Shared>) {
             Ok(response) => {
                 tracing::debug!(target: "tower_lro", status = %response.status(), "no server stream")
             }
-            Err(e) => tracing::info!(target: "tower_lro", "server stream: {}", error_kind(&e)),
+            Err(e) => {
+                tracing::info!(target: "tower_lro", "server stream: {}", error_kind(&e.into()))
+            }
         }
     });
 }
@@ -558,6 +691,43 @@ async fn goodbye(shared: &Shared) {
 }
 
 impl Shared {
+    fn new(
+        options: ProxyOptions,
+        out: mpsc::UnboundedSender<String>,
+    ) -> Result<Shared, ProxyError> {
+        let client = client(options.connect_timeout);
+        let auth = match options.auth {
+            Some(auth) if !options.headers.contains_key(AUTHORIZATION) => Some(Auth::new(
+                auth,
+                &options.upstream.to_string(),
+                &options.headers,
+                client.clone(),
+            )?),
+            _ => None,
+        };
+        Ok(Shared {
+            client,
+            upstream: options.upstream,
+            headers: options.headers,
+            announce: options.announce,
+            auth,
+            headers_timeout: options.headers_timeout,
+            body_timeout: options.body_timeout,
+            session: Mutex::new(Session::default()),
+            renewing: tokio::sync::Mutex::new(()),
+            out,
+        })
+    }
+
+    /// How long a message sent in order is waited for before the next
+    /// line is read (longer when a sign-in may be under way).
+    fn in_order_wait(&self) -> Duration {
+        match &self.auth {
+            Some(auth) => IN_ORDER_TIMEOUT + auth.sign_in_time(),
+            None => IN_ORDER_TIMEOUT,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
         self.session.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -568,7 +738,7 @@ impl Shared {
         &self,
         mut parts: http::request::Parts,
         bytes: Bytes,
-    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+    ) -> Result<Response<Incoming>, UpstreamError> {
         let bytes = if self.announce {
             parts.headers.insert(
                 HeaderName::from_static(DEFAULT_PROXY_HEADER),
@@ -578,9 +748,13 @@ impl Shared {
         } else {
             bytes
         };
-        self.client
-            .request(Request::from_parts(parts, Full::new(bytes)))
-            .await
+        let request = self
+            .client
+            .request(Request::from_parts(parts, Full::new(bytes)));
+        match within(self.headers_timeout, request).await {
+            Some(answer) => Ok(answer?),
+            None => Err(UpstreamError::Timeout),
+        }
     }
 
     /// A POST of one message, with the session's headers.
@@ -594,6 +768,9 @@ impl Shared {
         *request.uri_mut() = self.upstream.clone();
         let headers = request.headers_mut();
         headers.clone_from(&self.headers);
+        if let Some(bearer) = self.auth.as_ref().and_then(Auth::bearer) {
+            headers.insert(AUTHORIZATION, bearer);
+        }
         let accept = if method == Method::GET {
             "text/event-stream"
         } else {
@@ -681,7 +858,7 @@ struct Upstream(Arc<Shared>);
 
 impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
     type Response = Response<Incoming>;
-    type Error = hyper_util::client::legacy::Error;
+    type Error = UpstreamError;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
     >;

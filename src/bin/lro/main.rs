@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         Command::Extract(args) => files::extract(&args),
         Command::Cleanup(args) => files::cleanup(&args, &config),
         Command::Proxy(args) => {
-            logs();
+            logs(args.log_filter());
             proxy::run(args, config)
         }
     };
@@ -79,11 +79,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs on stderr (stdout is the agent's), filtered by `RUST_LOG`
-/// (default `warn`).
-fn logs() {
+/// Logs on stderr (stdout is the agent's), filtered by `RUST_LOG`, else
+/// by `default`.
+fn logs(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
