@@ -602,3 +602,52 @@ fn mcp_remote_flags_without_meaning_here_are_refused_by_name() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_of_2025_at_a_server_that_requires_2026_07_28_gets_a_clear_error() {
+    // rmcp, stateless, demanding the 2026-07-28 per-request `_meta` of every
+    // request after the handshake: an earlier agent cannot be served.
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_stateless_protocol_metadata_required(true);
+    let service = StreamableHttpService::new(
+        || Ok(common::mcp::MemoryServer),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let addr = common::mcp::serve_mcp(service, None).await;
+    let out = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args([
+            "proxy",
+            &format!("http://{addr}/mcp"),
+            "--no-oauth",
+            "--output-dir",
+        ])
+        .arg(out.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut agent = Agent {
+        stdin: child.stdin.take(),
+        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+        child,
+        stderr: tokio::spawn(async { String::new() }),
+    };
+    let init = agent.handshake().await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let status = agent.status(2).await;
+    let message = status["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("protocol revision mismatch")
+            && message.contains("2026-07-28")
+            && message.contains("2025-11-25"),
+        "{status}"
+    );
+    let (ok, _) = agent.finish().await;
+    assert!(ok);
+}
