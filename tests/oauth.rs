@@ -65,30 +65,31 @@ async fn world(ttl: u64) -> Option<World> {
     })
 }
 
+impl World {
+    /// The MCP server's open sessions.
+    async fn session_ids(&self) -> Vec<Arc<str>> {
+        let sessions = self.sessions.sessions.read().await;
+        sessions.keys().cloned().collect()
+    }
+}
+
+/// A world (access tokens living `ttl` seconds) after a first sign-in;
+/// the tokens then stored.
+async fn signed_in(ttl: u64) -> Option<(World, Value)> {
+    let world = world(ttl).await?;
+    session(&world, &[], &[]).await;
+    let (_, tokens) = stored(&world, "_tokens.json");
+    Some((world, tokens))
+}
+
 /// Starts oidc-provider; returns it and its port.
 async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
-    let mut child = tokio::process::Command::new("node")
-        .arg(dir.join("oauth_provider.mjs"))
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(dir.join("oauth_provider.mjs"))
         .env("ACCESS_TTL", ttl.to_string())
         .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let port = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(port) = line.strip_prefix("LISTENING ") {
-                return port.trim().parse::<u16>().unwrap();
-            }
-        }
-        panic!("oidc-provider ended before listening");
-    })
-    .await
-    .expect("oidc-provider listens within 30 s");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, port)
+        .stderr(Stdio::inherit());
+    common::start_listening(cmd, "oidc-provider").await
 }
 
 /// What the bearer check needs.
@@ -375,11 +376,9 @@ async fn first_sign_in_then_the_stored_tokens_on_the_next_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_token_is_refreshed_without_a_browser() {
-    let Some(world) = world(2).await else {
+    let Some((world, before)) = signed_in(2).await else {
         return;
     };
-    session(&world, &[], &[]).await;
-    let (_, before) = stored(&world, "_tokens.json");
     // Past the access token's 2 s life at the provider.
     tokio::time::sleep(Duration::from_secs(3)).await;
     session(&world, &[], &[]).await;
@@ -408,11 +407,9 @@ async fn revoke(world: &World, token: &str, client_id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_token_leads_to_a_new_sign_in() {
-    let Some(world) = world(3600).await else {
+    let Some((world, tokens)) = signed_in(3600).await else {
         return;
     };
-    session(&world, &[], &[]).await;
-    let (_, tokens) = stored(&world, "_tokens.json");
     let (_, client) = stored(&world, "_client_info.json");
     let client_id = client["client_id"].as_str().unwrap();
     revoke(&world, tokens["refresh_token"].as_str().unwrap(), client_id).await;
@@ -446,14 +443,7 @@ async fn a_dropped_session_is_renewed_with_the_token() {
     agent.handshake().await;
     let first = agent.status(2).await;
     assert!(first["result"]["content"].is_array(), "{first}");
-    let ids: Vec<_> = world
-        .sessions
-        .sessions
-        .read()
-        .await
-        .keys()
-        .cloned()
-        .collect();
+    let ids = world.session_ids().await;
     assert_eq!(ids.len(), 1);
     for id in &ids {
         world.sessions.close_session(id).await.unwrap();
@@ -463,14 +453,7 @@ async fn a_dropped_session_is_renewed_with_the_token() {
         again["result"], first["result"],
         "answered in a new session"
     );
-    let now: Vec<_> = world
-        .sessions
-        .sessions
-        .read()
-        .await
-        .keys()
-        .cloned()
-        .collect();
+    let now = world.session_ids().await;
     assert_eq!(now.len(), 1, "one new session");
     assert_ne!(now, ids);
     let (ok, log) = agent.finish().await;

@@ -54,7 +54,7 @@ enum Command {
     Cleanup(files::CleanupArgs),
     /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
     /// the remote server; large results become files on this machine.
-    Proxy(proxy::ProxyArgs),
+    Proxy(Box<proxy::ProxyArgs>),
 }
 
 fn main() -> ExitCode {
@@ -70,7 +70,7 @@ fn main() -> ExitCode {
         Command::Cleanup(args) => files::cleanup(&args, &config),
         Command::Proxy(args) => {
             logs(args.log_filter());
-            proxy::run(args, config)
+            proxy::run(*args, config)
         }
     };
     match done {

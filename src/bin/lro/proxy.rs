@@ -261,7 +261,7 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
 fn seconds(flag: &str, value: Option<f64>) -> Result<Option<Duration>, String> {
     match value {
         None => Ok(None),
-        Some(s) if s == 0.0 => Ok(None),
+        Some(0.0) => Ok(None),
         Some(s) => Duration::try_from_secs_f64(s)
             .map(Some)
             .map_err(|_| format!("{flag} {s}: expected a number of seconds")),

@@ -282,15 +282,7 @@ impl Auth {
         let info = self.known_client();
         if let (Some(refresh), Some(meta), Some(info)) = (&refresh, &meta, &info) {
             let grant = Grant::Refresh(refresh);
-            match request_tokens(
-                &self.client,
-                meta,
-                info,
-                grant,
-                self.resource(meta).as_deref(),
-            )
-            .await
-            {
+            match self.exchange(meta, info, grant).await {
                 Ok(tokens) => return Ok(tokens),
                 Err(AuthError::Rejected(why)) => {
                     tracing::warn!(target: "tower_lro", "the refresh token was refused ({why}); signing in again");
@@ -303,6 +295,17 @@ impl Auth {
             return self.machine_tokens(challenge).await;
         }
         self.sign_in(challenge).await
+    }
+
+    /// `grant` exchanged at the token endpoint, with the resource indicator.
+    async fn exchange(
+        &self,
+        meta: &ServerMeta,
+        info: &ClientInfo,
+        grant: Grant<'_>,
+    ) -> Result<Tokens, AuthError> {
+        let resource = self.resource(meta);
+        request_tokens(&self.client, meta, info, grant, resource.as_deref()).await
     }
 
     /// The static client, or the one registered earlier.
@@ -373,14 +376,7 @@ impl Auth {
         let grant = Grant::ClientCredentials {
             scope: scope.as_deref(),
         };
-        request_tokens(
-            &self.client,
-            &meta,
-            &info,
-            grant,
-            self.resource(&meta).as_deref(),
-        )
-        .await
+        self.exchange(&meta, &info, grant).await
     }
 
     /// The interactive sign-in: the browser to the authorization endpoint,
@@ -411,31 +407,16 @@ impl Auth {
             verifier: &pkce.verifier,
             redirect_uri: &callback.redirect_uri,
         };
-        let tokens = request_tokens(
-            &self.client,
-            &meta,
-            &info,
-            grant,
-            self.resource(&meta).as_deref(),
-        )
-        .await;
+        let tokens = self.exchange(&meta, &info, grant).await;
         match (&tokens, &options.success_url) {
             (Ok(_), Some(url)) => flow::redirect(&mut browser, url).await,
             (Ok(_), None) => {
-                flow::answer(
-                    &mut browser,
-                    "200 OK",
-                    "Signed in. You can close this window.",
-                )
-                .await
+                let done = "Signed in. You can close this window.";
+                flow::answer(&mut browser, "200 OK", done).await
             }
             (Err(_), _) => {
-                flow::answer(
-                    &mut browser,
-                    "502 Bad Gateway",
-                    "The sign-in failed; see the lro proxy's log.",
-                )
-                .await
+                let failed = "The sign-in failed; see the lro proxy's log.";
+                flow::answer(&mut browser, "502 Bad Gateway", failed).await
             }
         }
         tokens
