@@ -202,6 +202,13 @@ fn urlencode(s: &str) -> String {
         .collect()
 }
 
+/// `lro proxy URL --output-dir OUT`.
+fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"));
+    cmd.args(["proxy", url, "--output-dir"]).arg(out);
+    cmd
+}
+
 /// An agent on the proxy's stdio.
 struct Agent {
     child: Child,
@@ -215,17 +222,19 @@ impl Agent {
     fn start(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Agent {
         let dir = common::interop_dir();
         let browser = format!("node {}", dir.join("oauth_browser.mjs").display());
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
-            .arg("proxy")
-            .arg(format!("http://{}/mcp", world.mcp))
-            .arg("--output-dir")
-            .arg(world.out_dir.path())
-            .arg("--auth-dir")
+        let mut cmd = proxy_command(&format!("http://{}/mcp", world.mcp), world.out_dir.path());
+        cmd.arg("--auth-dir")
             .arg(world.auth_dir.path())
             .args(extra)
             .env("BROWSER", browser)
             .env("BROWSER_LOG", &world.browser_log)
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        Agent::spawn(cmd)
+    }
+
+    /// Runs `cmd` (an `lro proxy`) as the agent's server.
+    fn spawn(mut cmd: tokio::process::Command) -> Agent {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -601,26 +610,9 @@ async fn an_agent_of_2025_at_a_server_that_requires_2026_07_28_gets_a_clear_erro
     );
     let addr = common::mcp::serve_mcp(service, None).await;
     let out = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
-        .args([
-            "proxy",
-            &format!("http://{addr}/mcp"),
-            "--no-oauth",
-            "--output-dir",
-        ])
-        .arg(out.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut agent = Agent {
-        stdin: child.stdin.take(),
-        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
-        child,
-        stderr: tokio::spawn(async { String::new() }),
-    };
+    let mut cmd = proxy_command(&format!("http://{addr}/mcp"), out.path());
+    cmd.arg("--no-oauth");
+    let mut agent = Agent::spawn(cmd);
     let init = agent.handshake().await;
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
     let status = agent.status(2).await;
@@ -633,4 +625,37 @@ async fn an_agent_of_2025_at_a_server_that_requires_2026_07_28_gets_a_clear_erro
     );
     let (ok, _) = agent.finish().await;
     assert!(ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignored_tools_are_neither_listed_nor_called() {
+    let mode = common::mcp::Mode::StatefulSse;
+    let addr = common::mcp::serve_mcp(common::mcp::mcp_service(mode), None).await;
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = proxy_command(&format!("http://{addr}/mcp"), out.path());
+    cmd.args(["--ignore-tool", "recall*", "--ignore-tool", "STATUS"]);
+    let mut agent = Agent::spawn(cmd);
+    agent.handshake().await;
+    agent
+        .say(json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}))
+        .await;
+    let list = agent.answer(2).await;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"slow_recall"), "{names:?}");
+    assert!(names.contains(&"lro_extract"), "{names:?}");
+    for hidden in ["recall_memories", "recall_structured", "status"] {
+        assert!(!names.contains(&hidden), "{hidden} hidden: {names:?}");
+    }
+    let status = agent.status(3).await;
+    assert_eq!(
+        status["error"]["message"], "Tool \"status\" is not available",
+        "{status}"
+    );
+    let (ok, log) = agent.finish().await;
+    assert!(ok, "{log}");
 }

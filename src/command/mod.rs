@@ -7,5 +7,6 @@
 //! * [`auth`] — OAuth 2.1 for MCP: the proxy's sign-in to a protected server.
 
 pub mod auth;
+mod hidden_tools;
 mod http;
 pub mod proxy;

@@ -45,6 +45,7 @@ use tokio::sync::mpsc;
 use tower_service::Service;
 
 use super::auth::{Auth, AuthError, AuthOptions};
+use super::hidden_tools::HiddenTools;
 use super::http::{HttpClient, client};
 use crate::middleware::{
     DEFAULT_PROXY_HEADER, OffloadBody, OffloadLayer, OffloadService, RequestBody,
@@ -87,6 +88,9 @@ pub struct ProxyOptions {
     pub headers_timeout: Option<Duration>,
     /// The longest silence within an answer's body (an event stream too).
     pub body_timeout: Option<Duration>,
+    /// Tools hidden from the agent (`*` patterns, any case): their calls
+    /// are refused, `tools/list` answers relayed without them.
+    pub hidden_tools: Vec<String>,
 }
 
 impl ProxyOptions {
@@ -102,6 +106,7 @@ impl ProxyOptions {
             connect_timeout: None,
             headers_timeout: None,
             body_timeout: None,
+            hidden_tools: Vec::new(),
         }
     }
 }
@@ -151,6 +156,7 @@ struct Shared {
     auth: Option<Auth>,
     headers_timeout: Option<Duration>,
     body_timeout: Option<Duration>,
+    hidden: HiddenTools,
     session: Mutex<Session>,
     /// Held while a dropped session is renewed (one renewal at a time).
     renewing: tokio::sync::Mutex<()>,
@@ -296,6 +302,8 @@ struct Message {
     /// The id, when it is a request (an answer is owed).
     request_id: Option<Value>,
     method: Option<String>,
+    /// The tool a `tools/call` names.
+    tool: Option<String>,
     /// The 2026-07-28 routing headers the message's HTTP request carries.
     routing: Vec<(HeaderName, HeaderValue)>,
 }
@@ -317,8 +325,13 @@ impl Message {
             (Some(id), Some(_)) => Some(id.clone()),
             _ => None,
         };
+        let tool = match method.as_deref() {
+            Some("tools/call") => value.pointer("/params/name").and_then(Value::as_str),
+            _ => None,
+        };
         Message {
             bytes: Bytes::copy_from_slice(text.as_bytes()),
+            tool: tool.map(str::to_owned),
             request_id,
             routing: method
                 .as_deref()
@@ -382,6 +395,12 @@ fn header_text(v: &str) -> String {
 /// carried one), a new session is made with the agent's `initialize` and
 /// the message is sent once more, so the agent never notices.
 async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadService<Upstream>) {
+    if let (Some(tool), Some(id)) = (&message.tool, &message.request_id)
+        && shared.hidden.hides(tool)
+    {
+        shared.send(&HiddenTools::refusal(id, tool));
+        return;
+    }
     if message.method.as_deref() == Some("initialize") {
         shared.lock().initialize = Some(message.bytes.clone());
     }
@@ -573,8 +592,7 @@ where
     let event_stream = is_event_stream(response.headers());
     let body = response.into_body();
     if event_stream {
-        let initialize = message.method.as_deref() == Some("initialize");
-        relay_events(body, shared, initialize).await
+        relay_events(body, shared, message.method.as_deref()).await
     } else {
         let collected = within(shared.body_timeout, body.collect())
             .await
@@ -654,15 +672,17 @@ fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), St
         return Ok(());
     }
     match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(text) {
-        Ok(batch) => batch.iter().for_each(|m| shared.send(m.get())),
-        Err(_) => shared.send(text),
+        Ok(batch) => batch
+            .iter()
+            .for_each(|m| shared.send_answer(m.get(), message.method.as_deref())),
+        Err(_) => shared.send_answer(text, message.method.as_deref()),
     }
     Ok(())
 }
 
-/// An event stream: each event's data, as it comes (the protocol version
-/// read from it when it answers `initialize`).
-async fn relay_events<B>(body: B, shared: &Shared, initialize: bool) -> Result<(), String>
+/// An event stream: each event's data, as it comes; `method`: the request
+/// it answers (`None`: the server's own stream).
+async fn relay_events<B>(body: B, shared: &Shared, method: Option<&str>) -> Result<(), String>
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: std::fmt::Display,
@@ -679,11 +699,11 @@ where
         };
         splitter.push(&data);
         while let Some(event) = splitter.next_event() {
-            shared.send_event(&event, initialize);
+            shared.send_event(&event, method);
         }
     }
     if let Some(event) = splitter.finish_event() {
-        shared.send_event(&event, initialize);
+        shared.send_event(&event, method);
     }
     Ok(())
 }
@@ -710,7 +730,7 @@ fn open_stream(shared: &Arc<Shared>) {
         let request = shared.request(Method::GET, Bytes::new());
         match shared.client.request(request).await {
             Ok(response) if response.status().is_success() => {
-                if let Err(why) = relay_events(response.into_body(), &shared, false).await {
+                if let Err(why) = relay_events(response.into_body(), &shared, None).await {
                     tracing::info!(target: "tower_lro", "server stream ended: {why}");
                 }
             }
@@ -761,6 +781,7 @@ impl Shared {
             auth,
             headers_timeout: options.headers_timeout,
             body_timeout: options.body_timeout,
+            hidden: HiddenTools::new(&options.hidden_tools),
             session: Mutex::new(Session::default()),
             renewing: tokio::sync::Mutex::new(()),
             out,
@@ -862,10 +883,22 @@ impl Shared {
         let _ = self.out.send(message.to_owned());
     }
 
+    /// An answer to the agent's `method`: a `tools/list` one without the
+    /// hidden tools.
+    fn send_answer(&self, text: &str, method: Option<&str>) {
+        match method
+            .filter(|m| *m == "tools/list")
+            .and_then(|_| self.hidden.list_without(text))
+        {
+            Some(shown) => self.send(&shown),
+            None => self.send(text),
+        }
+    }
+
     /// The data of one event to the agent (none for priming events and
     /// comments); data of several lines is minified into one. In the
     /// answer to `initialize`, the negotiated version is remembered.
-    fn send_event(&self, event: &Bytes, initialize: bool) {
+    fn send_event(&self, event: &Bytes, method: Option<&str>) {
         let Some(data) = event_data(event) else {
             return;
         };
@@ -876,11 +909,11 @@ impl Shared {
             return;
         }
         if text.contains('\n') || text.contains('\r') {
-            self.send(&crate::json::minify(text));
+            self.send_answer(&crate::json::minify(text), method);
         } else {
-            self.send(text);
+            self.send_answer(text, method);
         }
-        if initialize {
+        if method == Some("initialize") {
             self.remember_version(text);
         }
     }

@@ -126,7 +126,9 @@ struct RemoteArgs {
     /// Accepted: lro proxy keeps no cookies.
     #[arg(long)]
     disable_cookies: bool,
-    #[arg(long, hide = true, value_name = "PATTERN")]
+    /// Hides tools matching PATTERN (`*` wildcards, any case) from the
+    /// agent: not listed, calls refused; repeatable.
+    #[arg(long, value_name = "PATTERN")]
     ignore_tool: Vec<String>,
     #[arg(long, hide = true)]
     enable_proxy: bool,
@@ -174,6 +176,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.connect_timeout = seconds("--connect-timeout", args.remote.connect_timeout)?;
     options.headers_timeout = seconds("--headers-timeout", args.remote.headers_timeout)?;
     options.body_timeout = seconds("--body-timeout", args.remote.body_timeout)?;
+    options.hidden_tools = args.remote.ignore_tool.clone();
     options.auth = if args.oauth.no_oauth {
         None
     } else {
@@ -219,11 +222,6 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
     let flags = [
-        (
-            !remote.ignore_tool.is_empty(),
-            "--ignore-tool",
-            "it changes no tool list (the spec's MUST NOT alter)",
-        ),
         (
             remote.enable_proxy,
             "--enable-proxy",
