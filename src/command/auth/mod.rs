@@ -171,6 +171,13 @@ impl Auth {
         client: HttpClient,
     ) -> Result<Auth, AuthError> {
         let url = Url::parse(server).map_err(|_| AuthError::Config(format!("bad URL {server}")))?;
+        let mut options = options;
+        if let Some(success) = &options.success_url {
+            // Written into a `Location` header: its parsed, encoded form.
+            let parsed = usable_endpoint(success, options.allow_http)
+                .map_err(|_| AuthError::Config(format!("--auth-success-url {success:?}: expected an https URL (http on loopback, or with --allow-http)")))?;
+            options.success_url = Some(parsed.to_string());
+        }
         let mut parts: Vec<String> = vec![server.to_owned()];
         parts.push(options.resource.clone().unwrap_or_default());
         let mut named: Vec<String> = headers
