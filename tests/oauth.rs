@@ -272,7 +272,8 @@ impl Agent {
                     return v;
                 }
             }
-            panic!("stdout ended before the answer to {id}");
+            let log = (&mut self.stderr).await.unwrap_or_default();
+            panic!("stdout ended before the answer to {id}; the proxy logged: {log}");
         };
         tokio::time::timeout(ANSWER_TIMEOUT, wait)
             .await

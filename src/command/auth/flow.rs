@@ -16,6 +16,8 @@ use super::AuthError;
 const MAX_HEAD_BYTES: usize = 16 << 10;
 /// How long one connection to the callback may take to send its head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the listener pauses after a failed accept.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// How many ports after the derived one are tried when it is taken.
 const PORT_WALK: u16 = 8;
 
@@ -94,54 +96,74 @@ impl Callback {
 
     /// Waits for the redirect carrying `state`; returns its code and the
     /// browser's connection, answered once the code is exchanged. Requests
-    /// for other paths or states are refused and waited past.
+    /// for other paths or states are refused and waited past; each
+    /// connection is read on its own, so a browser's idle preconnection
+    /// holds nothing up.
     pub(crate) async fn code(&self, state: &str) -> Result<(String, TcpStream), AuthError> {
+        let (heads, mut read) = tokio::sync::mpsc::channel(8);
         loop {
-            let Ok((mut stream, _)) = self.listener.accept().await else {
-                continue;
-            };
-            let Ok(Ok(target)) =
-                tokio::time::timeout(HEAD_TIMEOUT, request_target(&mut stream)).await
-            else {
-                continue;
-            };
-            let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-            if path != self.path {
-                answer(&mut stream, "404 Not Found", "Not found.").await;
-                continue;
+            tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        tokio::spawn(read_head(stream, heads.clone()));
+                    }
+                    // Out of descriptors, say: not a reason to spin.
+                    Err(_) => tokio::time::sleep(ACCEPT_PAUSE).await,
+                },
+                Some((target, mut stream)) = read.recv() => {
+                    if let Some(done) = self.judge(&target, &mut stream, state).await {
+                        return done.map(|code| (code, stream));
+                    }
+                }
             }
-            let param = |name: &str| {
-                form_urlencoded::parse(query.as_bytes())
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.into_owned())
-            };
-            if param("state").as_deref() != Some(state) {
-                answer(
-                    &mut stream,
-                    "400 Bad Request",
-                    "This sign-in is not the one awaited.",
-                )
-                .await;
-                continue;
-            }
-            if let Some(error) = param("error") {
-                let why = match param("error_description") {
-                    Some(d) => format!("{error}: {d}"),
-                    None => error,
-                };
-                answer(
-                    &mut stream,
-                    "400 Bad Request",
-                    "Sign-in refused. You can close this window.",
-                )
-                .await;
-                return Err(AuthError::Denied(why));
-            }
-            if let Some(code) = param("code") {
-                return Ok((code, stream));
-            }
-            answer(&mut stream, "400 Bad Request", "No authorization code.").await;
         }
+    }
+
+    /// What one request to the listener means: the code, the refusal, or
+    /// (`None`) nothing, after its answer.
+    async fn judge(
+        &self,
+        target: &str,
+        stream: &mut TcpStream,
+        state: &str,
+    ) -> Option<Result<String, AuthError>> {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if path != self.path {
+            answer(stream, "404 Not Found", "Not found.").await;
+            return None;
+        }
+        let param = |name: &str| {
+            form_urlencoded::parse(query.as_bytes())
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        if param("state").as_deref() != Some(state) {
+            let text = "This sign-in is not the one awaited.";
+            answer(stream, "400 Bad Request", text).await;
+            return None;
+        }
+        if let Some(error) = param("error") {
+            let why = match param("error_description") {
+                Some(d) => format!("{error}: {d}"),
+                None => error,
+            };
+            let text = "Sign-in refused. You can close this window.";
+            answer(stream, "400 Bad Request", text).await;
+            return Some(Err(AuthError::Denied(why)));
+        }
+        if let Some(code) = param("code") {
+            return Some(Ok(code));
+        }
+        answer(stream, "400 Bad Request", "No authorization code.").await;
+        None
+    }
+}
+
+/// Reads one connection's request target (within [`HEAD_TIMEOUT`]) and
+/// hands it on with the connection.
+async fn read_head(mut stream: TcpStream, heads: tokio::sync::mpsc::Sender<(String, TcpStream)>) {
+    if let Ok(Ok(target)) = tokio::time::timeout(HEAD_TIMEOUT, request_target(&mut stream)).await {
+        let _ = heads.send((target, stream)).await;
     }
 }
 
@@ -266,6 +288,8 @@ mod tests {
             out
         };
         let waiting = tokio::spawn(async move { cb.code("s1").await.map(|(c, _)| c) });
+        // A browser's idle preconnection holds nothing up.
+        let _idle = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         assert!(
             get("/other?code=x&state=s1")
                 .await
