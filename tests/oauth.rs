@@ -660,3 +660,42 @@ async fn ignored_tools_are_neither_listed_nor_called() {
     let (ok, log) = agent.finish().await;
     assert!(ok, "{log}");
 }
+
+/// A fault no real server shows on demand: a listener that reads each
+/// request and then answers nothing (`head` empty) or only `head`, keeping
+/// the connection open.
+async fn stalling_server(head: &'static str) -> SocketAddr {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream.write_all(head.as_bytes()).await;
+                tokio::time::sleep(Duration::from_secs(120)).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_and_body_timeouts_answer_the_agent_instead_of_hanging() {
+    let event_stream = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+    for (head, flag, expected) in [
+        ("", "--headers-timeout", "headers timeout"),
+        (event_stream, "--body-timeout", "body timeout"),
+    ] {
+        let addr = stalling_server(head).await;
+        let out = tempfile::tempdir().unwrap();
+        let mut cmd = proxy_command(&format!("http://{addr}/mcp"), out.path());
+        cmd.args(["--no-oauth", flag, "1"]);
+        let mut agent = Agent::spawn(cmd);
+        let init = agent.handshake().await;
+        let message = init["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{flag}: {init}");
+        drop(agent);
+    }
+}
