@@ -28,6 +28,17 @@
 //! answers with an HTTP error, gets a JSON-RPC error answer, so the agent
 //! never waits forever; a line that is not JSON gets the JSON-RPC parse
 //! error. Logs go to stderr (`tracing`).
+//!
+//! Recovery, each at most once per message and unseen by the agent: a
+//! `404` for a session the server dropped makes a new session with the
+//! agent's own `initialize`; a `401` gets a new token ([`auth`]: refresh,
+//! client credentials or a sign-in in the browser) that every later
+//! request carries. Bounds: `connect_timeout`, `headers_timeout` (status
+//! and headers) and `body_timeout` (the longest silence in an answer).
+//! Tools the user hid (`hidden_tools`) are refused here and left out of
+//! `tools/list` answers.
+//!
+//! [`auth`]: crate::command::auth
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

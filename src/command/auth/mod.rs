@@ -3,13 +3,13 @@
 //!
 //! 1. a `401` names the protected resource metadata (RFC 9728), which names
 //!    the authorization server, whose metadata (RFC 8414 or OpenID Connect
-//!    discovery) gives its endpoints ([`discovery`]);
+//!    discovery) gives its endpoints (`discovery`);
 //! 2. the proxy registers itself (RFC 7591) or uses the static client
-//!    information it was given ([`token`]);
+//!    information it was given (`token`);
 //! 3. the user signs in in a browser: authorization code with PKCE, the
-//!    redirect taken by a listener on `127.0.0.1` ([`flow`]); machines use
+//!    redirect taken by a listener on `127.0.0.1` (`flow`); machines use
 //!    the client-credentials grant instead;
-//! 4. tokens are stored per server in a private directory ([`store`]) and
+//! 4. tokens are stored per server in a private directory (`store`) and
 //!    renewed silently with the refresh token; a `401` with a token renews
 //!    it, or signs in again when the renewal is refused.
 //!
