@@ -136,6 +136,7 @@ impl FsStore {
     /// Creates `dir` (`0700`) if needed and checks that it is private to
     /// this user, as the store does before its first write (the `lro`
     /// command keeps its OAuth tokens in such a directory too).
+    #[cfg(feature = "cli")]
     pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
         FsStore {
             dir: dir.to_path_buf(),
