@@ -699,3 +699,26 @@ async fn headers_and_body_timeouts_answer_the_agent_instead_of_hanging() {
         drop(agent);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_of_the_old_http_sse_transport_gets_a_clear_error() {
+    let Some(dir) = common::interop_setup() else {
+        return;
+    };
+    // server-everything in its HTTP+SSE (2024-11-05) mode: GET /sse, POST /message.
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(dir.join("everything_server.mjs"))
+        .arg("sse")
+        .current_dir(&dir)
+        .stderr(Stdio::null());
+    let (_server, port) = common::start_listening(cmd, "server-everything (sse)").await;
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = proxy_command(&format!("http://127.0.0.1:{port}/sse"), out.path());
+    cmd.arg("--no-oauth");
+    let mut agent = Agent::spawn(cmd);
+    let init = agent.handshake().await;
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("old HTTP+SSE transport"), "{init}");
+    let (ok, log) = agent.finish().await;
+    assert!(ok, "{log}");
+}
