@@ -722,3 +722,28 @@ async fn a_server_of_the_old_http_sse_transport_gets_a_clear_error() {
     let (ok, log) = agent.finish().await;
     assert!(ok, "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_sleep_an_expired_token_and_a_dropped_session_both_recover() {
+    let Some(world) = world(2).await else {
+        return;
+    };
+    let mut agent = Agent::start(&world, &[], &[]);
+    agent.handshake().await;
+    let first = agent.status(2).await;
+    assert!(first["result"]["content"].is_array(), "{first}");
+    let (_, before) = stored(&world, "_tokens.json");
+    for id in world.session_ids().await {
+        world.sessions.close_session(&id).await.unwrap();
+    }
+    // Past the access token's 2 s life at the provider.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let again = agent.status(3).await;
+    assert_eq!(again["result"], first["result"], "{again}");
+    let (_, after) = stored(&world, "_tokens.json");
+    assert_ne!(after["access_token"], before["access_token"], "refreshed");
+    assert_eq!(world.session_ids().await.len(), 1, "a new session");
+    assert_eq!(sign_ins(&world).len(), 1, "no second sign-in");
+    let (ok, log) = agent.finish().await;
+    assert!(ok, "{log}");
+}

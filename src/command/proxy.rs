@@ -72,6 +72,9 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// How long a message sent in order may take to be taken by the server.
 const IN_ORDER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many times one message is sent again after a recovery (a new
+/// token, a new session).
+const MAX_RECOVERIES: usize = 2;
 /// How long the end of the session (`DELETE`) may take at exit.
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -415,8 +418,11 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
     if message.method.as_deref() == Some("initialize") {
         shared.lock().initialize = Some(message.bytes.clone());
     }
-    let (with, mut sent) = send(&message, &shared, &mut service).await;
-    if let Ok(response) = &sent {
+    let (mut with, mut sent) = send(&message, &shared, &mut service).await;
+    // After a night's sleep both happen: the token expired (401) and the
+    // server dropped the session (404, once the new token is taken).
+    for _ in 0..MAX_RECOVERIES {
+        let Ok(response) = &sent else { break };
         let status = response.status();
         let challenge = response
             .headers()
@@ -424,9 +430,9 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         match recover(status, challenge, &with, &message, &shared).await {
-            Recovery::Retry => sent = send(&message, &shared, &mut service).await.1,
+            Recovery::Retry => (with, sent) = send(&message, &shared, &mut service).await,
             Recovery::Fail(why) => sent = Err(UpstreamError::Auth(why)),
-            Recovery::None => {}
+            Recovery::None => break,
         }
     }
     let answer = match sent {
