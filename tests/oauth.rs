@@ -82,6 +82,17 @@ async fn signed_in(ttl: u64) -> Option<(World, Value)> {
     Some((world, tokens))
 }
 
+/// A world (tokens living `ttl` seconds) and an agent in session, signed
+/// in, after one successful call; that call's answer.
+async fn agent_after_a_call(ttl: u64) -> Option<(World, Agent, Value)> {
+    let world = world(ttl).await?;
+    let mut agent = Agent::start(&world, &[], &[]);
+    agent.handshake().await;
+    let first = agent.status(2).await;
+    assert!(first["result"]["content"].is_array(), "{first}");
+    Some((world, agent, first))
+}
+
 /// Starts oidc-provider; returns it and its port.
 async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
     let mut cmd = tokio::process::Command::new("node");
@@ -446,13 +457,9 @@ async fn two_instances_started_together_sign_in_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_session_is_renewed_with_the_token() {
-    let Some(world) = world(3600).await else {
+    let Some((world, mut agent, first)) = agent_after_a_call(3600).await else {
         return;
     };
-    let mut agent = Agent::start(&world, &[], &[]);
-    agent.handshake().await;
-    let first = agent.status(2).await;
-    assert!(first["result"]["content"].is_array(), "{first}");
     let ids = world.session_ids().await;
     assert_eq!(ids.len(), 1);
     for id in &ids {
@@ -725,13 +732,9 @@ async fn a_server_of_the_old_http_sse_transport_gets_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_sleep_an_expired_token_and_a_dropped_session_both_recover() {
-    let Some(world) = world(2).await else {
+    let Some((world, mut agent, first)) = agent_after_a_call(2).await else {
         return;
     };
-    let mut agent = Agent::start(&world, &[], &[]);
-    agent.handshake().await;
-    let first = agent.status(2).await;
-    assert!(first["result"]["content"].is_array(), "{first}");
     let (_, before) = stored(&world, "_tokens.json");
     for id in world.session_ids().await {
         world.sessions.close_session(&id).await.unwrap();

@@ -406,8 +406,10 @@ fn header_text(v: &str) -> String {
 
 /// Sends one message upstream through the layer and relays the answer.
 /// When the server has dropped the session (`404` to a request that
-/// carried one), a new session is made with the agent's `initialize` and
-/// the message is sent once more, so the agent never notices.
+/// carried one), a new session is made with the agent's `initialize`; when
+/// it wants a (new) token (`401`), one is got; either way the message is
+/// sent once more, so the agent never notices. A call of a hidden tool is
+/// refused here.
 async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadService<Upstream>) {
     if let (Some(tool), Some(id)) = (&message.tool, &message.request_id)
         && shared.hidden.hides(tool)
