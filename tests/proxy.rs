@@ -423,29 +423,11 @@ async fn a_session_the_server_dropped_is_renewed_without_the_agent_noticing() {
 /// Starts the third-party `@modelcontextprotocol/server-everything` in its
 /// streamable-HTTP mode on a free loopback port (killed on drop).
 async fn everything_server(dir: &Path) -> (tokio::process::Child, u16) {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new("node")
-        .arg(dir.join("everything_server.mjs"))
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(dir.join("everything_server.mjs"))
         .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let port = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(port) = line.strip_prefix("LISTENING ") {
-                return port.trim().parse::<u16>().unwrap();
-            }
-        }
-        panic!("server-everything ended before listening");
-    })
-    .await
-    .expect("server-everything listens within 30 s");
-    // Keep reading what it prints: a closed pipe would kill it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, port)
+        .stderr(std::process::Stdio::null());
+    common::start_listening(cmd, "server-everything").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

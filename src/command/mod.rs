@@ -8,8 +8,12 @@
 //!   results offloaded into files on the agent's own disk.
 //! * [`connect`] — the upstream HTTP client both use (`https://` with
 //!   rustls, `TCP_NODELAY`, connect timeout).
+//! * [`auth`] — OAuth 2.1 for MCP: the proxy's sign-in to a protected server.
 
 mod announce;
+pub mod auth;
 pub mod connect;
 pub mod gateway;
+mod hidden_tools;
+mod http;
 pub mod proxy;

@@ -28,12 +28,25 @@
 //! answers with an HTTP error, gets a JSON-RPC error answer, so the agent
 //! never waits forever; a line that is not JSON gets the JSON-RPC parse
 //! error. Logs go to stderr (`tracing`).
+//!
+//! Recovery, each at most once per message and unseen by the agent: a
+//! `404` for a session the server dropped makes a new session with the
+//! agent's own `initialize`; a `401` gets a new token ([`auth`]: refresh,
+//! client credentials or a sign-in in the browser) that every later
+//! request carries. Bounds: `connect_timeout`, `headers_timeout` (status
+//! and headers) and `body_timeout` (the longest silence in an answer).
+//! Tools the user hid (`hidden_tools`) are refused here and left out of
+//! `tools/list` answers.
+//!
+//! [`auth`]: crate::command::auth
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -43,7 +56,10 @@ use tokio::sync::mpsc;
 use tower_service::Service;
 
 use super::announce::{announce_in_headers, announce_in_initialize};
-use super::connect::{ConnectError, ConnectOptions, UpstreamClient, check_upstream, failure_kind};
+use super::auth::{Auth, AuthError, AuthOptions};
+use super::connect::{ConnectError, ConnectOptions, failure_kind};
+use super::hidden_tools::HiddenTools;
+use super::http::{HttpClient, client};
 use crate::middleware::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
 use crate::wire::sse::{EventSplitter, event_data};
 use crate::{OffloadConfig, StoreError};
@@ -56,6 +72,9 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// How long a message sent in order may take to be taken by the server.
 const IN_ORDER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many times one message is sent again after a recovery (a new
+/// token, a new session).
+const MAX_RECOVERIES: usize = 2;
 /// How long the end of the session (`DELETE`) may take at exit.
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -73,6 +92,19 @@ pub struct ProxyOptions {
     pub announce: bool,
     /// How upstream connections are opened (https roots, CA file, timeout).
     pub connect: ConnectOptions,
+    /// OAuth sign-in on a `401` (default on, with [`AuthOptions::default`];
+    /// `None`: a `401` is relayed as an error). Not used when `headers`
+    /// carry an `Authorization` of their own.
+    pub auth: Option<AuthOptions>,
+    /// Plain `http` to a server that is not on loopback.
+    pub allow_http: bool,
+    /// How long the server may take to answer with a status and headers.
+    pub headers_timeout: Option<Duration>,
+    /// The longest silence within an answer's body (an event stream too).
+    pub body_timeout: Option<Duration>,
+    /// Tools hidden from the agent (`*` patterns, any case): their calls
+    /// are refused, `tools/list` answers relayed without them.
+    pub hidden_tools: Vec<String>,
 }
 
 impl ProxyOptions {
@@ -84,6 +116,11 @@ impl ProxyOptions {
             config: OffloadConfig::default(),
             announce: true,
             connect: ConnectOptions::default(),
+            auth: Some(AuthOptions::default()),
+            allow_http: false,
+            headers_timeout: None,
+            body_timeout: None,
+            hidden_tools: Vec::new(),
         }
     }
 }
@@ -95,6 +132,14 @@ pub enum ProxyError {
     /// The upstream URL or the TLS setup is not usable.
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    /// Plain `http` to a server off loopback, not allowed.
+    #[error(
+        "upstream URL {0:?}: plain http is only for loopback servers; pass --allow-http for a trusted network"
+    )]
+    PlainHttp(String),
+    /// The sign-in options cannot be used.
+    #[error("oauth: {0}")]
+    Auth(#[from] AuthError),
     /// The output directory cannot be used.
     #[error("output directory: {0}")]
     Store(#[from] StoreError),
@@ -117,10 +162,15 @@ struct Session {
 
 /// What every request of one run shares.
 struct Shared {
-    client: UpstreamClient<Full<Bytes>>,
+    client: HttpClient,
     upstream: Uri,
     headers: HeaderMap,
     announce: bool,
+    /// The OAuth sign-in, when the server may ask for it.
+    auth: Option<Auth>,
+    headers_timeout: Option<Duration>,
+    body_timeout: Option<Duration>,
+    hidden: HiddenTools,
     session: Mutex<Session>,
     /// Held while a dropped session is renewed (one renewal at a time).
     renewing: tokio::sync::Mutex<()>,
@@ -133,27 +183,18 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ProxyOptions {
-        upstream,
-        headers,
-        config,
-        announce,
-        connect,
-    } = options;
-    check_upstream(&upstream)?;
-    let client = super::connect::upstream_client(&connect)?;
-    let layer = OffloadLayer::builder().config(config).try_build()?;
+    check_upstream(&options)?;
+    let layer = OffloadLayer::builder()
+        .config(options.config.clone())
+        .try_build()?;
     let (out, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(write_lines(rx, output));
-    let shared = Arc::new(Shared {
-        client,
-        upstream,
-        headers,
-        announce,
-        session: Mutex::new(Session::default()),
-        renewing: tokio::sync::Mutex::new(()),
-        out,
-    });
+    let shared = Arc::new(Shared::new(options, out)?);
+    if let Some(auth) = &shared.auth
+        && let Err(e) = auth.prepare().await
+    {
+        tracing::warn!(target: "tower_lro", "oauth: {e}");
+    }
     let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
     let read = read_lines(input, &shared, &service).await;
     goodbye(&shared).await;
@@ -161,6 +202,28 @@ where
     drop(shared);
     let _ = writer.await;
     read
+}
+
+/// The upstream is an `http://` or `https://` URL with a host; plain
+/// http only on loopback unless it was allowed.
+fn check_upstream(options: &ProxyOptions) -> Result<(), ProxyError> {
+    let upstream = &options.upstream;
+    super::connect::check_upstream(upstream)?;
+    let Some(host) = upstream
+        .host()
+        .filter(|_| upstream.scheme_str() == Some("http"))
+    else {
+        return Ok(());
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback && !options.allow_http {
+        return Err(ProxyError::PlainHttp(upstream.to_string()));
+    }
+    Ok(())
 }
 
 /// Writes each message as one line, flushed.
@@ -206,13 +269,20 @@ async fn read_lines<R: AsyncRead + Unpin>(
         // the server and `initialize` are sent and acknowledged before the
         // next line is read; other requests run on their own, so a long
         // tool call never holds back the agent's answer to a server request.
+        // A message sent in order that takes long (a sign-in in the
+        // browser) goes on in its task while the next lines are read.
         if message.in_order() {
+            let (done, taken) = tokio::sync::oneshot::channel::<()>();
             let relayed = relay(message, shared.clone(), service.clone());
-            if tokio::time::timeout(IN_ORDER_TIMEOUT, relayed)
+            tasks.spawn(async move {
+                relayed.await;
+                let _ = done.send(());
+            });
+            if tokio::time::timeout(shared.in_order_wait(), taken)
                 .await
                 .is_err()
             {
-                tracing::warn!(target: "tower_lro", "the server took over {IN_ORDER_TIMEOUT:?} to take a message");
+                tracing::warn!(target: "tower_lro", "the server took long to take a message; going on");
             }
         } else {
             tasks.spawn(relay(message, shared.clone(), service.clone()));
@@ -247,6 +317,8 @@ struct Message {
     /// The id, when it is a request (an answer is owed).
     request_id: Option<Value>,
     method: Option<String>,
+    /// The tool a `tools/call` names.
+    tool: Option<String>,
     /// The 2026-07-28 routing headers the message's HTTP request carries.
     routing: Vec<(HeaderName, HeaderValue)>,
 }
@@ -268,8 +340,13 @@ impl Message {
             (Some(id), Some(_)) => Some(id.clone()),
             _ => None,
         };
+        let tool = match method.as_deref() {
+            Some("tools/call") => value.pointer("/params/name").and_then(Value::as_str),
+            _ => None,
+        };
         Message {
             bytes: Bytes::copy_from_slice(text.as_bytes()),
+            tool: tool.map(str::to_owned),
             request_id,
             routing: method
                 .as_deref()
@@ -330,27 +407,41 @@ fn header_text(v: &str) -> String {
 
 /// Sends one message upstream through the layer and relays the answer.
 /// When the server has dropped the session (`404` to a request that
-/// carried one), a new session is made with the agent's `initialize` and
-/// the message is sent once more, so the agent never notices.
+/// carried one), a new session is made with the agent's `initialize`; when
+/// it wants a (new) token (`401`), one is got; either way the message is
+/// sent once more, so the agent never notices. A call of a hidden tool is
+/// refused here.
 async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadService<Upstream>) {
+    if let (Some(tool), Some(id)) = (&message.tool, &message.request_id)
+        && shared.hidden.hides(tool)
+    {
+        shared.send(&HiddenTools::refusal(id, tool));
+        return;
+    }
     if message.method.as_deref() == Some("initialize") {
         shared.lock().initialize = Some(message.bytes.clone());
     }
-    let (generation, mut sent) = send(&message, &shared, &mut service).await;
-    if let (Ok(response), Some(generation)) = (&sent, generation)
-        && response.status() == StatusCode::NOT_FOUND
-        && message.method.as_deref() != Some("initialize")
-    {
-        tracing::info!(target: "tower_lro", "the server dropped the session; renewing it");
-        renew_session(&shared, generation).await;
-        sent = send(&message, &shared, &mut service).await.1;
+    let (mut with, mut sent) = send(&message, &shared, &mut service).await;
+    // After a night's sleep both happen: the token expired (401) and the
+    // server dropped the session (404, once the new token is taken).
+    for _ in 0..MAX_RECOVERIES {
+        let Ok(response) = &sent else { break };
+        let status = response.status();
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        match recover(status, challenge, &with, &message, &shared).await {
+            Recovery::Retry => (with, sent) = send(&message, &shared, &mut service).await,
+            Recovery::Fail(why) => sent = Err(UpstreamError::Auth(why)),
+            Recovery::None => break,
+        }
     }
     let answer = match sent {
         Ok(response) => deliver(response, &shared, &message).await,
-        Err(e) => Err(format!(
-            "the server cannot be reached ({})",
-            failure_kind(&e)
-        )),
+        Err(UpstreamError::Auth(why)) => Err(why),
+        Err(e) => Err(format!("the server cannot be reached ({})", error_kind(&e))),
     };
     if let Err(why) = answer {
         tracing::warn!(target: "tower_lro", method = ?message.method, "{why}");
@@ -361,15 +452,32 @@ async fn relay(message: Message, shared: Arc<Shared>, mut service: OffloadServic
     }
 }
 
-/// POSTs one message through the layer; returns the session generation it
-/// was sent in (`None`: without a session) and the answer.
+/// What a request was sent with: the session generation (`None`: without
+/// a session) and the `Authorization` value.
+struct SentWith {
+    generation: Option<u64>,
+    bearer: Option<HeaderValue>,
+}
+
+/// What to do about an answer.
+enum Recovery {
+    /// Send the message once more (a new session, a new token).
+    Retry,
+    /// Answer the agent with this error.
+    Fail(String),
+    /// Relay the answer.
+    None,
+}
+
+/// POSTs one message through the layer; returns what it was sent with and
+/// the answer.
 async fn send(
     message: &Message,
     shared: &Shared,
     service: &mut OffloadService<Upstream>,
 ) -> (
-    Option<u64>,
-    Result<Response<OffloadBody<Incoming>>, hyper_util::client::legacy::Error>,
+    SentWith,
+    Result<Response<OffloadBody<Incoming>>, UpstreamError>,
 ) {
     let mut request = shared.post(message.bytes.clone());
     for (name, value) in &message.routing {
@@ -379,7 +487,47 @@ async fn send(
         let session = shared.lock();
         session.id.as_ref().map(|_| session.generation)
     };
-    (generation, service.call(request).await)
+    let with = SentWith {
+        generation,
+        bearer: request.headers().get(AUTHORIZATION).cloned(),
+    };
+    (with, service.call(request).await)
+}
+
+/// A dropped session (`404` to a request that carried one) is renewed; a
+/// `401` gets a new token (refresh, or sign-in); either way the message is
+/// sent once more.
+async fn recover(
+    status: StatusCode,
+    challenge: Option<String>,
+    with: &SentWith,
+    message: &Message,
+    shared: &Arc<Shared>,
+) -> Recovery {
+    let initialize = message.method.as_deref() == Some("initialize");
+    match (status, with.generation, &shared.auth) {
+        (StatusCode::NOT_FOUND, Some(generation), _) if !initialize => {
+            tracing::info!(target: "tower_lro", "the server dropped the session; renewing it");
+            renew_session(shared, generation).await;
+            Recovery::Retry
+        }
+        (StatusCode::UNAUTHORIZED, _, Some(auth)) => {
+            match auth.renew(challenge.as_deref(), with.bearer.as_ref()).await {
+                Ok(()) => Recovery::Retry,
+                Err(e) => {
+                    tracing::warn!(target: "tower_lro", "oauth: {e}");
+                    Recovery::Fail(format!("the server needs a sign-in, which failed: {e}"))
+                }
+            }
+        }
+        (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, None, _) if initialize => {
+            Recovery::Fail(format!(
+                "the server answered HTTP {} to initialize: it may speak only the old HTTP+SSE transport (2024-11-05), which lro proxy does not support",
+                status.as_u16()
+            ))
+        }
+        _ => Recovery::None,
+    }
 }
 
 /// A new session in place of the one the server dropped (generation
@@ -410,7 +558,7 @@ async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
             return;
         }
         Err(e) => {
-            tracing::warn!(target: "tower_lro", "a new session: {}", failure_kind(&e));
+            tracing::warn!(target: "tower_lro", "a new session: {}", error_kind(&e));
             return;
         }
     }
@@ -419,6 +567,29 @@ async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
     let (parts, _) = shared.post(initialized.clone()).into_parts();
     let _ = shared.send_upstream(parts, initialized).await;
     open_stream(shared);
+}
+
+/// Why a request upstream got no answer.
+#[derive(Debug, thiserror::Error)]
+enum UpstreamError {
+    /// The connection failed.
+    #[error("{0}")]
+    Client(#[from] hyper_util::client::legacy::Error),
+    /// No status and headers within `--headers-timeout`.
+    #[error("no answer in time")]
+    Timeout,
+    /// A sign-in was needed and failed.
+    #[error("{0}")]
+    Auth(String),
+}
+
+/// A short, address-free account of an upstream error.
+fn error_kind(e: &UpstreamError) -> &'static str {
+    match e {
+        UpstreamError::Client(e) => failure_kind(e),
+        UpstreamError::Timeout => "no answer within the headers timeout",
+        UpstreamError::Auth(_) => "the sign-in failed",
+    }
 }
 
 /// Relays one HTTP answer to the agent.
@@ -435,19 +606,66 @@ where
         return Ok(());
     }
     if !status.is_success() {
-        return Err(format!("the server answered HTTP {}", status.as_u16()));
+        return Err(refusal(status, response.into_body(), shared).await);
     }
     let event_stream = is_event_stream(response.headers());
     let body = response.into_body();
     if event_stream {
-        let initialize = message.method.as_deref() == Some("initialize");
-        relay_events(body, shared, initialize).await
+        relay_events(body, shared, message.method.as_deref()).await
     } else {
-        let bytes = body
-            .collect()
+        let collected = within(shared.body_timeout, body.collect())
             .await
-            .map_err(|e| format!("the answer broke off: {e}"))?;
+            .ok_or("the answer stalled (body timeout)")?;
+        let bytes = collected.map_err(|e| format!("the answer broke off: {e}"))?;
         relay_json(&bytes.to_bytes(), shared, message)
+    }
+}
+
+/// The largest error answer read for its JSON-RPC error.
+const MAX_REFUSAL_BYTES: usize = 64 << 10;
+/// How long an error answer's body may take.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the agent is told about an HTTP error answer: the server's own
+/// JSON-RPC error message when it sent one, and, when the server demands
+/// the 2026-07-28 revision of an agent that speaks an earlier one, what
+/// that means.
+async fn refusal<B>(status: StatusCode, body: B, shared: &Shared) -> String
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut bytes = Vec::new();
+    while bytes.len() < MAX_REFUSAL_BYTES {
+        match within(Some(REFUSAL_TIMEOUT), body.frame()).await {
+            Some(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    bytes.extend_from_slice(&data);
+                }
+            }
+            _ => break,
+        }
+    }
+    let error = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("error").cloned());
+    let code = error.as_ref().and_then(|e| e.get("code")?.as_i64());
+    let Some(message) = error.as_ref().and_then(|e| e.get("message")?.as_str()) else {
+        return format!("the server answered HTTP {}", status.as_u16());
+    };
+    let revision = shared
+        .lock()
+        .version
+        .as_ref()
+        .and_then(|v| v.to_str().ok().map(str::to_owned));
+    let per_request = message.contains("protocolVersion") && message.contains("_meta");
+    match revision {
+        Some(agent) if agent.as_str() < "2026-07-28" && (per_request || code == Some(-32022)) => {
+            format!(
+                "protocol revision mismatch: the server requires the 2026-07-28 revision on every request ({message}), and the agent negotiated {agent}; lro proxy relays the agent's own revision and does not translate between them, so use an agent that speaks 2026-07-28"
+            )
+        }
+        _ => format!("the server answered HTTP {}: {message}", status.as_u16()),
     }
 }
 
@@ -473,35 +691,48 @@ fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), St
         return Ok(());
     }
     match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(text) {
-        Ok(batch) => batch.iter().for_each(|m| shared.send(m.get())),
-        Err(_) => shared.send(text),
+        Ok(batch) => batch
+            .iter()
+            .for_each(|m| shared.send_answer(m.get(), message.method.as_deref())),
+        Err(_) => shared.send_answer(text, message.method.as_deref()),
     }
     Ok(())
 }
 
-/// An event stream: each event's data, as it comes (the protocol version
-/// read from it when it answers `initialize`).
-async fn relay_events<B>(body: B, shared: &Shared, initialize: bool) -> Result<(), String>
+/// An event stream: each event's data, as it comes; `method`: the request
+/// it answers (`None`: the server's own stream).
+async fn relay_events<B>(body: B, shared: &Shared, method: Option<&str>) -> Result<(), String>
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: std::fmt::Display,
 {
     let mut body = std::pin::pin!(body);
     let mut splitter = EventSplitter::default();
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = within(shared.body_timeout, body.frame())
+        .await
+        .ok_or("the event stream stalled (body timeout)")?
+    {
         let frame = frame.map_err(|e| format!("the event stream broke off: {e}"))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
         splitter.push(&data);
         while let Some(event) = splitter.next_event() {
-            shared.send_event(&event, initialize);
+            shared.send_event(&event, method);
         }
     }
     if let Some(event) = splitter.finish_event() {
-        shared.send_event(&event, initialize);
+        shared.send_event(&event, method);
     }
     Ok(())
+}
+
+/// `future`'s output, or `None` when `limit` passes first.
+async fn within<F: std::future::Future>(limit: Option<Duration>, future: F) -> Option<F::Output> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, future).await.ok(),
+        None => Some(future.await),
+    }
 }
 
 /// Opens the server's GET stream once per session, in the background.
@@ -518,7 +749,7 @@ fn open_stream(shared: &Arc<Shared>) {
         let request = shared.request(Method::GET, Bytes::new());
         match shared.client.request(request).await {
             Ok(response) if response.status().is_success() => {
-                if let Err(why) = relay_events(response.into_body(), &shared, false).await {
+                if let Err(why) = relay_events(response.into_body(), &shared, None).await {
                     tracing::info!(target: "tower_lro", "server stream ended: {why}");
                 }
             }
@@ -545,6 +776,44 @@ async fn goodbye(shared: &Shared) {
 }
 
 impl Shared {
+    fn new(
+        options: ProxyOptions,
+        out: mpsc::UnboundedSender<String>,
+    ) -> Result<Shared, ProxyError> {
+        let client = client(&options.connect)?;
+        let auth = match options.auth {
+            Some(auth) if !options.headers.contains_key(AUTHORIZATION) => Some(Auth::new(
+                auth,
+                &options.upstream.to_string(),
+                &options.headers,
+                client.clone(),
+            )?),
+            _ => None,
+        };
+        Ok(Shared {
+            client,
+            upstream: options.upstream,
+            headers: options.headers,
+            announce: options.announce,
+            auth,
+            headers_timeout: options.headers_timeout,
+            body_timeout: options.body_timeout,
+            hidden: HiddenTools::new(&options.hidden_tools),
+            session: Mutex::new(Session::default()),
+            renewing: tokio::sync::Mutex::new(()),
+            out,
+        })
+    }
+
+    /// How long a message sent in order is waited for before the next
+    /// line is read (longer when a sign-in may be under way).
+    fn in_order_wait(&self) -> Duration {
+        match &self.auth {
+            Some(auth) => IN_ORDER_TIMEOUT + auth.sign_in_time(),
+            None => IN_ORDER_TIMEOUT,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
         self.session.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -555,16 +824,20 @@ impl Shared {
         &self,
         mut parts: http::request::Parts,
         bytes: Bytes,
-    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+    ) -> Result<Response<Incoming>, UpstreamError> {
         let bytes = if self.announce {
             announce_in_headers(&mut parts.headers);
             announce_in_initialize(bytes)
         } else {
             bytes
         };
-        self.client
-            .request(Request::from_parts(parts, Full::new(bytes)))
-            .await
+        let request = self
+            .client
+            .request(Request::from_parts(parts, Full::new(bytes)));
+        match within(self.headers_timeout, request).await {
+            Some(answer) => Ok(answer?),
+            None => Err(UpstreamError::Timeout),
+        }
     }
 
     /// A POST of one message, with the session's headers.
@@ -578,6 +851,9 @@ impl Shared {
         *request.uri_mut() = self.upstream.clone();
         let headers = request.headers_mut();
         headers.clone_from(&self.headers);
+        if let Some(bearer) = self.auth.as_ref().and_then(Auth::bearer) {
+            headers.insert(AUTHORIZATION, bearer);
+        }
         let accept = if method == Method::GET {
             "text/event-stream"
         } else {
@@ -621,10 +897,22 @@ impl Shared {
         let _ = self.out.send(message.to_owned());
     }
 
+    /// An answer to the agent's `method`: a `tools/list` one without the
+    /// hidden tools.
+    fn send_answer(&self, text: &str, method: Option<&str>) {
+        match method
+            .filter(|m| *m == "tools/list")
+            .and_then(|_| self.hidden.list_without(text))
+        {
+            Some(shown) => self.send(&shown),
+            None => self.send(text),
+        }
+    }
+
     /// The data of one event to the agent (none for priming events and
     /// comments); data of several lines is minified into one. In the
     /// answer to `initialize`, the negotiated version is remembered.
-    fn send_event(&self, event: &Bytes, initialize: bool) {
+    fn send_event(&self, event: &Bytes, method: Option<&str>) {
         let Some(data) = event_data(event) else {
             return;
         };
@@ -635,11 +923,11 @@ impl Shared {
             return;
         }
         if text.contains('\n') || text.contains('\r') {
-            self.send(&crate::json::minify(text));
+            self.send_answer(&crate::json::minify(text), method);
         } else {
-            self.send(text);
+            self.send_answer(text, method);
         }
-        if initialize {
+        if method == Some("initialize") {
             self.remember_version(text);
         }
     }
@@ -665,7 +953,7 @@ struct Upstream(Arc<Shared>);
 
 impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
     type Response = Response<Incoming>;
-    type Error = hyper_util::client::legacy::Error;
+    type Error = UpstreamError;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
     >;

@@ -184,6 +184,36 @@ pub async fn output_within(
         .unwrap_or_else(|e| panic!("{what}: no output: {e}"))
 }
 
+/// Starts `cmd` (a server that prints `LISTENING <port>` once it listens)
+/// and returns it with its port; its stdout is read on, so that it never
+/// blocks on a full pipe. Fails the test, naming it `what`, if it does not
+/// listen within 30 s.
+#[allow(dead_code)]
+pub async fn start_listening(
+    mut cmd: tokio::process::Command,
+    what: &str,
+) -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let port = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(port) = line.strip_prefix("LISTENING ") {
+                return port.trim().parse::<u16>().unwrap();
+            }
+        }
+        panic!("{what} ended before listening");
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what} listens within 30 s"));
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, port)
+}
+
 /// [`output_within`] for a test that runs no tokio runtime of its own.
 pub fn output_within_blocking(cmd: Command, timeout: Duration, what: &str) -> Output {
     tokio::runtime::Builder::new_current_thread()

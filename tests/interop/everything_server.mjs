@@ -1,7 +1,8 @@
 // Runs the third-party `@modelcontextprotocol/server-everything` in its
 // streamable-HTTP mode on loopback only (it listens on every interface by
 // default) and on a free port, printed as `LISTENING <port>` on stdout.
-// Run by tests/proxy.rs.
+// Run by tests/proxy.rs; `node everything_server.mjs sse` runs its old
+// HTTP+SSE transport instead (tests/oauth.rs).
 import http from 'node:http';
 
 const listen = http.Server.prototype.listen;

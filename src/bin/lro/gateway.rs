@@ -120,7 +120,7 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
         config.ttl = Duration::from_secs(s);
     }
     let mut options = GatewayOptions::new(upstream, args.listen);
-    options.headers = crate::proxy::headers(&args.headers)?;
+    options.headers = crate::proxy::headers(&args.headers, &[])?;
     options.config = config;
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert;

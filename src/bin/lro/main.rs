@@ -62,7 +62,7 @@ enum Command {
     Cleanup(files::CleanupArgs),
     /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
     /// the remote server; large results become files on this machine.
-    Proxy(proxy::ProxyArgs),
+    Proxy(Box<proxy::ProxyArgs>),
     /// A gateway in front of a remote MCP server for agents on the
     /// network: large results become files served by lro_extract.
     Gateway(gateway::GatewayArgs),
@@ -80,8 +80,8 @@ fn main() -> ExitCode {
         Command::Extract(args) => files::extract(&args),
         Command::Cleanup(args) => files::cleanup(&args, &config),
         Command::Proxy(args) => {
-            logs();
-            proxy::run(args, config)
+            logs(args.log_filter());
+            proxy::run(*args, config)
         }
         Command::Gateway(args) => gateway::run(args, config),
     };
@@ -91,11 +91,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs on stderr (stdout is the agent's), filtered by `RUST_LOG`
-/// (default `warn`).
-fn logs() {
+/// Logs on stderr (stdout is the agent's), filtered by `RUST_LOG`, else
+/// by `default`.
+fn logs(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,10 +1,15 @@
-//! `lro proxy`: the spec's local LRO proxy, stdio to the agent.
+//! `lro proxy`: the spec's local LRO proxy, stdio to the agent. Its command
+//! line is `mcp-remote`'s (the flags it takes are taken the same way; those
+//! that make no sense here are refused by name), plus LRO's own.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
 use tower_lro::OffloadConfig;
+use tower_lro::command::auth::{AuthOptions, default_dir};
 use tower_lro::command::proxy::{self, ProxyOptions};
 
 /// `lro proxy`.
@@ -12,14 +17,21 @@ use tower_lro::command::proxy::{self, ProxyOptions};
 pub struct ProxyArgs {
     /// The remote MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:8000/mcp.
     url: String,
+    /// The OAuth callback port (as mcp-remote's second argument): used
+    /// exactly (default: one derived from the server URL, or the next free).
+    callback_port: Option<u16>,
     /// A PEM file of CA certificates trusted for an https:// server besides
     /// the system's roots (a private CA).
     #[arg(long, value_name = "FILE")]
     ca_cert: Option<PathBuf>,
-    /// A header sent with every request upstream, `NAME: VALUE`
-    /// (e.g. `Authorization: Bearer ...`); repeatable.
+    /// A header sent with every request upstream, `NAME: VALUE`; `${VAR}`
+    /// is replaced by the environment variable VAR; repeatable.
     #[arg(long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
+    /// Headers from a file, one `NAME: VALUE` per line, `#` comments
+    /// (keeps secrets out of the process list).
+    #[arg(long, value_name = "FILE")]
+    header_file: Vec<PathBuf>,
     /// Where the JSONL files go (default: the configured output_dir, else a
     /// private per-user directory in the system temp dir).
     #[arg(long, value_name = "DIR")]
@@ -32,25 +44,151 @@ pub struct ProxyArgs {
     /// any, then offloads on its side too).
     #[arg(long)]
     no_announce: bool,
+    #[command(flatten)]
+    oauth: OAuthArgs,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+/// The sign-in flags (mcp-remote's names).
+#[derive(Debug, Args)]
+struct OAuthArgs {
+    /// Where OAuth tokens are stored (default: $LRO_AUTH_DIR, else
+    /// $MCP_REMOTE_CONFIG_DIR/lro-v1, else ~/.config/lro/auth).
+    #[arg(long, value_name = "DIR")]
+    auth_dir: Option<PathBuf>,
+    /// Never sign in: a 401 is relayed to the agent as an error.
+    #[arg(long)]
+    no_oauth: bool,
+    /// The host name of the OAuth redirect URI (default 127.0.0.1).
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// The path of the OAuth callback (default /oauth/callback).
+    #[arg(long, value_name = "PATH")]
+    callback_path: Option<String>,
+    /// Seconds the sign-in in the browser may take (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    auth_timeout: Option<u64>,
+    /// Where the browser goes after signing in.
+    #[arg(long, value_name = "URL")]
+    auth_success_url: Option<String>,
+    /// The RFC 8707 resource indicator (also isolates the tokens).
+    #[arg(long, value_name = "URI")]
+    resource: Option<String>,
+    /// Never send the resource indicator.
+    #[arg(long)]
+    disable_resource_parameter: bool,
+    /// An extra parameter of the authorization request; repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    authorize_param: Vec<String>,
+    /// Client metadata merged into the registration: JSON, or @FILE.
+    #[arg(long, value_name = "JSON|@FILE")]
+    static_oauth_client_metadata: Option<String>,
+    /// A pre-registered client (client_id, client_secret): JSON, or @FILE;
+    /// `${VAR}` in its strings is replaced from the environment.
+    #[arg(long, value_name = "JSON|@FILE")]
+    static_oauth_client_info: Option<String>,
+    /// The client-credentials grant (no user, no browser).
+    #[arg(long)]
+    client_credentials: bool,
+    /// A known token endpoint (with --client-credentials): no discovery.
+    #[arg(long, value_name = "URL", requires = "client_credentials")]
+    token_endpoint: Option<String>,
+    /// Send the OpenID Connect ID token instead of the access token.
+    #[arg(long)]
+    use_id_token: bool,
+}
+
+/// mcp-remote's other flags: network, logs, and those refused by name.
+#[derive(Debug, Args)]
+struct RemoteArgs {
+    /// Allow plain http to a server (and OAuth endpoints) off loopback.
+    #[arg(long)]
+    allow_http: bool,
+    /// Seconds a connection may take to open.
+    #[arg(long, value_name = "SECONDS")]
+    connect_timeout: Option<f64>,
+    /// Seconds the server may take to send its answer's headers (0: no limit).
+    #[arg(long, value_name = "SECONDS")]
+    headers_timeout: Option<f64>,
+    /// The longest silence within an answer, event streams too (0: no limit).
+    #[arg(long, value_name = "SECONDS")]
+    body_timeout: Option<f64>,
+    /// http-first or http-only: streamable HTTP (the old HTTP+SSE
+    /// transport, sse-first and sse-only, is not supported).
+    #[arg(long, value_name = "STRATEGY")]
+    transport: Option<String>,
+    /// legacy (the agent's own handshake, as is); `auto` is not supported.
+    #[arg(long, value_name = "MODE")]
+    protocol: Option<String>,
+    /// Verbose logs on stderr (RUST_LOG wins).
+    #[arg(long)]
+    debug: bool,
+    /// Errors only on stderr (RUST_LOG wins).
+    #[arg(long)]
+    silent: bool,
+    /// Accepted: lro proxy keeps no cookies.
+    #[arg(long)]
+    disable_cookies: bool,
+    /// Hides tools matching PATTERN (`*` wildcards, any case) from the
+    /// agent: not listed, calls refused; repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    ignore_tool: Vec<String>,
+    #[arg(long, hide = true)]
+    enable_proxy: bool,
+    #[arg(long, hide = true)]
+    keep_alive: bool,
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    ping_interval: Option<String>,
+    #[arg(long, hide = true)]
+    ipv4: bool,
+    #[arg(long, hide = true)]
+    device_code: bool,
+    #[arg(long, hide = true, value_name = "URL")]
+    client_metadata_url: Option<String>,
+}
+
+impl ProxyArgs {
+    /// The log filter the flags ask for (`RUST_LOG` wins).
+    pub fn log_filter(&self) -> &'static str {
+        match (self.remote.debug, self.remote.silent) {
+            (true, _) => "debug",
+            (false, true) => "error",
+            _ => "warn",
+        }
+    }
 }
 
 /// Runs the proxy on stdin/stdout until stdin ends.
 pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
+    refuse_unsupported(&args.remote)?;
     let upstream = args
         .url
         .parse()
         .map_err(|e| format!("upstream URL {:?}: {e}", args.url))?;
-    if let Some(dir) = args.output_dir {
-        config.output_dir = dir;
+    if let Some(dir) = &args.output_dir {
+        config.output_dir = dir.clone();
     }
     if let Some(n) = args.threshold_tokens {
         config.threshold_tokens = n;
     }
     let mut options = ProxyOptions::new(upstream);
-    options.headers = headers(&args.headers)?;
+    options.headers = headers(&args.headers, &args.header_file)?;
     options.config = config;
     options.announce = !args.no_announce;
-    options.connect.ca_cert = args.ca_cert;
+    options.connect.ca_cert = args.ca_cert.clone();
+    options.allow_http = args.remote.allow_http;
+    if let Some(timeout) = seconds("--connect-timeout", args.remote.connect_timeout)? {
+        options.connect.connect_timeout = timeout;
+    }
+    options.headers_timeout = seconds("--headers-timeout", args.remote.headers_timeout)?;
+    options.body_timeout = seconds("--body-timeout", args.remote.body_timeout)?;
+    options.hidden_tools = args.remote.ignore_tool.clone();
+    options.auth = if args.oauth.no_oauth {
+        None
+    } else {
+        Some(auth_options(&args)?)
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -61,15 +199,220 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// `NAME: VALUE` strings as headers.
-pub(crate) fn headers(given: &[String]) -> Result<HeaderMap, String> {
+/// mcp-remote's flags that have no meaning here, or no support yet: one
+/// line naming the flag.
+fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
+    let refused =
+        |flag: &str, why: &str| Err(format!("{flag} is not supported by lro proxy: {why}"));
+    match remote.transport.as_deref() {
+        None | Some("http-first" | "http-only") => {}
+        Some(t @ ("sse-first" | "sse-only")) => {
+            return refused(
+                &format!("--transport {t}"),
+                "it speaks streamable HTTP only, not the old HTTP+SSE transport (2024-11-05)",
+            );
+        }
+        Some(t) => {
+            return Err(format!(
+                "--transport {t:?}: expected http-first, http-only, sse-first or sse-only"
+            ));
+        }
+    }
+    match remote.protocol.as_deref() {
+        None | Some("legacy") => {}
+        Some("auto") => {
+            return refused(
+                "--protocol auto",
+                "the agent's own handshake is relayed as is (an agent that speaks 2026-07-28 talks to such a server directly)",
+            );
+        }
+        Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
+    }
+    let flags = [
+        (
+            remote.enable_proxy,
+            "--enable-proxy",
+            "no outbound HTTP proxy support",
+        ),
+        (remote.keep_alive, "--keep-alive", "no keep-alive pings"),
+        (
+            remote.ping_interval.is_some(),
+            "--ping-interval",
+            "no keep-alive pings",
+        ),
+        (
+            remote.ipv4,
+            "--ipv4",
+            "addresses are tried as the system resolves them",
+        ),
+        (
+            remote.device_code,
+            "--device-code",
+            "the device authorization grant is not implemented",
+        ),
+        (
+            remote.client_metadata_url.is_some(),
+            "--client-metadata-url",
+            "client ID metadata documents are not implemented",
+        ),
+    ];
+    match flags.iter().find(|(given, _, _)| *given) {
+        Some((_, flag, why)) => refused(flag, why),
+        None => Ok(()),
+    }
+}
+
+/// A number of seconds; `0` means no limit.
+fn seconds(flag: &str, value: Option<f64>) -> Result<Option<Duration>, String> {
+    match value {
+        None => Ok(None),
+        Some(0.0) => Ok(None),
+        Some(s) => Duration::try_from_secs_f64(s)
+            .map(Some)
+            .map_err(|_| format!("{flag} {s}: expected a number of seconds")),
+    }
+}
+
+/// The sign-in options of the flags.
+fn auth_options(args: &ProxyArgs) -> Result<AuthOptions, String> {
+    let o = &args.oauth;
+    let mut auth = AuthOptions::default();
+    auth.store_dir = o.auth_dir.clone().unwrap_or_else(default_dir);
+    auth.callback_port = args.callback_port;
+    if let Some(host) = &o.host {
+        auth.callback_host = host.clone();
+    }
+    if let Some(path) = &o.callback_path {
+        if !path.starts_with('/') {
+            return Err(format!("--callback-path {path:?}: must start with /"));
+        }
+        auth.callback_path = path.clone();
+    }
+    if let Some(s) = o.auth_timeout {
+        auth.auth_timeout = Duration::from_secs(s.max(1));
+    }
+    auth.success_url = o.auth_success_url.clone();
+    auth.resource = o.resource.clone().filter(|r| !r.trim().is_empty());
+    auth.send_resource = !o.disable_resource_parameter;
+    auth.authorize_params = authorize_params(&o.authorize_param)?;
+    auth.static_client_metadata = o
+        .static_oauth_client_metadata
+        .as_deref()
+        .map(|v| json_arg("--static-oauth-client-metadata", v))
+        .transpose()?;
+    auth.static_client_info = o
+        .static_oauth_client_info
+        .as_deref()
+        .map(|v| json_arg("--static-oauth-client-info", v).and_then(expand_json))
+        .transpose()?;
+    auth.client_credentials = o.client_credentials;
+    auth.token_endpoint = o.token_endpoint.clone();
+    auth.use_id_token = o.use_id_token;
+    auth.allow_http = args.remote.allow_http;
+    Ok(auth)
+}
+
+/// `KEY=VALUE` pairs; the flow's own parameters are refused.
+fn authorize_params(given: &[String]) -> Result<Vec<(String, String)>, String> {
+    const RESERVED: [&str; 6] = [
+        "client_id",
+        "redirect_uri",
+        "response_type",
+        "state",
+        "code_challenge",
+        "code_challenge_method",
+    ];
+    given
+        .iter()
+        .map(|p| {
+            let (k, v) = p
+                .split_once('=')
+                .filter(|(k, _)| !k.trim().is_empty())
+                .ok_or_else(|| format!("--authorize-param {p:?}: expected KEY=VALUE"))?;
+            let k = k.trim();
+            if RESERVED.contains(&k) {
+                return Err(format!(
+                    "--authorize-param {k}: set by the sign-in flow itself"
+                ));
+            }
+            Ok((k.to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+/// A JSON object given inline or as `@FILE`.
+fn json_arg(flag: &str, value: &str) -> Result<Value, String> {
+    let text = match value.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{flag} {path}: {e}"))?,
+        None => value.to_owned(),
+    };
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| format!("{flag}: expected a JSON object"))
+}
+
+/// `${VAR}` replaced in every string of a JSON value.
+fn expand_json(value: Value) -> Result<Value, String> {
+    Ok(match value {
+        Value::String(s) => Value::String(expand_env(&s)?),
+        Value::Array(a) => Value::Array(a.into_iter().map(expand_json).collect::<Result<_, _>>()?),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| Ok((k, expand_json(v)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other,
+    })
+}
+
+/// `${VAR}` replaced by the environment variable `VAR` (an unset one is an
+/// error: sending the placeholder would only fail later, less clearly).
+fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start + 2..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        let value = std::env::var(name).map_err(|_| {
+            format!("environment variable {name} (named as ${{{name}}}) is not set")
+        })?;
+        out.push_str(&rest[..start]);
+        out.push_str(&value);
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The `--header` and `--header-file` headers, `${VAR}` expanded.
+pub(crate) fn headers(given: &[String], files: &[PathBuf]) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for h in given {
-        let bad = || format!("--header {h:?}: expected \"NAME: VALUE\"");
-        let (name, value) = h.split_once(':').ok_or_else(bad)?;
-        let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
-        let value = HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
-        map.append(name, value);
+        add_header(&mut map, h).map_err(|why| format!("--header {h:?}: {why}"))?;
+    }
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("--header-file {}: {e}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            add_header(&mut map, line)
+                .map_err(|why| format!("--header-file {} line {}: {why}", file.display(), n + 1))?;
+        }
     }
     Ok(map)
+}
+
+fn add_header(map: &mut HeaderMap, text: &str) -> Result<(), String> {
+    let bad = || "expected \"NAME: VALUE\"".to_owned();
+    let (name, value) = text.split_once(':').ok_or_else(bad)?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
+    let value = HeaderValue::from_str(expand_env(value.trim())?.as_str()).map_err(|_| bad())?;
+    map.append(name, value);
+    Ok(())
 }

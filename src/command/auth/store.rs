@@ -1,0 +1,184 @@
+//! Where tokens live: one private (`0700`) directory per user, files
+//! `{key}_{name}.json` (`0600`) per server, written whole (a temporary file
+//! renamed into place), and `{key}.lock`, which the instances for one server
+//! hold while they sign in, so that only one of them does.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sha2::Digest;
+
+use super::AuthError;
+use crate::FsStore;
+
+/// How often a waiting instance tries the lock again.
+const LOCK_POLL: Duration = Duration::from_millis(200);
+
+/// The default token directory: `$LRO_AUTH_DIR`; else `lro-v1` in
+/// `$MCP_REMOTE_CONFIG_DIR` (the place `mcp-remote` users already chose);
+/// else `$XDG_CONFIG_HOME/lro/auth`; else `~/.config/lro/auth`; else
+/// `lro-auth-{uid}` in the system temp dir.
+pub fn default_dir() -> PathBuf {
+    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = env("LRO_AUTH_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = env("MCP_REMOTE_CONFIG_DIR") {
+        return PathBuf::from(dir).join("lro-v1");
+    }
+    if let Some(dir) = env("XDG_CONFIG_HOME") {
+        return PathBuf::from(dir).join("lro").join("auth");
+    }
+    if let Some(home) = env("HOME") {
+        return PathBuf::from(home).join(".config").join("lro").join("auth");
+    }
+    #[cfg(unix)]
+    let name = format!("lro-auth-{}", rustix::process::geteuid().as_raw());
+    #[cfg(not(unix))]
+    let name = "lro-auth".to_owned();
+    std::env::temp_dir().join(name)
+}
+
+/// The key of one server's files: a hash of everything that decides which
+/// tokens are valid for it (its URL, resource, headers, extra parameters).
+pub(crate) fn key_of(parts: &[&str]) -> String {
+    let mut hash = sha2::Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One server's files in the token directory.
+#[derive(Debug, Clone)]
+pub(crate) struct TokenStore {
+    dir: PathBuf,
+    key: String,
+}
+
+/// The sign-in lock of one server, released when dropped (or when the
+/// process ends, whatever the way).
+#[derive(Debug)]
+pub(crate) struct SignInLock {
+    _file: fs::File,
+}
+
+impl TokenStore {
+    /// The files of server `key` in `dir` (created private on first use).
+    pub(crate) fn new(dir: PathBuf, key: String) -> Self {
+        TokenStore { dir, key }
+    }
+
+    /// The key, which also names the server in logs.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{}_{name}.json", self.key))
+    }
+
+    /// A stored value; `None` when absent or unreadable (it is then made
+    /// again: a sign-in, a registration).
+    pub(crate) fn read<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
+        let bytes = fs::read(self.path(name)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Stores `value` whole, readable by this user only.
+    pub(crate) fn write<T: Serialize>(&self, name: &str, value: &T) -> Result<(), AuthError> {
+        self.ensure_dir()?;
+        let path = self.path(name);
+        let bytes =
+            serde_json::to_vec_pretty(value).map_err(|e| AuthError::Store(e.to_string()))?;
+        let temp = self
+            .dir
+            .join(format!(".{}_{name}.{}.tmp", self.key, ulid::Ulid::new()));
+        let written = write_private(&temp, &bytes).and_then(|()| fs::rename(&temp, &path));
+        if written.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        written.map_err(|e| AuthError::Store(format!("{}: {e}", path.display())))
+    }
+
+    /// Forgets a stored value.
+    pub(crate) fn remove(&self, name: &str) {
+        let _ = fs::remove_file(self.path(name));
+    }
+
+    fn ensure_dir(&self) -> Result<(), AuthError> {
+        FsStore::ensure_private_dir(&self.dir).map_err(|e| AuthError::Store(e.to_string()))
+    }
+
+    /// Takes the sign-in lock, waiting at most `wait` for another instance
+    /// to finish with it.
+    pub(crate) async fn lock(&self, wait: Duration) -> Result<SignInLock, AuthError> {
+        self.ensure_dir()?;
+        let path = self.dir.join(format!("{}.lock", self.key));
+        let file = open_private(&path, false)
+            .map_err(|e| AuthError::Store(format!("{}: {e}", path.display())))?;
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut announced = false;
+        loop {
+            if try_lock(&file)? {
+                return Ok(SignInLock { _file: file });
+            }
+            if !announced {
+                tracing::warn!(target: "tower_lro", "another lro proxy is signing in to this server; waiting for it");
+                announced = true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(AuthError::Timeout("another instance's sign-in"));
+            }
+            tokio::time::sleep(LOCK_POLL).await;
+        }
+    }
+}
+
+/// Whether the lock was taken (`false`: another process holds it).
+#[cfg(unix)]
+fn try_lock(file: &fs::File) -> Result<bool, AuthError> {
+    use rustix::fs::{FlockOperation, flock};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(AuthError::Store(format!("lock: {e}"))),
+    }
+}
+
+/// Without `flock`, instances do not coordinate.
+#[cfg(not(unix))]
+fn try_lock(_file: &fs::File) -> Result<bool, AuthError> {
+    Ok(true)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = open_private(path, true)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Opens (creating, `0600`) a file; `fresh`: it must not exist yet.
+fn open_private(path: &Path, fresh: bool) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true);
+    if fresh {
+        options.create_new(true);
+    } else {
+        options.create(true).truncate(false);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
