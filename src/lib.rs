@@ -89,6 +89,7 @@ mod engine;
 pub mod fixtures;
 #[cfg(test)]
 mod fuzz;
+mod history;
 mod json;
 mod middleware;
 mod wire;
@@ -119,6 +120,7 @@ pub use engine::{
     DEFAULT_OFFLOAD_THRESHOLD_TOKENS, DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL,
     Offloaded, Offloader, Outcome, Truncated, operation_name,
 };
+pub use history::{Summarizer, SummaryError, SummaryFuture, SummaryRequest};
 pub use middleware::{
     DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
     DEFAULT_PROXY_SESSION_TTL, OffloadBody, OffloadLayer, OffloadLayerBuilder, OffloadService,
