@@ -121,6 +121,11 @@ pub use engine::{
     Offloaded, Offloader, Outcome, Truncated, operation_name,
 };
 pub use history::{Summarizer, SummaryError, SummaryFuture, SummaryRequest};
+#[cfg(feature = "history-endpoint")]
+pub use middleware::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
+    EndpointSummarizer,
+};
 pub use middleware::{
     DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
     DEFAULT_PROXY_SESSION_TTL, OffloadBody, OffloadLayer, OffloadLayerBuilder, OffloadService,

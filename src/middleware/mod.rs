@@ -19,6 +19,7 @@ mod body;
 mod budget;
 mod caller;
 mod future;
+mod history;
 mod json_response;
 #[allow(clippy::module_inception)]
 mod layer;
@@ -34,6 +35,11 @@ mod state;
 
 pub use body::OffloadBody;
 pub use future::ResponseFuture;
+#[cfg(feature = "history-endpoint")]
+pub use history::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
+    EndpointSummarizer,
+};
 pub use layer::{OffloadLayer, OffloadLayerBuilder};
 pub use request_body::RequestBody;
 pub use service::OffloadService;
