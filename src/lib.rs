@@ -120,7 +120,13 @@ pub use engine::{
     DEFAULT_OFFLOAD_THRESHOLD_TOKENS, DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL,
     Offloaded, Offloader, Outcome, Truncated, operation_name,
 };
-pub use history::{Summarizer, SummaryError, SummaryFuture, SummaryRequest};
+pub use history::{
+    BodyRewrite, ChatFormat, DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_KEEP_RECENT_COMPACT,
+    DEFAULT_KEEP_RECENT_COMPRESS, DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS,
+    DEFAULT_SUMMARY_MAX_TOKENS, ExtractiveSummarizer, HISTORY_FILE_PREFIX, HistoryConfig,
+    HistoryError, HistoryOffloader, HistoryOutcome, HistoryReport, POINTER_MARKER, SUMMARY_MARKER,
+    Summarizer, SummaryError, SummaryFuture, SummaryMode, SummaryRequest, UnknownMode,
+};
 #[cfg(feature = "history-endpoint")]
 pub use middleware::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,

@@ -1,0 +1,227 @@
+//! [`HistoryConfig`]: the MessageOffloadOp parameters, with the spec's
+//! defaults.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::estimate::{ScriptAwareEstimator, TokenEstimator};
+
+/// Default `compact_ratio_threshold`: compress after compaction when it kept
+/// more than 75% of the tokens.
+pub const DEFAULT_COMPACT_RATIO_THRESHOLD: f64 = 0.75;
+/// Default `max_total_tokens`: below it, nothing is done.
+pub const DEFAULT_MAX_TOTAL_TOKENS: usize = 20_000;
+/// Default `max_tool_message_tokens`: tool messages above it are compacted.
+pub const DEFAULT_MAX_TOOL_MESSAGE_TOKENS: usize = 2_000;
+/// Default `keep_recent_count` for compaction.
+pub const DEFAULT_KEEP_RECENT_COMPACT: usize = 1;
+/// Default `keep_recent_count` for compression.
+pub const DEFAULT_KEEP_RECENT_COMPRESS: usize = 2;
+/// Default most tokens of one summary.
+pub const DEFAULT_SUMMARY_MAX_TOKENS: usize = 800;
+
+/// The spec's `working_summary_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SummaryMode {
+    /// Only compaction of large tool messages.
+    Compact,
+    /// Only compression of older message groups into summaries.
+    Compress,
+    /// Compaction, then compression when compaction kept more than
+    /// `compact_ratio_threshold` of the tokens (the default).
+    #[default]
+    Auto,
+}
+
+impl SummaryMode {
+    /// The spec's name: `compact`, `compress` or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryMode::Compact => "compact",
+            SummaryMode::Compress => "compress",
+            SummaryMode::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for SummaryMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `working_summary_mode` that is not `compact`, `compress` or `auto`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown working_summary_mode {0:?} (expected compact, compress or auto)")]
+pub struct UnknownMode(pub String);
+
+impl std::str::FromStr for SummaryMode {
+    type Err = UnknownMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "compact" => Ok(SummaryMode::Compact),
+            "compress" => Ok(SummaryMode::Compress),
+            "auto" => Ok(SummaryMode::Auto),
+            _ => Err(UnknownMode(s.to_owned())),
+        }
+    }
+}
+
+/// The MessageOffloadOp parameters (field names follow the spec; defaults
+/// are the spec's). Build with [`Default`] and the setters.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HistoryConfig {
+    /// `working_summary_mode` (default [`SummaryMode::Auto`]).
+    pub mode: SummaryMode,
+    /// `compact_ratio_threshold` (default 0.75): in `auto` mode, compress
+    /// when tokens after compaction / tokens before is above it.
+    pub compact_ratio_threshold: f64,
+    /// `max_total_tokens` (default 20000): compaction runs only when the
+    /// whole history is over it; compression only when the messages it may
+    /// replace (neither system nor recent) are over it.
+    pub max_total_tokens: usize,
+    /// `max_tool_message_tokens` (default 2000): a tool message over it is
+    /// compacted.
+    pub max_tool_message_tokens: usize,
+    /// `group_token_threshold` (default `None`): the most tokens of one
+    /// compression group; `None` or 0 compresses all in one group. A single
+    /// unit over it forms its own group.
+    pub group_token_threshold: Option<usize>,
+    /// `keep_recent_count` for compaction (default 1).
+    pub keep_recent_compact: usize,
+    /// `keep_recent_count` for compression (default 2).
+    pub keep_recent_compress: usize,
+    /// `store_dir`: where offloaded tool outputs, stored groups and
+    /// remembered summaries go (default: `history` in the per-user private
+    /// temp dir of [`FsStore::default_dir`](crate::FsStore::default_dir)).
+    pub store_dir: PathBuf,
+    /// Use `store_dir` even when it is not private (see
+    /// [`FsStore::trust_dir`](crate::FsStore::trust_dir)).
+    pub trust_store_dir: bool,
+    /// `chat_id`: names the files of compressed groups. `None`: an id
+    /// derived from the conversation's first non-system message, so that
+    /// the same conversation keeps the same id across turns and processes
+    /// (the spec's random UUID would change every name every turn).
+    pub chat_id: Option<String>,
+    /// The most tokens one summary may cost (default 800; a summary is also
+    /// never asked for more than a quarter of its group).
+    pub summary_max_tokens: usize,
+    /// The token estimator (default [`ScriptAwareEstimator`]).
+    pub estimator: Arc<dyn TokenEstimator>,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig {
+            mode: SummaryMode::Auto,
+            compact_ratio_threshold: DEFAULT_COMPACT_RATIO_THRESHOLD,
+            max_total_tokens: DEFAULT_MAX_TOTAL_TOKENS,
+            max_tool_message_tokens: DEFAULT_MAX_TOOL_MESSAGE_TOKENS,
+            group_token_threshold: None,
+            keep_recent_compact: DEFAULT_KEEP_RECENT_COMPACT,
+            keep_recent_compress: DEFAULT_KEEP_RECENT_COMPRESS,
+            store_dir: crate::engine::store::FsStore::default_dir().join("history"),
+            trust_store_dir: false,
+            chat_id: None,
+            summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
+            estimator: Arc::new(ScriptAwareEstimator),
+        }
+    }
+}
+
+impl std::fmt::Debug for HistoryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryConfig")
+            .field("mode", &self.mode)
+            .field("compact_ratio_threshold", &self.compact_ratio_threshold)
+            .field("max_total_tokens", &self.max_total_tokens)
+            .field("max_tool_message_tokens", &self.max_tool_message_tokens)
+            .field("group_token_threshold", &self.group_token_threshold)
+            .field("keep_recent_compact", &self.keep_recent_compact)
+            .field("keep_recent_compress", &self.keep_recent_compress)
+            .field("store_dir", &self.store_dir)
+            .field("chat_id", &self.chat_id.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HistoryConfig {
+    /// Sets `working_summary_mode`.
+    pub fn mode(mut self, mode: SummaryMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets `compact_ratio_threshold`.
+    pub fn compact_ratio_threshold(mut self, ratio: f64) -> Self {
+        self.compact_ratio_threshold = ratio;
+        self
+    }
+
+    /// Sets `max_total_tokens`.
+    pub fn max_total_tokens(mut self, tokens: usize) -> Self {
+        self.max_total_tokens = tokens;
+        self
+    }
+
+    /// Sets `max_tool_message_tokens`.
+    pub fn max_tool_message_tokens(mut self, tokens: usize) -> Self {
+        self.max_tool_message_tokens = tokens;
+        self
+    }
+
+    /// Sets `group_token_threshold` (`None` or 0: one group).
+    pub fn group_token_threshold(mut self, tokens: Option<usize>) -> Self {
+        self.group_token_threshold = tokens;
+        self
+    }
+
+    /// Sets `keep_recent_count` for compaction.
+    pub fn keep_recent_compact(mut self, count: usize) -> Self {
+        self.keep_recent_compact = count;
+        self
+    }
+
+    /// Sets `keep_recent_count` for compression.
+    pub fn keep_recent_compress(mut self, count: usize) -> Self {
+        self.keep_recent_compress = count;
+        self
+    }
+
+    /// Sets `store_dir`.
+    pub fn store_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.store_dir = dir.into();
+        self
+    }
+
+    /// Uses `store_dir` even when it is not private.
+    pub fn trust_store_dir(mut self, trusted: bool) -> Self {
+        self.trust_store_dir = trusted;
+        self
+    }
+
+    /// Sets `chat_id`.
+    pub fn chat_id(mut self, id: impl Into<String>) -> Self {
+        self.chat_id = Some(id.into());
+        self
+    }
+
+    /// Sets the most tokens of one summary.
+    pub fn summary_max_tokens(mut self, tokens: usize) -> Self {
+        self.summary_max_tokens = tokens;
+        self
+    }
+
+    /// Replaces the token estimator.
+    pub fn estimator(mut self, estimator: impl TokenEstimator) -> Self {
+        self.estimator = Arc::new(estimator);
+        self
+    }
+
+    /// The group size limit, `None` for one group.
+    pub(crate) fn group_limit(&self) -> Option<usize> {
+        self.group_token_threshold.filter(|&t| t > 0)
+    }
+}
