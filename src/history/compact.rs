@@ -40,6 +40,26 @@ pub(crate) fn is_compacted(text: &str) -> bool {
     text.starts_with(POINTER_MARKER) || text.starts_with(DESCRIPTOR_START)
 }
 
+/// A compacted answer in one line, for a summarizer's transcript: the
+/// text pointer's first line, or what the descriptor says was offloaded
+/// where. `None`: not a pointer.
+pub(super) fn pointer_line(text: &str) -> Option<String> {
+    if text.starts_with(POINTER_MARKER) {
+        return text.lines().next().map(str::to_owned);
+    }
+    if !text.starts_with(DESCRIPTOR_START) {
+        return None;
+    }
+    let d: Value = serde_json::from_str(text).ok()?;
+    let summary = &d["summary"];
+    Some(format!(
+        "{POINTER_MARKER} {} records (~{} tokens) stored in the file {}",
+        summary["count"],
+        summary["estimated_tokens"],
+        d["file_path"].as_str().unwrap_or("")
+    ))
+}
+
 /// One tool answer to compact: its call (when found) and text.
 struct Answer<'a> {
     call: Option<&'a Call>,

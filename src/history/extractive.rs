@@ -150,6 +150,7 @@ fn is_identifier(word: &str) -> bool {
         && word.chars().any(|c| c.is_ascii_lowercase());
     let joined = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     letters > 0
+        && letters * 2 >= digits
         && word.len() >= 3
         && (digits > 0 && letters > 0
             || joined.contains(['_', '/', '.', ':', '-']) && joined.len() >= 5
@@ -199,7 +200,7 @@ fn is_cjk(c: char) -> bool {
 fn scored_sentences(transcript: &str) -> Vec<Sentence> {
     let mut sentences = Vec::new();
     for paragraph in transcript.split("\n\n") {
-        let (role, body) = split_role(paragraph);
+        let (role, body) = split_role(paragraph.trim_start());
         for text in split_sentences(body) {
             sentences.push(Sentence {
                 role: role.to_owned(),

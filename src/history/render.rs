@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::compact::pointer_line;
 use super::format::{ChatFormat, content_text};
 
 /// The most characters of a call's arguments shown.
@@ -53,6 +54,7 @@ fn call_line(name: &str, arguments: Option<&Value>) -> String {
 
 fn tool_paragraph(names: &HashMap<&str, &str>, id: &str, text: String) -> String {
     let name = names.get(id).copied().unwrap_or("tool");
+    let text = pointer_line(&text).unwrap_or(text);
     format!("tool ({name}): {text}")
 }
 
