@@ -75,6 +75,13 @@
 //!   [`FILE_EXTENSION`], [`is_offload_file_name`], [`RESOURCE_URI_PREFIX`], [`resource_uri`], [`file_name_of_uri`].
 //! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
 //!   events: [`OffloadEvent`], [`EventHook`].
+//! * History offload over HTTP: [`HistoryOffloadLayer`],
+//!   [`HistoryOffloadLayerBuilder`], [`HistoryOffloadService`],
+//!   [`HistoryResponseFuture`], [`HistoryEvent`], [`FallbackReason`],
+//!   [`DEFAULT_MAX_CHAT_BODY_BYTES`], [`DEFAULT_MAX_HELD_CHAT_BYTES`],
+//!   [`DEFAULT_REWRITE_TIMEOUT`]; with feature `history-endpoint`,
+//!   `EndpointSummarizer`, `EndpointError`, `DEFAULT_SUMMARY_PROMPT`,
+//!   `DEFAULT_SUMMARY_TIMEOUT`, `DEFAULT_MAX_ANSWER_BYTES`.
 //! * `fixtures` (feature `fixtures`): deterministic memory records for
 //!   tests, examples and benches.
 
@@ -133,9 +140,11 @@ pub use middleware::{
     EndpointSummarizer,
 };
 pub use middleware::{
-    DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
-    DEFAULT_PROXY_SESSION_TTL, OffloadBody, OffloadLayer, OffloadLayerBuilder, OffloadService,
-    RequestBody, ResponseFuture,
+    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_MAX_PROXY_SESSIONS,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER, DEFAULT_PROXY_SESSION_TTL,
+    DEFAULT_REWRITE_TIMEOUT, FallbackReason, HistoryEvent, HistoryOffloadLayer,
+    HistoryOffloadLayerBuilder, HistoryOffloadService, HistoryResponseFuture, OffloadBody,
+    OffloadLayer, OffloadLayerBuilder, OffloadService, RequestBody, ResponseFuture,
 };
 pub use wire::call::ToolCall;
 pub use wire::jsonrpc::CLIENT_INFO_META_KEY;

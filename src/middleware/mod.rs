@@ -40,6 +40,11 @@ pub use history::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
     EndpointSummarizer,
 };
+pub use history::{
+    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_REWRITE_TIMEOUT,
+    FallbackReason, HistoryEvent, HistoryOffloadLayer, HistoryOffloadLayerBuilder,
+    HistoryOffloadService, HistoryResponseFuture,
+};
 pub use layer::{OffloadLayer, OffloadLayerBuilder};
 pub use request_body::RequestBody;
 pub use service::OffloadService;
