@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use tower_lro::{
     BodyRewrite, CharsPerTokenEstimator, ChatFormat, ExtractiveSummarizer, HistoryConfig,
-    HistoryError, HistoryOffloader, OffloadResponse, POINTER_MARKER, SUMMARY_MARKER,
-    ScriptAwareEstimator, Summarizer, SummaryError, SummaryFuture, SummaryMode, SummaryRequest,
-    TokenEstimator,
+    HistoryError, HistoryOffloader, HistoryOutcome, OffloadResponse, POINTER_MARKER,
+    SUMMARY_MARKER, ScriptAwareEstimator, Summarizer, SummaryError, SummaryFuture, SummaryMode,
+    SummaryRequest, TokenEstimator,
 };
 
 const SYSTEM: &str = "You are an operations agent. Use the tools.";
@@ -500,6 +500,70 @@ fn bytes_of(m: &[Value]) -> Vec<String> {
     m.iter().map(Value::to_string).collect()
 }
 
+/// Asserts that the first `n` messages of `a` and `b` are the same bytes.
+fn assert_same_prefix(a: &[Value], b: &[Value], n: usize, what: &str) {
+    assert_eq!(bytes_of(&a[..n]), bytes_of(&b[..n]), "{what}");
+}
+
+async fn rewrite(
+    offloader: &HistoryOffloader,
+    format: ChatFormat,
+    m: Vec<Value>,
+) -> HistoryOutcome {
+    offloader.rewrite_messages(format, m).await.unwrap()
+}
+
+/// Twice, in a new process, with a new turn, and on the rewrite plus a new
+/// turn: the rewritten prefix comes back byte for byte.
+async fn check_stability(format: ChatFormat, mode: SummaryMode) {
+    let dir = tempfile::tempdir().unwrap();
+    // In auto mode, answers under the limit, so that compression runs.
+    let tool_limit = if mode == SummaryMode::Auto {
+        100_000
+    } else {
+        300
+    };
+    let cfg = config(dir.path(), mode).max_tool_message_tokens(tool_limit);
+    let offloader = HistoryOffloader::new(cfg.clone());
+    let first = rewrite(&offloader, format, history(format, 6)).await;
+    let all = first.messages.len();
+    let what = |case: &str| format!("{format:?} {mode:?}: {case}");
+    let again = rewrite(&offloader, format, history(format, 6)).await;
+    assert_same_prefix(&again.messages, &first.messages, all, &what("twice"));
+    assert!(
+        again.report.files_written.is_empty(),
+        "{}",
+        what("nothing new written")
+    );
+    // Another process with the same store.
+    let fresh = HistoryOffloader::new(cfg).with_summarizer(Arc::new(Counting::default()));
+    let other = rewrite(&fresh, format, history(format, 6)).await;
+    assert_same_prefix(&other.messages, &first.messages, all, &what("new process"));
+    assert_eq!(
+        other.report.summaries_made,
+        0,
+        "{}",
+        what("summaries read back")
+    );
+    // The history plus a new turn: the rewritten prefix (up to the last
+    // summary, or all but the recent message) is kept byte for byte.
+    let kept = stable_prefix(&first.messages);
+    assert!(kept > 4, "{}", what("something was rewritten"));
+    let longer = rewrite(&offloader, format, history(format, 8)).await;
+    assert_same_prefix(&longer.messages, &first.messages, kept, &what("new turn"));
+    // The rewritten history plus a new turn (an agent loop keeping the rewrite).
+    let mut continued = first.messages.clone();
+    continued.extend(history(format, 8).split_off(history(format, 6).len()));
+    let next = rewrite(&offloader, format, continued).await;
+    assert_same_prefix(
+        &next.messages,
+        &first.messages,
+        kept,
+        &what("rewrite + new turn"),
+    );
+    check_pairs(format, &next.messages);
+}
+
 #[tokio::test]
 async fn rewrites_are_stable_across_runs_turns_and_processes() {
     for format in FORMATS {
@@ -508,69 +572,7 @@ async fn rewrites_are_stable_across_runs_turns_and_processes() {
             SummaryMode::Compress,
             SummaryMode::Auto,
         ] {
-            let dir = tempfile::tempdir().unwrap();
-            let cfg =
-                config(dir.path(), mode).max_tool_message_tokens(if mode == SummaryMode::Auto {
-                    100_000
-                } else {
-                    300
-                });
-            let offloader = HistoryOffloader::new(cfg.clone());
-            let first = offloader
-                .rewrite_messages(format, history(format, 6))
-                .await
-                .unwrap();
-            let again = offloader
-                .rewrite_messages(format, history(format, 6))
-                .await
-                .unwrap();
-            assert_eq!(
-                bytes_of(&again.messages),
-                bytes_of(&first.messages),
-                "{format:?} {mode:?}: twice"
-            );
-            assert!(
-                again.report.files_written.is_empty(),
-                "{format:?} {mode:?}: nothing new written"
-            );
-            // Another process with the same store: the same text.
-            let fresh =
-                HistoryOffloader::new(cfg.clone()).with_summarizer(Arc::new(Counting::default()));
-            let other = fresh
-                .rewrite_messages(format, history(format, 6))
-                .await
-                .unwrap();
-            assert_eq!(
-                bytes_of(&other.messages),
-                bytes_of(&first.messages),
-                "{format:?} {mode:?}: new process"
-            );
-            assert_eq!(
-                other.report.summaries_made, 0,
-                "{format:?} {mode:?}: summaries read back from disk"
-            );
-            // The history plus a new turn: the rewritten prefix is kept byte for byte.
-            let longer = offloader
-                .rewrite_messages(format, history(format, 8))
-                .await
-                .unwrap();
-            let kept = stable_prefix(&first.messages);
-            assert!(kept > 4, "{format:?} {mode:?}: something was rewritten");
-            assert_eq!(
-                bytes_of(&longer.messages[..kept]),
-                bytes_of(&first.messages[..kept]),
-                "{format:?} {mode:?}: new turn"
-            );
-            // The rewritten history plus a new turn (an agent loop keeping the rewrite).
-            let mut continued = first.messages.clone();
-            continued.extend(history(format, 8).split_off(history(format, 6).len()));
-            let next = offloader.rewrite_messages(format, continued).await.unwrap();
-            assert_eq!(
-                bytes_of(&next.messages[..kept]),
-                bytes_of(&first.messages[..kept]),
-                "{format:?} {mode:?}: rewritten + new turn"
-            );
-            check_pairs(format, &next.messages);
+            check_stability(format, mode).await;
         }
     }
 }

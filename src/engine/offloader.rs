@@ -73,6 +73,15 @@ impl Offloader {
         self
     }
 
+    /// The id of the next file: the one the caller named, else a new ULID
+    /// (`Ulid::default()` is the nil id, never what is meant here).
+    pub(super) fn next_file_id(&self) -> ulid::Ulid {
+        match self.file_id {
+            Some(id) => id,
+            None => ulid::Ulid::new(),
+        }
+    }
+
     /// Sends every event (see [`OffloadEvent`](crate::OffloadEvent)) to `hook` too.
     pub fn with_event_hook(mut self, hook: EventHook) -> Self {
         self.events = Events::new(Some(hook));
