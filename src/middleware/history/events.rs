@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::events::clean_label;
+use crate::engine::events::clean_string;
 use crate::history::HistoryReport;
 
 /// What [`HistoryOffloadLayer`](crate::HistoryOffloadLayer) did with one
@@ -107,6 +107,16 @@ impl FallbackReason {
         }
     }
 
+    /// Its message made safe for a log line.
+    fn clean(&mut self) {
+        if let FallbackReason::Encoded(e)
+        | FallbackReason::BodyError(e)
+        | FallbackReason::Rewrite(e) = self
+        {
+            clean_string(e);
+        }
+    }
+
     fn detail(&self) -> String {
         match self {
             FallbackReason::TooLarge { limit } | FallbackReason::BufferCap { limit } => {
@@ -114,7 +124,7 @@ impl FallbackReason {
             }
             FallbackReason::Encoded(e)
             | FallbackReason::BodyError(e)
-            | FallbackReason::Rewrite(e) => clean_label(e).into_owned(),
+            | FallbackReason::Rewrite(e) => e.clone(),
             FallbackReason::TimedOut(d) => format!("after={d:?}"),
         }
     }
@@ -148,8 +158,9 @@ impl HistoryEvents {
         let (HistoryEvent::Rewritten { path, .. }
         | HistoryEvent::Unchanged { path }
         | HistoryEvent::FellBack { path, .. }) = &mut event;
-        if let std::borrow::Cow::Owned(clean) = clean_label(path) {
-            *path = clean;
+        clean_string(path);
+        if let HistoryEvent::FellBack { reason, .. } = &mut event {
+            reason.clean();
         }
         trace(&event);
         if let Some(hook) = &self.hook {

@@ -113,7 +113,7 @@ impl Rewrite<'_> {
                     bytes_after,
                 };
                 shared.events.emit(event);
-                RequestBody::replayed(VecDeque::from([Frame::data(Bytes::from(body))]), None, None)
+                RequestBody::replayed(with_trailers(body, frames), None, None)
             }
             BodyRewrite::Unchanged(_) => {
                 shared.events.emit(HistoryEvent::Unchanged { path });
@@ -131,6 +131,15 @@ impl Rewrite<'_> {
         self.shared.events.fell_back(self.path, reason);
         RequestBody::replayed(frames, None, None)
     }
+}
+
+/// The rewritten `body` in one frame, then the original's trailers, if it
+/// had any.
+fn with_trailers(body: Vec<u8>, original: VecDeque<Frame<Bytes>>) -> VecDeque<Frame<Bytes>> {
+    let trailers = original.into_iter().filter(Frame::is_trailers);
+    std::iter::once(Frame::data(Bytes::from(body)))
+        .chain(trailers)
+        .collect()
 }
 
 /// The framing of a body of exactly `len` bytes: its `Content-Length`, no
