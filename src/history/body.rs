@@ -27,8 +27,9 @@ impl HistoryOffloader {
             std::str::from_utf8(body).map_err(|_| HistoryError::NotChatBody("not UTF-8".into()))?;
         let top: IndexMap<String, &RawValue> = serde_json::from_str(text)
             .map_err(|e| HistoryError::NotChatBody(format!("not a JSON object: {e}")))?;
-        let (format, raw) = messages_member(format, &top)?;
-        let Ok(messages) = serde_json::from_str::<Vec<Value>>(raw.get()) else {
+        let (format, raw, parsed) = messages_member(format, &top)?;
+        let parsed = parsed.map_or_else(|| serde_json::from_str::<Vec<Value>>(raw.get()), Ok);
+        let Ok(messages) = parsed else {
             return match format {
                 ChatFormat::OpenAiResponses if raw.get().starts_with('"') => {
                     Ok(BodyRewrite::Unchanged(self.unchanged_report()))
@@ -61,33 +62,35 @@ impl HistoryOffloader {
     }
 }
 
-/// The format and its messages member.
+/// The format, its messages member, and the messages when detecting the
+/// format parsed them already.
 fn messages_member<'a>(
     format: Option<ChatFormat>,
     top: &IndexMap<String, &'a RawValue>,
-) -> Result<(ChatFormat, &'a RawValue), HistoryError> {
-    let format = match format {
-        Some(format) => format,
+) -> Result<(ChatFormat, &'a RawValue, Option<Vec<Value>>), HistoryError> {
+    let (format, parsed) = match format {
+        Some(format) => (format, None),
         None => detect(top)?,
     };
     let raw = top.get(format.messages_key()).ok_or_else(|| {
         HistoryError::NotChatBody(format!("no `{}` member", format.messages_key()))
     })?;
-    Ok((format, raw))
+    Ok((format, raw, parsed))
 }
 
-/// [`ChatFormat::detect`] on a body's raw members.
-fn detect(top: &IndexMap<String, &RawValue>) -> Result<ChatFormat, HistoryError> {
+/// [`ChatFormat::detect`] on a body's raw members, with the messages it
+/// had to parse.
+fn detect(
+    top: &IndexMap<String, &RawValue>,
+) -> Result<(ChatFormat, Option<Vec<Value>>), HistoryError> {
     if let Some(raw) = top.get("messages") {
         let messages: Vec<Value> = serde_json::from_str(raw.get())
             .map_err(|_| HistoryError::NotChatBody("`messages` is not an array".into()))?;
-        return Ok(ChatFormat::of_messages(
-            top.contains_key("system"),
-            &messages,
-        ));
+        let format = ChatFormat::of_messages(top.contains_key("system"), &messages);
+        return Ok((format, Some(messages)));
     }
     if top.contains_key("input") {
-        return Ok(ChatFormat::OpenAiResponses);
+        return Ok((ChatFormat::OpenAiResponses, None));
     }
     Err(HistoryError::NotChatBody(
         "no `messages` or `input` member".into(),

@@ -45,67 +45,85 @@ impl ExtractiveSummarizer {
     /// [`Summarizer::summarize`], callable without a runtime).
     pub fn summary(transcript: &str, budget_tokens: usize) -> String {
         let estimator = ScriptAwareEstimator;
-        let fits = |text: &str| estimator.estimate(text) <= budget_tokens;
+        // Estimates of parts add up to at least the estimate of the whole,
+        // so a running sum keeps the whole within the budget.
+        let mut budget = Budget {
+            left: budget_tokens,
+            estimator,
+        };
         let mut out = String::new();
         let tools = tool_names(transcript);
-        if !tools.is_empty() {
-            push_within(&mut out, "Tools used: ", &tools, budget_tokens, &estimator);
-        }
+        out.push_str(&budget.list("Tools used: ", &tools, budget_tokens));
         let identifiers = identifiers(transcript, &tools);
-        if !identifiers.is_empty() {
-            let share = out_tokens(&out, &estimator) + budget_tokens / IDENTIFIER_SHARE;
-            push_within(&mut out, "Identifiers: ", &identifiers, share, &estimator);
-        }
+        let share = budget_tokens / IDENTIFIER_SHARE;
+        out.push_str(&budget.list("\nIdentifiers: ", &identifiers, share));
         let sentences = scored_sentences(transcript);
         let mut order: Vec<usize> = (0..sentences.len()).collect();
         order.sort_by(|&a, &b| {
-            sentences[b]
-                .score
-                .total_cmp(&sentences[a].score)
-                .then(a.cmp(&b))
+            let (sa, sb) = (sentences[a].score, sentences[b].score);
+            sb.total_cmp(&sa).then(a.cmp(&b))
         });
+        let lines: Vec<String> = sentences
+            .iter()
+            .map(|s| format!("\n- {}: {}", s.role, s.text))
+            .collect();
         let mut chosen = vec![false; sentences.len()];
-        let mut used = out.clone();
         for i in order {
-            let line = format!("\n- {}: {}", sentences[i].role, sentences[i].text);
-            if fits(&format!("{used}{line}")) {
-                used.push_str(&line);
-                chosen[i] = true;
-            }
+            chosen[i] = budget.take(&lines[i]);
         }
-        for (s, _) in sentences.iter().zip(&chosen).filter(|(_, c)| **c) {
-            out.push_str(&format!("\n- {}: {}", s.role, s.text));
+        for (line, _) in lines.iter().zip(&chosen).filter(|(_, c)| **c) {
+            out.push_str(line);
         }
         out.trim_start().to_owned()
     }
 }
 
-fn out_tokens(out: &str, estimator: &impl TokenEstimator) -> usize {
-    estimator.estimate(out)
+/// What is left of the summary's budget.
+struct Budget {
+    left: usize,
+    estimator: ScriptAwareEstimator,
 }
 
-/// Appends `label` and as many of `items` as fit in `budget` tokens (the
-/// whole text), comma-separated, ending with a full stop.
-fn push_within(
-    out: &mut String,
-    label: &str,
-    items: &[String],
-    budget: usize,
-    estimator: &impl TokenEstimator,
-) {
-    let mut line = format!("{}{label}", if out.is_empty() { "" } else { "\n" });
-    let mut any = false;
-    for item in items {
-        let next = format!("{line}{}{item}", if any { ", " } else { "" });
-        if estimator.estimate(&format!("{out}{next}.")) > budget {
-            break;
+impl Budget {
+    /// Takes the cost of `text` when it fits.
+    fn take(&mut self, text: &str) -> bool {
+        let cost = self.estimator.estimate(text);
+        let fits = cost <= self.left;
+        if fits {
+            self.left -= cost;
         }
-        line = next;
-        any = true;
+        fits
     }
-    if any {
-        out.push_str(&line);
-        out.push('.');
+
+    /// `label` and as many of `items` as fit in `most` tokens (and in what
+    /// is left), comma-separated, ending with a full stop; empty when none
+    /// fits.
+    fn list(&mut self, label: &str, items: &[String], most: usize) -> String {
+        let mut list = Budget {
+            left: most.min(self.left),
+            estimator: self.estimator,
+        };
+        if items.is_empty() || !list.take(label) || !list.take(".") {
+            return String::new();
+        }
+        let mut line = label.to_owned();
+        for (n, item) in items.iter().enumerate() {
+            let part = if n == 0 {
+                item.clone()
+            } else {
+                format!(", {item}")
+            };
+            if !list.take(&part) {
+                break;
+            }
+            line.push_str(&part);
+        }
+        if line.len() == label.len() {
+            return String::new();
+        }
+        line.push('.');
+        self.left -= most.min(self.left) - list.left;
+        line
     }
 }
 
