@@ -36,6 +36,8 @@
 //!    pipeline that ties them together (`pipeline` → `output` → `fallback`
 //!    → `offloader`; `rebuild` is the read side; `serve` answers the
 //!    layer's own MCP requests: `lro_extract`, `lro_list`, `resources/read`).
+//!    Beside it, on the same level: `history` — chat histories kept within
+//!    the window (the MessageOffloadOp modes), on the engine, no HTTP types.
 //! 4. On top, side by side: `middleware` — the tower layer, shaped like
 //!    `tower-http`'s middlewares (`layer` → `service` → `future` →
 //!    `respond` → `json_response` / `sse_rewrite` → `body`, with
@@ -75,6 +77,14 @@
 //!   [`FILE_EXTENSION`], [`is_offload_file_name`], [`RESOURCE_URI_PREFIX`], [`resource_uri`], [`file_name_of_uri`].
 //! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
 //!   events: [`OffloadEvent`], [`EventHook`].
+//! * History offload (chat histories; see [`HistoryOffloader`]):
+//!   [`HistoryOffloader`], [`HistoryConfig`], [`SummaryMode`],
+//!   [`UnknownMode`], [`ChatFormat`], [`HistoryOutcome`], [`BodyRewrite`],
+//!   [`HistoryReport`], [`HistoryError`], [`Summarizer`],
+//!   [`SummaryRequest`], [`SummaryFuture`], [`SummaryError`],
+//!   [`ExtractiveSummarizer`], [`POINTER_MARKER`], [`SUMMARY_MARKER`],
+//!   [`HISTORY_FILE_PREFIX`] and the `DEFAULT_*` constants of the spec's
+//!   parameters.
 //! * History offload over HTTP: [`HistoryOffloadLayer`],
 //!   [`HistoryOffloadLayerBuilder`], [`HistoryOffloadService`],
 //!   [`HistoryResponseFuture`], [`HistoryEvent`], [`FallbackReason`],
