@@ -833,3 +833,75 @@ fn modes_parse_and_defaults_are_the_specs() {
     );
     let _: PathBuf = c.store_dir;
 }
+
+/// Parallel calls: two calls in one turn, answered after both.
+fn parallel_history(format: ChatFormat, turns: usize) -> Vec<Value> {
+    let mut m = Vec::new();
+    for t in 0..turns {
+        let (a, b) = (format!("call_{t}_a"), format!("call_{t}_b"));
+        m.push(json!({"role": "user", "content": format!("Turn {t}: check both regions.")}));
+        match format {
+            ChatFormat::OpenAiChat => {
+                let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "query_incidents", "arguments": "{}"}});
+                m.push(json!({"role": "assistant", "content": null, "tool_calls": [call(&a), call(&b)]}));
+                m.push(json!({"role": "tool", "tool_call_id": a, "content": answer(t)}));
+                m.push(json!({"role": "tool", "tool_call_id": b, "content": answer(t + 1)}));
+            }
+            ChatFormat::AnthropicMessages => {
+                let call = |id: &str| json!({"type": "tool_use", "id": id, "name": "query_incidents", "input": {}});
+                let result = |id: &str, text: String| json!({"type": "tool_result", "tool_use_id": id, "content": text});
+                m.push(json!({"role": "assistant", "content": [call(&a), call(&b)]}));
+                m.push(json!({"role": "user", "content": [result(&a, answer(t)), result(&b, answer(t + 1))]}));
+            }
+            ChatFormat::OpenAiResponses => {
+                let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "query_incidents", "arguments": "{}"});
+                m.push(call(&a));
+                m.push(call(&b));
+                m.push(json!({"type": "function_call_output", "call_id": a, "output": answer(t)}));
+                m.push(
+                    json!({"type": "function_call_output", "call_id": b, "output": answer(t + 1)}),
+                );
+            }
+        }
+        m.push(
+            json!({"role": "assistant", "content": format!("Both regions checked for turn {t}.")}),
+        );
+    }
+    // The last turn ends on its answers: the recent messages fall inside a unit.
+    m.pop();
+    m
+}
+
+#[tokio::test]
+async fn parallel_calls_stay_with_their_answers_in_small_groups() {
+    for format in FORMATS {
+        for keep in [1, 2, 3] {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = config(dir.path(), SummaryMode::Compress)
+                .group_token_threshold(Some(50))
+                .keep_recent_compress(keep);
+            let original = parallel_history(format, 4);
+            let out = HistoryOffloader::new(cfg)
+                .rewrite_messages(format, original.clone())
+                .await
+                .unwrap();
+            check_pairs(format, &out.messages);
+            assert!(
+                out.report.groups_compressed >= 3,
+                "{format:?} {keep}: {:?}",
+                out.report
+            );
+            // The last unit (the calls and both answers) is kept whole.
+            let tail = match format {
+                ChatFormat::OpenAiChat => 3,
+                ChatFormat::AnthropicMessages => 2,
+                ChatFormat::OpenAiResponses => 4,
+            };
+            assert_eq!(
+                out.messages[out.messages.len() - tail..],
+                original[original.len() - tail..],
+                "{format:?} {keep}"
+            );
+        }
+    }
+}

@@ -111,6 +111,10 @@ impl Inner {
         run: bool,
         report: &mut HistoryReport,
     ) -> Result<Vec<Value>, HistoryError> {
+        if !run && self.memo.lock().map_or(true, |m| m.starts.is_empty()) {
+            // Nothing due and nothing remembered: no need to look.
+            return Ok(messages);
+        }
         let chat = self.chat_id(&messages, shapes);
         let segments = self.segments(&messages, shapes);
         let end = segments.last().and_then(|s| s.last()).map_or(0, |u| u.end);
