@@ -21,18 +21,48 @@ use tower_lro::{
     HistoryOffloadLayerBuilder, HistoryOffloader, SummaryMode,
 };
 
-/// What a test runs: the endpoint behind the layer, and the layer's events.
+/// What a test runs: the endpoint behind the layer, the layer's events and
+/// its store.
 struct Gateway {
     addr: SocketAddr,
     endpoint: Endpoint,
     events: Arc<Mutex<Vec<HistoryEvent>>>,
     client: reqwest::Client,
+    store: tempfile::TempDir,
 }
 
 impl Gateway {
-    /// The stand-in endpoint behind the layer `builder` makes (its event
-    /// hook recording).
-    async fn start(builder: HistoryOffloadLayerBuilder) -> Gateway {
+    /// The stand-in endpoint behind a compacting layer (see [`compacting`]).
+    async fn compacting() -> Gateway {
+        Gateway::with(|store| HistoryOffloadLayer::builder(compacting(store))).await
+    }
+
+    /// The stand-in endpoint behind a compressing layer whose summaries come
+    /// from `summarizer_endpoint` (served on 127.0.0.1), set up by
+    /// `configure`.
+    async fn compressing(
+        summarizer_endpoint: axum::Router,
+        configure: impl FnOnce(HistoryOffloadLayerBuilder) -> HistoryOffloadLayerBuilder,
+    ) -> Gateway {
+        let base = format!("http://{}/v1", serve(summarizer_endpoint).await);
+        let summarizer = Arc::new(EndpointSummarizer::new(&base, "m").unwrap());
+        Gateway::with(|store| {
+            let config = HistoryConfig::default()
+                .mode(SummaryMode::Compress)
+                .max_total_tokens(2_000)
+                .store_dir(store);
+            configure(HistoryOffloadLayer::builder(
+                HistoryOffloader::new(config).with_summarizer(summarizer),
+            ))
+        })
+        .await
+    }
+
+    /// The stand-in endpoint behind the layer `builder` makes for a fresh
+    /// store (its event hook recording).
+    async fn with(builder: impl FnOnce(&Path) -> HistoryOffloadLayerBuilder) -> Gateway {
+        let store = tempfile::tempdir().unwrap();
+        let builder = builder(store.path());
         let events = Arc::new(Mutex::new(Vec::new()));
         let seen = events.clone();
         let layer = builder
@@ -45,6 +75,7 @@ impl Gateway {
             endpoint,
             events,
             client: reqwest::Client::new(),
+            store,
         }
     }
 
@@ -90,6 +121,17 @@ fn compacting(store: &Path) -> HistoryOffloader {
     HistoryOffloader::new(config)
 }
 
+/// A 12-turn Chat Completions request with four tool answers of 6 KB.
+fn history_body() -> Vec<u8> {
+    let body = chat_history::request_body("/v1/chat/completions", 12, 4, 6_000);
+    serde_json::to_vec(&body).unwrap()
+}
+
+/// How many files `dir` holds.
+fn files_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
 /// The messages of a chat request body, whatever its format.
 fn messages(body: &Value) -> &Vec<Value> {
     body.get("messages")
@@ -101,8 +143,7 @@ fn messages(body: &Value) -> &Vec<Value> {
 #[tokio::test]
 async fn the_endpoint_sees_the_rewritten_history_in_each_format() {
     for path in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
-        let store = tempfile::tempdir().unwrap();
-        let gateway = Gateway::start(HistoryOffloadLayer::builder(compacting(store.path()))).await;
+        let gateway = Gateway::compacting().await;
         let sent = chat_history::request_body(path, 12, 4, 6_000);
         let raw = serde_json::to_vec(&sent).unwrap();
         let answer = gateway.post(path, raw.clone()).await;
@@ -164,7 +205,7 @@ async fn the_endpoint_sees_the_rewritten_history_in_each_format() {
             "{path}: one file per large tool answer"
         );
         for file in &report.files_written {
-            assert!(file.starts_with(store.path()), "{}", file.display());
+            assert!(file.starts_with(gateway.store.path()), "{}", file.display());
             let name = file.file_name().unwrap().to_str().unwrap();
             assert!(
                 String::from_utf8_lossy(&received.body).contains(name),
@@ -176,15 +217,8 @@ async fn the_endpoint_sees_the_rewritten_history_in_each_format() {
 
 #[tokio::test]
 async fn a_resent_history_gets_the_same_rewrite() {
-    let store = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(HistoryOffloadLayer::builder(compacting(store.path()))).await;
-    let raw = serde_json::to_vec(&chat_history::request_body(
-        "/v1/chat/completions",
-        12,
-        4,
-        6_000,
-    ))
-    .unwrap();
+    let gateway = Gateway::compacting().await;
+    let raw = history_body();
     gateway.post("/v1/chat/completions", raw.clone()).await;
     gateway.post("/v1/chat/completions", raw).await;
     let received = gateway.endpoint.received();
@@ -197,8 +231,7 @@ async fn a_resent_history_gets_the_same_rewrite() {
 
 #[tokio::test]
 async fn other_requests_and_small_histories_pass_untouched() {
-    let store = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(HistoryOffloadLayer::builder(compacting(store.path()))).await;
+    let gateway = Gateway::compacting().await;
     let models = gateway
         .client
         .get(format!("http://{}/v1/models", gateway.addr))
@@ -234,13 +267,12 @@ async fn other_requests_and_small_histories_pass_untouched() {
         gateway.events().as_slice(),
         [HistoryEvent::Unchanged { .. }]
     ));
-    assert_eq!(std::fs::read_dir(store.path()).map_or(0, |d| d.count()), 0);
+    assert_eq!(files_in(gateway.store.path()), 0);
 }
 
 #[tokio::test]
 async fn a_streamed_answer_flows_chunk_by_chunk() {
-    let store = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(HistoryOffloadLayer::builder(compacting(store.path()))).await;
+    let gateway = Gateway::compacting().await;
     let mut body = chat_history::request_body("/v1/chat/completions", 12, 4, 6_000);
     body["stream"] = json!(true);
     let mut answer = gateway.post("/v1/chat/completions", body.to_string()).await;
@@ -270,16 +302,11 @@ async fn a_streamed_answer_flows_chunk_by_chunk() {
 
 #[tokio::test]
 async fn an_oversized_body_goes_on_untouched() {
-    let store = tempfile::tempdir().unwrap();
-    let builder = HistoryOffloadLayer::builder(compacting(store.path())).max_body_bytes(10_000);
-    let gateway = Gateway::start(builder).await;
-    let raw = serde_json::to_vec(&chat_history::request_body(
-        "/v1/chat/completions",
-        12,
-        4,
-        6_000,
-    ))
-    .unwrap();
+    let gateway = Gateway::with(|store| {
+        HistoryOffloadLayer::builder(compacting(store)).max_body_bytes(10_000)
+    })
+    .await;
+    let raw = history_body();
     // Announced by its Content-Length: never read.
     gateway.post("/v1/chat/completions", raw.clone()).await;
     assert_eq!(gateway.last_received().body, raw);
@@ -289,39 +316,25 @@ async fn an_oversized_body_goes_on_untouched() {
     );
     // Chunked, without a length: read up to the cap, then played back.
     gateway.events.lock().unwrap().clear();
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
-        raw.chunks(4_096).map(|c| Ok(c.to_vec())).collect();
-    let stream = reqwest::Body::wrap_stream(futures_util_stream(chunks));
+    let (tx, rx) = tokio::sync::mpsc::channel(raw.len() / 4_096 + 1);
+    for chunk in raw.chunks(4_096) {
+        tx.try_send(Ok::<_, std::io::Error>(chunk.to_vec()))
+            .unwrap();
+    }
+    drop(tx);
+    let stream = reqwest::Body::wrap_stream(chat_endpoint::ReceiverStream(rx));
     gateway.post("/v1/chat/completions", stream).await;
     assert_eq!(gateway.last_received().body, raw);
     assert_eq!(
         gateway.fallback_reason(),
         FallbackReason::TooLarge { limit: 10_000 }
     );
-    assert_eq!(std::fs::read_dir(store.path()).map_or(0, |d| d.count()), 0);
-}
-
-/// The chunks as a stream.
-fn futures_util_stream(
-    chunks: Vec<Result<Vec<u8>, std::io::Error>>,
-) -> impl futures_core::Stream<Item = Result<Vec<u8>, std::io::Error>> + Send + Sync + 'static {
-    struct Chunks(std::vec::IntoIter<Result<Vec<u8>, std::io::Error>>);
-    impl futures_core::Stream for Chunks {
-        type Item = Result<Vec<u8>, std::io::Error>;
-        fn poll_next(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Option<Self::Item>> {
-            std::task::Poll::Ready(self.0.next())
-        }
-    }
-    Chunks(chunks.into_iter())
+    assert_eq!(files_in(gateway.store.path()), 0);
 }
 
 #[tokio::test]
 async fn a_body_that_is_not_json_goes_on_untouched() {
-    let store = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(HistoryOffloadLayer::builder(compacting(store.path()))).await;
+    let gateway = Gateway::compacting().await;
     let answer = gateway
         .post("/v1/chat/completions", "{\"messages\": [tru")
         .await;
@@ -339,8 +352,7 @@ async fn a_body_that_is_not_json_goes_on_untouched() {
 
 #[tokio::test]
 async fn a_compressed_body_goes_on_untouched() {
-    let store = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(HistoryOffloadLayer::builder(compacting(store.path()))).await;
+    let gateway = Gateway::compacting().await;
     let gzip: &[u8] = &[
         0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0x03, 0xab, 0xae, 0x05, 0, 0x43, 0xbf, 0xa6, 0xa3,
         0x02, 0, 0, 0,
@@ -370,22 +382,8 @@ async fn a_failing_summarizer_sends_the_original_body() {
         "/v1/chat/completions",
         axum::routing::post(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom") }),
     );
-    let summarizer =
-        EndpointSummarizer::new(&format!("http://{}/v1", serve(failing).await), "m").unwrap();
-    let store = tempfile::tempdir().unwrap();
-    let config = HistoryConfig::default()
-        .mode(SummaryMode::Compress)
-        .max_total_tokens(2_000)
-        .store_dir(store.path());
-    let offloader = HistoryOffloader::new(config).with_summarizer(Arc::new(summarizer));
-    let gateway = Gateway::start(HistoryOffloadLayer::builder(offloader)).await;
-    let raw = serde_json::to_vec(&chat_history::request_body(
-        "/v1/chat/completions",
-        12,
-        4,
-        6_000,
-    ))
-    .unwrap();
+    let gateway = Gateway::compressing(failing, |builder| builder).await;
+    let raw = history_body();
     let answer = gateway.post("/v1/chat/completions", raw.clone()).await;
     assert_eq!(answer.status(), 200);
     assert_eq!(gateway.last_received().body, raw, "byte for byte");
@@ -405,31 +403,11 @@ async fn a_rewrite_over_its_time_sends_the_original_body() {
             "late"
         }),
     );
-    let summarizer =
-        EndpointSummarizer::new(&format!("http://{}/v1", serve(slow).await), "m").unwrap();
-    let store = tempfile::tempdir().unwrap();
-    let config = HistoryConfig::default()
-        .mode(SummaryMode::Compress)
-        .max_total_tokens(2_000)
-        .store_dir(store.path());
-    let offloader = HistoryOffloader::new(config).with_summarizer(Arc::new(summarizer));
     let timeout = std::time::Duration::from_millis(300);
-    let gateway =
-        Gateway::start(HistoryOffloadLayer::builder(offloader).rewrite_timeout(timeout)).await;
-    let raw = serde_json::to_vec(&chat_history::request_body(
-        "/v1/chat/completions",
-        12,
-        4,
-        6_000,
-    ))
-    .unwrap();
-    assert_eq!(
-        gateway
-            .post("/v1/chat/completions", raw.clone())
-            .await
-            .status(),
-        200
-    );
-    assert_eq!(gateway.last_received().body, raw);
+    let gateway = Gateway::compressing(slow, |builder| builder.rewrite_timeout(timeout)).await;
+    let raw = history_body();
+    let answer = gateway.post("/v1/chat/completions", raw.clone()).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(gateway.last_received().body, raw, "byte for byte");
     assert_eq!(gateway.fallback_reason(), FallbackReason::TimedOut(timeout));
 }

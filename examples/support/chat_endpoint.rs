@@ -207,7 +207,7 @@ fn async_stream(
 }
 
 /// A tokio receiver as a stream.
-struct ReceiverStream<T>(tokio::sync::mpsc::Receiver<T>);
+pub struct ReceiverStream<T>(pub tokio::sync::mpsc::Receiver<T>);
 
 impl<T> futures_core::Stream for ReceiverStream<T> {
     type Item = T;
