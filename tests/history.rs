@@ -905,3 +905,35 @@ async fn parallel_calls_stay_with_their_answers_in_small_groups() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_history_rewritten_at_once_gives_one_set_of_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), SummaryMode::Auto).max_tool_message_tokens(300);
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            // Separate offloaders: nothing shared but the directory.
+            let offloader = HistoryOffloader::new(cfg.clone());
+            tokio::spawn(async move {
+                rewrite(&offloader, ChatFormat::OpenAiChat, chat_history(6)).await
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    for out in &outcomes[1..] {
+        assert_eq!(bytes_of(&out.messages), bytes_of(&outcomes[0].messages));
+    }
+    let written: usize = outcomes.iter().map(|o| o.report.files_written.len()).sum();
+    let on_disk = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(written, on_disk, "each file reported written once");
+    assert!(
+        !std::fs::read_dir(dir.path()).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
+}

@@ -12,6 +12,7 @@
 //! answer gets the same file and the same pointer on every turn.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -20,7 +21,6 @@ use super::format::{self, Call, Shape};
 use super::offloader::{Inner, calls_by_id, recent_start};
 use super::report::HistoryError;
 use crate::engine::operation_name;
-use crate::engine::store;
 use crate::engine::{DEFAULT_PREVIEW_CHARS, Outcome};
 use crate::wire::call::ToolCall;
 
@@ -169,16 +169,20 @@ impl Inner {
             return Ok(None);
         }
         let id = content_ulid(key);
-        let name = store::file_name(&operation_name(answer.tool()), id);
-        let existed = self.engine.store().dir().join(&name).exists();
         let arguments = answer.call.and_then(|c| c.arguments.clone());
         let call = ToolCall::new(answer.tool(), arguments);
         let result = serde_json::json!({"content": [{"type": "text", "text": answer.text}]});
-        let engine = self.engine.clone().with_file_id(id);
+        let (store, created) = self.store.recording();
+        let engine = self
+            .engine
+            .clone()
+            .with_file_id(id)
+            .with_shared_store(Arc::new(store));
         match engine.process(&call, result.to_string().as_bytes()) {
             Ok(Outcome::Offloaded(o)) => {
                 let pointer = serde_json::to_string(&o.response).unwrap_or_default();
-                Ok(Some((pointer, (!existed).then_some(o.file.path))))
+                let new = created.load(std::sync::atomic::Ordering::Relaxed);
+                Ok(Some((pointer, new.then_some(o.file.path))))
             }
             Ok(Outcome::Truncated(t)) => Err(HistoryError::Store(t.error)),
             Ok(Outcome::Inline(_)) | Err(_) => Ok(None),

@@ -5,6 +5,8 @@
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -66,11 +68,14 @@ pub(crate) fn name_part(id: &str) -> String {
 #[derive(Debug, Clone)]
 pub(crate) struct HistoryStore {
     fs: FsStore,
+    /// Set by [`Store::write`] when it created its file (see
+    /// [`recording`](Self::recording)).
+    created: Option<Arc<AtomicBool>>,
 }
 
 impl HistoryStore {
     pub(crate) fn new(fs: FsStore) -> Self {
-        HistoryStore { fs }
+        HistoryStore { fs, created: None }
     }
 
     /// Writes `contents` as `file_name` (a name this module built); `true`
@@ -80,7 +85,47 @@ impl HistoryStore {
         file_name: &str,
         contents: &[u8],
     ) -> Result<(PathBuf, bool), StoreError> {
-        self.settle(file_name, contents, self.fs.publish(file_name, contents))
+        self.write_once(file_name, contents, |n, c| self.fs.publish(n, c))
+    }
+
+    /// The same store, noting in the flag returned whether a write through
+    /// it created its file (for the engine's writes, which return only
+    /// the path).
+    pub(crate) fn recording(&self) -> (HistoryStore, Arc<AtomicBool>) {
+        let created = Arc::new(AtomicBool::new(false));
+        let store = HistoryStore {
+            fs: self.fs.clone(),
+            created: Some(created.clone()),
+        };
+        (store, created)
+    }
+
+    /// Writes with `write`, settling a file found there. Another writer of
+    /// the same content (the same history rewritten twice at once) holds
+    /// the temporary name until it publishes: wait for it, a bounded time;
+    /// a temporary file still there after that was left by a crash, and is
+    /// removed for one last try. Blocking: runs on the blocking pool.
+    fn write_once(
+        &self,
+        file_name: &str,
+        contents: &[u8],
+        write: impl Fn(&str, &[u8]) -> Result<PathBuf, StoreError>,
+    ) -> Result<(PathBuf, bool), StoreError> {
+        let attempt = || self.settle(file_name, contents, write(file_name, contents));
+        let mut result = attempt();
+        for _ in 0..BUSY_ROUNDS {
+            if !self.is_busy(file_name, &result) {
+                return result;
+            }
+            std::thread::sleep(BUSY_PAUSE);
+            result = attempt();
+        }
+        if self.is_busy(file_name, &result) {
+            let stale = self.fs.dir().join(format!(".{file_name}.tmp"));
+            let _ = std::fs::remove_file(stale);
+            result = attempt();
+        }
+        result
     }
 
     /// A file already there with the same bytes is this write done before.
@@ -97,12 +142,23 @@ impl HistoryStore {
             {
                 let len = contents.len() as u64 + 1;
                 match self.read(file_name, len) {
-                    Some(found) if found.as_bytes() == contents => Ok((path, false)),
+                    Some(found) if found.as_bytes() == contents => {
+                        Ok((self.fs.dir().join(file_name), false))
+                    }
                     _ => Err(StoreError::Write { path, source }),
                 }
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether a write failed because the name is taken but the file is
+    /// not there: another writer is between its temporary file and
+    /// publishing (a file there with other bytes is no reason to wait).
+    fn is_busy(&self, file_name: &str, result: &Result<(PathBuf, bool), StoreError>) -> bool {
+        let taken = matches!(result, Err(StoreError::Write { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists);
+        taken && std::fs::symlink_metadata(self.fs.dir().join(file_name)).is_err()
     }
 
     /// The text of `file_name` when it is a regular file (never through a
@@ -126,11 +182,18 @@ impl HistoryStore {
     }
 }
 
+/// How many times, and how long apart, a write waits for another writer
+/// of the same file (about a second in all).
+const BUSY_ROUNDS: usize = 100;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
 impl Store for HistoryStore {
     fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
-        let written = self.fs.write(file_name, contents);
-        self.settle(file_name, contents, written)
-            .map(|(path, _)| path)
+        let (path, new) = self.write_once(file_name, contents, |n, c| self.fs.write(n, c))?;
+        if let Some(created) = &self.created {
+            created.store(new, Ordering::Relaxed);
+        }
+        Ok(path)
     }
 
     fn dir(&self) -> &std::path::Path {
