@@ -29,6 +29,7 @@ struct Gateway {
     events: Arc<Mutex<Vec<HistoryEvent>>>,
     client: reqwest::Client,
     store: tempfile::TempDir,
+    layer: HistoryOffloadLayer,
 }
 
 impl Gateway {
@@ -69,13 +70,14 @@ impl Gateway {
             .event_hook(move |e| seen.lock().unwrap().push(e.clone()))
             .build();
         let endpoint = Endpoint::new(None);
-        let addr = serve(endpoint.router().layer(layer)).await;
+        let addr = serve(endpoint.router().layer(layer.clone())).await;
         Gateway {
             addr,
             endpoint,
             events,
             client: reqwest::Client::new(),
             store,
+            layer,
         }
     }
 
@@ -199,6 +201,11 @@ async fn the_endpoint_sees_the_rewritten_history_in_each_format() {
             (raw.len(), received.body.len())
         );
         assert!(report.tokens_after < report.tokens_before);
+        assert_eq!(
+            gateway.layer.held_bytes(),
+            0,
+            "{path}: the body's lease is given back"
+        );
         assert_eq!(
             report.files_written.len(),
             4,
@@ -330,6 +337,22 @@ async fn an_oversized_body_goes_on_untouched() {
         FallbackReason::TooLarge { limit: 10_000 }
     );
     assert_eq!(files_in(gateway.store.path()), 0);
+}
+
+#[tokio::test]
+async fn a_body_past_the_held_bytes_cap_goes_on_untouched() {
+    // Each body fits `max_body_bytes`, but not what the layer may hold at once.
+    let gateway = Gateway::with(|store| {
+        HistoryOffloadLayer::builder(compacting(store)).max_held_bytes(10_000)
+    })
+    .await;
+    let raw = history_body();
+    gateway.post("/v1/chat/completions", raw.clone()).await;
+    assert_eq!(gateway.last_received().body, raw);
+    assert_eq!(
+        gateway.fallback_reason(),
+        FallbackReason::BufferCap { limit: 10_000 }
+    );
 }
 
 #[tokio::test]
