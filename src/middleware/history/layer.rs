@@ -134,7 +134,10 @@ impl HistoryOffloadLayerBuilder {
 
     /// Cap on the request bytes held at once by all requests of the layer;
     /// past it a request goes on untouched (default
-    /// [`DEFAULT_MAX_HELD_CHAT_BYTES`]).
+    /// [`DEFAULT_MAX_HELD_CHAT_BYTES`]). A request holds its
+    /// `Content-Length` from the start; one without (chunked) holds
+    /// [`max_body_bytes`](Self::max_body_bytes) while it is read, then its
+    /// length; both until the inner service has answered.
     pub fn max_held_bytes(mut self, bytes: usize) -> Self {
         self.max_held_bytes = bytes;
         self

@@ -46,6 +46,8 @@ where
     }
     let body = match read_request(body, cap).await {
         Read::Whole { data, frames } => {
+            // A body without a length held the cap while it was read.
+            lease.resize(data.len());
             let rewrite = Rewrite {
                 shared: &shared,
                 path: &path,
