@@ -44,7 +44,10 @@
 //!    `request_body` (the request tee) and `state` (what the services of
 //!    one layer share) below them; `serve` reads a JSON `POST` first and
 //!    answers the layer's own requests, `caller` what is known of a
-//!    client); and `cleanup` — the custodial task.
+//!    client); beside it `middleware::history`, the history offload
+//!    layer ([`HistoryOffloadLayer`]: chat requests rewritten by the
+//!    `history` engine, read with `serve`'s reader and handed on as
+//!    `request_body`'s body); and `cleanup` — the custodial task.
 //! 5. `command` (feature `cli`) — what the `lro` binary runs: the local
 //!    stdio proxy (`command::proxy`) on top of the layer.
 //!

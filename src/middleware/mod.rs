@@ -14,6 +14,11 @@
 //! layer share: the engine, proxy sessions, task calls), `memo` (what is
 //! remembered between requests, bounded), `sessions` and `budget` (the cap
 //! on buffered bytes).
+//!
+//! `history` (above all of them, importing `serve`'s request reader,
+//! `respond`'s encoding check, `request_body` and `budget`) is the history
+//! offload layer, [`HistoryOffloadLayer`], and with feature
+//! `history-endpoint` the chat-endpoint summarizer.
 
 mod body;
 mod budget;
