@@ -86,7 +86,7 @@
 //!   [`HistoryReport`], [`HistoryError`], [`Summarizer`],
 //!   [`SummaryRequest`], [`SummaryFuture`], [`SummaryError`],
 //!   [`ExtractiveSummarizer`], [`POINTER_MARKER`], [`SUMMARY_MARKER`],
-//!   [`HISTORY_FILE_PREFIX`] and the `DEFAULT_*` constants of the spec's
+//!   [`HISTORY_FILE_PREFIX`], [`HISTORY_ENV_PREFIX`] and the `DEFAULT_*` constants of the spec's
 //!   parameters.
 //! * History offload over HTTP: [`HistoryOffloadLayer`],
 //!   [`HistoryOffloadLayerBuilder`], [`HistoryOffloadService`],
@@ -143,9 +143,10 @@ pub use engine::{
 pub use history::{
     BodyRewrite, ChatFormat, DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_KEEP_RECENT_COMPACT,
     DEFAULT_KEEP_RECENT_COMPRESS, DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS,
-    DEFAULT_SUMMARY_MAX_TOKENS, ExtractiveSummarizer, HISTORY_FILE_PREFIX, HistoryConfig,
-    HistoryError, HistoryOffloader, HistoryOutcome, HistoryReport, POINTER_MARKER, SUMMARY_MARKER,
-    Summarizer, SummaryError, SummaryFuture, SummaryMode, SummaryRequest, UnknownMode,
+    DEFAULT_SUMMARY_MAX_TOKENS, ExtractiveSummarizer, HISTORY_ENV_PREFIX, HISTORY_FILE_PREFIX,
+    HistoryConfig, HistoryError, HistoryOffloader, HistoryOutcome, HistoryReport, POINTER_MARKER,
+    SUMMARY_MARKER, Summarizer, SummaryError, SummaryFuture, SummaryMode, SummaryRequest,
+    UnknownMode,
 };
 #[cfg(feature = "history-endpoint")]
 pub use middleware::{

@@ -937,3 +937,50 @@ async fn the_same_history_rewritten_at_once_gives_one_set_of_files() {
             .ends_with(".tmp"))
     );
 }
+
+#[test]
+fn configuration_loads_from_toml_and_environment() {
+    let toml = "[prompt.history]\nworking_summary_mode = \"compress\"\ncompact_ratio_threshold = 0.5\n\
+                max_total_tokens = 30000\ngroup_token_threshold = 4000\nstore_dir = \"/srv/h\"\nchat_id = \"c-1\"\n\
+                [prompt.offload]\nthreshold_tokens = 10\n";
+    let c = HistoryConfig::from_toml_str(toml).unwrap();
+    assert_eq!(
+        (c.mode, c.compact_ratio_threshold, c.max_total_tokens),
+        (SummaryMode::Compress, 0.5, 30_000)
+    );
+    assert_eq!(
+        (c.group_token_threshold, c.chat_id.as_deref()),
+        (Some(4_000), Some("c-1"))
+    );
+    assert_eq!(c.store_dir, PathBuf::from("/srv/h"));
+    let c = c
+        .apply_env_vars([
+            ("ATLATL_PROMPT__HISTORY__WORKING_SUMMARY_MODE", "auto"),
+            ("ATLATL_PROMPT__HISTORY__GROUP_TOKEN_THRESHOLD", "0"),
+            ("ATLATL_PROMPT__HISTORY__KEEP_RECENT_COMPRESS", "4"),
+            ("OTHER", "ignored"),
+        ])
+        .unwrap();
+    assert_eq!(
+        (c.mode, c.group_token_threshold, c.keep_recent_compress),
+        (SummaryMode::Auto, None, 4)
+    );
+    let err = HistoryConfig::default()
+        .apply_env_vars([("ATLATL_PROMPT__HISTORY__COMPACT_RATIO_THRESHOLD", "1.5")])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid value \"1.5\" for ATLATL_PROMPT__HISTORY__COMPACT_RATIO_THRESHOLD: expected a number from 0 to 1"
+    );
+    let err = HistoryConfig::from_toml_str("[prompt.history]\nworking_summary_mode = \"fast\"\n")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("prompt.history.working_summary_mode"),
+        "{err}"
+    );
+    assert!(
+        HistoryConfig::from_toml_str("[prompt.history]\nmax_tokens = 1\n").is_err(),
+        "unknown keys are refused"
+    );
+}

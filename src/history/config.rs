@@ -1,9 +1,13 @@
 //! [`HistoryConfig`]: the MessageOffloadOp parameters, with the spec's
 //! defaults.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::engine::config::{
+    ConfigError, EnvValue, RawValue, TomlValue, apply_toml_file, env_vars, integer, parse_toml,
+    prompt_section,
+};
 use crate::engine::estimate::{ScriptAwareEstimator, TokenEstimator};
 
 /// Default `compact_ratio_threshold`: compress after compaction when it kept
@@ -224,4 +228,101 @@ impl HistoryConfig {
     pub(crate) fn group_limit(&self) -> Option<usize> {
         self.group_token_threshold.filter(|&t| t > 0)
     }
+}
+
+/// Prefix of the environment variables that configure the history offload
+/// (`ATLATL_PROMPT__HISTORY__MAX_TOTAL_TOKENS=30000`), as
+/// [`ENV_PREFIX`](crate::ENV_PREFIX) does for the offload.
+pub const HISTORY_ENV_PREFIX: &str = "ATLATL_PROMPT__HISTORY__";
+
+impl HistoryConfig {
+    /// The defaults, then the `[prompt.history]` section of `toml_file` (if
+    /// given), then the `ATLATL_PROMPT__HISTORY__*` environment variables.
+    /// Keys are the spec's parameter names (`working_summary_mode`,
+    /// `compact_ratio_threshold`, `max_total_tokens`,
+    /// `max_tool_message_tokens`, `group_token_threshold` (0: one group),
+    /// `store_dir`, `chat_id`), plus `keep_recent_compact`,
+    /// `keep_recent_compress`, `trust_store_dir` and `summary_max_tokens`.
+    pub fn load(toml_file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut config = HistoryConfig::default();
+        if let Some(path) = toml_file {
+            config = apply_toml_file(path, |text| config.apply_toml_str(text))?;
+        }
+        config.apply_env_vars(env_vars(HISTORY_ENV_PREFIX)?)
+    }
+
+    /// The defaults with the `[prompt.history]` section of a TOML document.
+    pub fn from_toml_str(toml_text: &str) -> Result<Self, ConfigError> {
+        HistoryConfig::default().apply_toml_str(toml_text)
+    }
+
+    /// Applies the `[prompt.history]` section of a TOML document (absent:
+    /// nothing changes).
+    pub fn apply_toml_str(mut self, toml_text: &str) -> Result<Self, ConfigError> {
+        let doc = parse_toml(toml_text)?;
+        for (key, value) in prompt_section(&doc, "history")?.into_iter().flatten() {
+            let name = format!("prompt.history.{key}");
+            self.set_key(key, &name, &TomlValue(value))?;
+        }
+        Ok(self)
+    }
+
+    /// Applies `ATLATL_PROMPT__HISTORY__*` variables given as pairs (other
+    /// names are ignored), in name order.
+    pub fn apply_env_vars<I, K, V>(mut self, vars: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut vars: Vec<(String, String)> = vars
+            .into_iter()
+            .filter(|(k, _)| k.as_ref().starts_with(HISTORY_ENV_PREFIX))
+            .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
+            .collect();
+        vars.sort();
+        for (name, value) in vars {
+            let key = name[HISTORY_ENV_PREFIX.len()..].to_ascii_lowercase();
+            self.set_key(&key, &name, &EnvValue(&value))?;
+        }
+        Ok(self)
+    }
+
+    fn set_key(&mut self, key: &str, name: &str, v: &dyn RawValue) -> Result<(), ConfigError> {
+        let tokens = |v: &dyn RawValue| integer::<usize>(v, name, 0, u32::MAX.into());
+        match key {
+            "working_summary_mode" => {
+                self.mode = v.string(name)?.parse().map_err(|_| ConfigError::Invalid {
+                    key: name.to_owned(),
+                    value: v.shown(),
+                    expected: "compact, compress or auto",
+                })?;
+            }
+            "compact_ratio_threshold" => self.compact_ratio_threshold = ratio(v, name)?,
+            "max_total_tokens" => self.max_total_tokens = tokens(v)?,
+            "max_tool_message_tokens" => self.max_tool_message_tokens = tokens(v)?,
+            "group_token_threshold" => {
+                self.group_token_threshold = Some(tokens(v)?).filter(|&t| t > 0)
+            }
+            "keep_recent_compact" => self.keep_recent_compact = tokens(v)?,
+            "keep_recent_compress" => self.keep_recent_compress = tokens(v)?,
+            "summary_max_tokens" => self.summary_max_tokens = tokens(v)?,
+            "store_dir" => self.store_dir = PathBuf::from(v.string(name)?),
+            "trust_store_dir" => self.trust_store_dir = v.boolean(name)?,
+            "chat_id" => self.chat_id = Some(v.string(name)?).filter(|id| !id.is_empty()),
+            _ => return Err(ConfigError::UnknownKey(name.to_owned())),
+        }
+        Ok(())
+    }
+}
+
+/// A ratio between 0 and 1.
+fn ratio(v: &dyn RawValue, name: &str) -> Result<f64, ConfigError> {
+    v.float()
+        .filter(|r| (0.0..=1.0).contains(r))
+        .ok_or_else(|| ConfigError::Invalid {
+            key: name.to_owned(),
+            value: v.shown(),
+            expected: "a number from 0 to 1",
+        })
 }

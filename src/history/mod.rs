@@ -150,7 +150,7 @@ pub use compress::SUMMARY_MARKER;
 pub use config::{
     DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_KEEP_RECENT_COMPACT, DEFAULT_KEEP_RECENT_COMPRESS,
     DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS,
-    HistoryConfig, SummaryMode, UnknownMode,
+    HISTORY_ENV_PREFIX, HistoryConfig, SummaryMode, UnknownMode,
 };
 pub use extractive::ExtractiveSummarizer;
 pub use files::HISTORY_FILE_PREFIX;
