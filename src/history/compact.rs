@@ -92,12 +92,16 @@ impl Inner {
         shapes: &[Shape],
         run: bool,
     ) -> Result<Compacted, HistoryError> {
-        let recent = recent_start(shapes, self.config.keep_recent_compact);
-        let calls = calls_by_id(shapes);
         let mut done = Compacted {
             count: 0,
             files: Vec::new(),
         };
+        if !run && self.memo.lock().map_or(true, |m| m.compacted.is_empty()) {
+            // Nothing due and nothing remembered: no need to look.
+            return Ok(done);
+        }
+        let recent = recent_start(shapes, self.config.keep_recent_compact);
+        let calls = calls_by_id(shapes);
         for (i, shape) in shapes.iter().enumerate().take(recent) {
             if shape.system {
                 continue;
@@ -130,19 +134,18 @@ impl Inner {
         run: bool,
         files: &mut Vec<PathBuf>,
     ) -> Result<Option<String>, HistoryError> {
+        // Only answers over the limit are ever compacted (and remembered).
+        if self.config.estimator.estimate(answer.text) <= self.config.max_tool_message_tokens {
+            return Ok(None);
+        }
         let key = answer.digest();
-        if let Some(pointer) = self
+        let remembered = self
             .memo
             .lock()
             .ok()
-            .and_then(|m| m.compacted.get(&key).cloned())
-        {
-            return Ok(Some(pointer));
-        }
-        if !run
-            || self.config.estimator.estimate(answer.text) <= self.config.max_tool_message_tokens
-        {
-            return Ok(None);
+            .and_then(|m| m.compacted.get(&key).cloned());
+        if remembered.is_some() || !run {
+            return Ok(remembered);
         }
         let (pointer, written) = match self.offload_structured(answer, &key)? {
             Some(done) => done,
