@@ -984,3 +984,23 @@ fn configuration_loads_from_toml_and_environment() {
         "unknown keys are refused"
     );
 }
+
+#[test]
+fn the_extractive_summarizer_reads_cjk_text_within_budget() {
+    let transcript = "user: 部署之后为什么变慢了？\n\nassistant: calls query_incidents({\"query\":\"部署\"})\n\n\
+        tool (query_incidents): 事故INC-7-0001：节点node-3在部署后延迟升高。账单服务超时。其他记录正常。天气很好。\n\n\
+        assistant: 已回滚，INC-7-0001 已解决。";
+    for budget in [30, 60, 200] {
+        let summary = ExtractiveSummarizer::summary(transcript, budget);
+        assert!(
+            ScriptAwareEstimator.estimate(&summary) <= budget,
+            "{budget}: {summary}"
+        );
+        assert!(summary.contains("query_incidents"), "{budget}: {summary}");
+    }
+    let wide = ExtractiveSummarizer::summary(transcript, 200);
+    assert!(
+        wide.contains("INC-7-0001") && wide.contains("延迟升高"),
+        "{wide}"
+    );
+}
