@@ -794,6 +794,7 @@ async fn errors_are_typed() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let offloader = HistoryOffloader::new(config(&file, SummaryMode::Compact));
+    assert!(offloader.check_store().is_err());
     let err = offloader
         .rewrite_messages(ChatFormat::OpenAiChat, chat_history(3))
         .await

@@ -16,7 +16,7 @@ use super::summarize::Summarizer;
 use crate::engine::Offloader;
 use crate::engine::config::OffloadConfig;
 use crate::engine::estimate::TokenEstimator;
-use crate::engine::store::FsStore;
+use crate::engine::store::{FsStore, Store, StoreError};
 
 /// How long the engine's files of a history say they live: as long as the
 /// chat (their names carry no time; `store_dir` is not for the custodian).
@@ -119,6 +119,12 @@ impl HistoryOffloader {
     /// The configuration.
     pub fn config(&self) -> &HistoryConfig {
         &self.inner.config
+    }
+
+    /// Checks that files can be written in `store_dir` (it exists or can
+    /// be created, and is private): for a report at start-up.
+    pub fn check_store(&self) -> Result<(), StoreError> {
+        self.inner.store.check()
     }
 
     /// Rewrites the messages of a conversation in `format` (see the module
