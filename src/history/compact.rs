@@ -96,7 +96,7 @@ impl Inner {
             count: 0,
             files: Vec::new(),
         };
-        if !run && self.memo.lock().map_or(true, |m| m.compacted.is_empty()) {
+        if !run && self.memo.lock().map_or(true, |m| m.no_compacted()) {
             // Nothing due and nothing remembered: no need to look.
             return Ok(done);
         }
@@ -139,11 +139,7 @@ impl Inner {
             return Ok(None);
         }
         let key = answer.digest();
-        let remembered = self
-            .memo
-            .lock()
-            .ok()
-            .and_then(|m| m.compacted.get(&key).cloned());
+        let remembered = self.memo.lock().ok().and_then(|m| m.compacted(&key));
         if remembered.is_some() || !run {
             return Ok(remembered);
         }
@@ -153,8 +149,7 @@ impl Inner {
         };
         files.extend(written);
         if let Ok(mut memo) = self.memo.lock() {
-            memo.bound();
-            memo.compacted.insert(key, pointer.clone());
+            memo.remember_compacted(key, pointer.clone());
         }
         Ok(Some(pointer))
     }

@@ -111,7 +111,7 @@ impl Inner {
         run: bool,
         report: &mut HistoryReport,
     ) -> Result<Vec<Value>, HistoryError> {
-        if !run && self.memo.lock().map_or(true, |m| m.starts.is_empty()) {
+        if !run && self.memo.lock().map_or(true, |m| m.no_groups()) {
             // Nothing due and nothing remembered: no need to look.
             return Ok(messages);
         }
@@ -215,12 +215,12 @@ impl Inner {
     ) -> Option<(usize, Group)> {
         let memo = self.memo.lock().ok()?;
         let start = units[p].start;
-        let candidates = memo.starts.get(&facts.digests[start])?;
+        let candidates = memo.starts(&facts.digests[start])?;
         candidates.iter().find_map(|&(count, digest)| {
             let end = start + count;
             let q = p + units[p..].iter().position(|u| u.end == end)? + 1;
             (facts.group_digest(start..end) == digest).then_some(())?;
-            let text = memo.groups.get(&digest)?.clone();
+            let text = memo.group(&digest)?;
             let tokens = facts.tokens(start..end);
             Some((
                 q,
@@ -339,13 +339,7 @@ impl Inner {
 
     fn remember_group(&self, group: &Group, first: &[u8; 32], text: String) {
         if let Ok(mut memo) = self.memo.lock() {
-            memo.bound();
-            memo.groups.insert(group.digest, text);
-            let count = group.range.len();
-            let starts = memo.starts.entry(*first).or_default();
-            if !starts.contains(&(count, group.digest)) {
-                starts.push((count, group.digest));
-            }
+            memo.remember_group(*first, group.range.len(), group.digest, text);
         }
     }
 }

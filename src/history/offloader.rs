@@ -21,10 +21,10 @@ use crate::engine::store::{FsStore, Store, StoreError};
 /// How long the engine's files of a history say they live: as long as the
 /// chat (their names carry no time; `store_dir` is not for the custodian).
 const HISTORY_FILE_TTL: Duration = Duration::from_secs(u32::MAX as u64);
-/// The most entries of each in-memory memo; past it the memo starts over
-/// (the files on disk and the content-addressed names keep the rewrites
-/// the same).
-const MAX_MEMO_ENTRIES: usize = 100_000;
+/// The most bytes of text the in-memory memo holds; past it the memo
+/// starts over (the files on disk and the content-addressed names keep
+/// the rewrites the same; only the work is done again).
+const MAX_MEMO_BYTES: usize = 32 << 20;
 
 /// Rewrites chat histories: compaction of large tool answers and
 /// compression of older message groups (the MessageOffloadOp modes). Cheap
@@ -47,23 +47,72 @@ pub(super) struct Inner {
 #[derive(Default)]
 pub(super) struct Memo {
     /// Tool answer → its replacement text.
-    pub(super) compacted: HashMap<[u8; 32], String>,
+    compacted: HashMap<[u8; 32], String>,
     /// Group → its replacement text.
-    pub(super) groups: HashMap<[u8; 32], String>,
+    groups: HashMap<[u8; 32], String>,
     /// First message of a group → the groups that started with it
     /// (messages, group digest).
-    pub(super) starts: HashMap<[u8; 32], Vec<(usize, [u8; 32])>>,
+    starts: HashMap<[u8; 32], Vec<(usize, [u8; 32])>>,
+    /// Bytes of the texts held.
+    bytes: usize,
 }
 
 impl Memo {
-    /// Makes room when a memo is full.
-    pub(super) fn bound(&mut self) {
-        if self.compacted.len() >= MAX_MEMO_ENTRIES {
-            self.compacted.clear();
+    /// The replacement remembered for a tool answer.
+    pub(super) fn compacted(&self, key: &[u8; 32]) -> Option<String> {
+        self.compacted.get(key).cloned()
+    }
+
+    /// Whether no tool answer is remembered.
+    pub(super) fn no_compacted(&self) -> bool {
+        self.compacted.is_empty()
+    }
+
+    /// Remembers the replacement of a tool answer.
+    pub(super) fn remember_compacted(&mut self, key: [u8; 32], pointer: String) {
+        self.make_room(pointer.len());
+        self.compacted.insert(key, pointer);
+    }
+
+    /// The replacement remembered for a group.
+    pub(super) fn group(&self, digest: &[u8; 32]) -> Option<String> {
+        self.groups.get(digest).cloned()
+    }
+
+    /// The groups remembered to start with a message.
+    pub(super) fn starts(&self, first: &[u8; 32]) -> Option<&[(usize, [u8; 32])]> {
+        self.starts.get(first).map(Vec::as_slice)
+    }
+
+    /// Whether no group is remembered.
+    pub(super) fn no_groups(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Remembers a group of `count` messages starting with `first`.
+    pub(super) fn remember_group(
+        &mut self,
+        first: [u8; 32],
+        count: usize,
+        digest: [u8; 32],
+        text: String,
+    ) {
+        self.make_room(text.len() + 80);
+        self.groups.insert(digest, text);
+        let starts = self.starts.entry(first).or_default();
+        if !starts.contains(&(count, digest)) {
+            starts.push((count, digest));
         }
-        if self.groups.len() >= MAX_MEMO_ENTRIES || self.starts.len() >= MAX_MEMO_ENTRIES {
-            self.groups.clear();
-            self.starts.clear();
+    }
+
+    /// Starts over when `more` bytes would pass the bound.
+    fn make_room(&mut self, more: usize) {
+        self.bytes += more;
+        if self.bytes > MAX_MEMO_BYTES {
+            *self = Memo {
+                bytes: more,
+                ..Memo::default()
+            };
         }
     }
 }
