@@ -179,8 +179,11 @@ impl HistoryOffloader {
     /// Rewrites the messages of a conversation in `format` (see the module
     /// docs): system and recent messages are kept as they are, large tool
     /// answers are compacted in place, older groups compressed into
-    /// summaries, as the mode says. Blocking work runs on tokio's blocking
-    /// pool.
+    /// summaries, as the mode says. Blocking work (parsing, file I/O) runs
+    /// on tokio's blocking pool, so this must be awaited inside a tokio
+    /// runtime. An error leaves nothing half done in the messages (they
+    /// are the caller's to send unchanged); files already written stay,
+    /// and the next rewrite finds them.
     pub async fn rewrite_messages(
         &self,
         format: ChatFormat,
