@@ -1005,3 +1005,28 @@ fn the_extractive_summarizer_reads_cjk_text_within_budget() {
         "{wide}"
     );
 }
+
+#[test]
+fn the_extractive_summarizer_keeps_the_conclusions_among_log_lines() {
+    let mut transcript = String::new();
+    for t in 0..3 {
+        let log: String = (0..40)
+            .map(|i| {
+                format!(
+                    "2026-11-22T09:00:{i:02}Z billing_api req_{t}_{i} status=200 took {}ms\n",
+                    100 + i
+                )
+            })
+            .collect();
+        transcript.push_str(&format!(
+            "tool (read_log): {log}\n\nassistant: Deploy {t} broke the cache of shard-{t}.\n\n"
+        ));
+    }
+    let summary = ExtractiveSummarizer::summary(&transcript, 200);
+    for t in 0..3 {
+        assert!(
+            summary.contains(&format!("Deploy {t} broke the cache of shard-{t}.")),
+            "{summary}"
+        );
+    }
+}

@@ -37,6 +37,7 @@ const MAX_SENTENCE_CHARS: usize = 400;
 struct Sentence {
     role: String,
     text: String,
+    terms: Vec<String>,
     score: f64,
 }
 
@@ -67,15 +68,21 @@ impl ExtractiveSummarizer {
             .iter()
             .map(|s| format!("\n- {}: {}", s.role, s.text))
             .collect();
-        let mut chosen = vec![false; sentences.len()];
-        for i in order {
-            chosen[i] = budget.take(&lines[i]);
-        }
+        let chosen = choose(&order, &lines, &mut budget);
         for (line, _) in lines.iter().zip(&chosen).filter(|(_, c)| **c) {
             out.push_str(line);
         }
         out.trim_start().to_owned()
     }
+}
+
+/// The sentences kept: the best first, each when it fits in what is left.
+fn choose(order: &[usize], lines: &[String], budget: &mut Budget) -> Vec<bool> {
+    let mut chosen = vec![false; lines.len()];
+    for &i in order {
+        chosen[i] = budget.take(&lines[i]);
+    }
+    chosen
 }
 
 /// What is left of the summary's budget.
@@ -167,11 +174,12 @@ fn is_identifier(word: &str) -> bool {
     let inner_upper = word.chars().skip(1).any(|c| c.is_ascii_uppercase())
         && word.chars().any(|c| c.is_ascii_lowercase());
     let joined = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    let separated = joined.contains(['_', '/', '.', ':', '-']);
     letters > 0
         && letters * 2 >= digits
         && word.len() >= 3
-        && (digits > 0 && letters > 0
-            || joined.contains(['_', '/', '.', ':', '-']) && joined.len() >= 5
+        && (digits > 0 && (letters >= digits || separated)
+            || separated && joined.len() >= 5
             || inner_upper)
 }
 
@@ -220,22 +228,22 @@ fn scored_sentences(transcript: &str) -> Vec<Sentence> {
     for paragraph in transcript.split("\n\n") {
         let (role, body) = split_role(paragraph.trim_start());
         for text in split_sentences(body) {
+            let text = cut(text);
             sentences.push(Sentence {
                 role: role.to_owned(),
-                text: cut(text),
+                terms: terms(&text),
+                text,
                 score: 0.0,
             });
         }
     }
-    let term_lists: Vec<Vec<String>> = sentences.iter().map(|s| terms(&s.text)).collect();
-    let mut df: BTreeMap<&str, usize> = BTreeMap::new();
-    for list in &term_lists {
-        for t in list {
-            *df.entry(t).or_default() += 1;
-        }
+    let mut df: BTreeMap<String, usize> = BTreeMap::new();
+    for t in sentences.iter().flat_map(|s| &s.terms) {
+        *df.entry(t.clone()).or_default() += 1;
     }
     let n = sentences.len().max(1) as f64;
-    for (s, list) in sentences.iter_mut().zip(&term_lists) {
+    for s in &mut sentences {
+        let list = &s.terms;
         let idf: f64 = list
             .iter()
             .map(|t| (n / df[t.as_str()] as f64).ln() + 1.0)
