@@ -36,13 +36,18 @@
 //!    pipeline that ties them together (`pipeline` → `output` → `fallback`
 //!    → `offloader`; `rebuild` is the read side; `serve` answers the
 //!    layer's own MCP requests: `lro_extract`, `lro_list`, `resources/read`).
+//!    Beside it, on the same level: `history` — chat histories kept within
+//!    the window (the MessageOffloadOp modes), on the engine, no HTTP types.
 //! 4. On top, side by side: `middleware` — the tower layer, shaped like
 //!    `tower-http`'s middlewares (`layer` → `service` → `future` →
 //!    `respond` → `json_response` / `sse_rewrite` → `body`, with
 //!    `request_body` (the request tee) and `state` (what the services of
 //!    one layer share) below them; `serve` reads a JSON `POST` first and
 //!    answers the layer's own requests, `caller` what is known of a
-//!    client); and `cleanup` — the custodial task.
+//!    client); beside it `middleware::history`, the history offload
+//!    layer ([`HistoryOffloadLayer`]: chat requests rewritten by the
+//!    `history` engine, read with `serve`'s reader and handed on as
+//!    `request_body`'s body); and `cleanup` — the custodial task.
 //! 5. `command` (feature `cli`) — what the `lro` binary runs: the local
 //!    stdio proxy (`command::proxy`) on top of the layer.
 //!
@@ -75,6 +80,21 @@
 //!   [`FILE_EXTENSION`], [`is_offload_file_name`], [`RESOURCE_URI_PREFIX`], [`resource_uri`], [`file_name_of_uri`].
 //! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
 //!   events: [`OffloadEvent`], [`EventHook`].
+//! * History offload (chat histories; see [`HistoryOffloader`]):
+//!   [`HistoryOffloader`], [`HistoryConfig`], [`SummaryMode`],
+//!   [`UnknownMode`], [`ChatFormat`], [`HistoryOutcome`], [`BodyRewrite`],
+//!   [`HistoryReport`], [`HistoryError`], [`Summarizer`],
+//!   [`SummaryRequest`], [`SummaryFuture`], [`SummaryError`],
+//!   [`ExtractiveSummarizer`], [`POINTER_MARKER`], [`SUMMARY_MARKER`],
+//!   [`HISTORY_FILE_PREFIX`], [`HISTORY_ENV_PREFIX`] and the `DEFAULT_*` constants of the spec's
+//!   parameters.
+//! * History offload over HTTP: [`HistoryOffloadLayer`],
+//!   [`HistoryOffloadLayerBuilder`], [`HistoryOffloadService`],
+//!   [`HistoryResponseFuture`], [`HistoryEvent`], [`FallbackReason`],
+//!   [`DEFAULT_MAX_CHAT_BODY_BYTES`], [`DEFAULT_MAX_HELD_CHAT_BYTES`],
+//!   [`DEFAULT_REWRITE_TIMEOUT`]; with feature `history-endpoint`,
+//!   `EndpointSummarizer`, `EndpointError`, `DEFAULT_SUMMARY_PROMPT`,
+//!   `DEFAULT_SUMMARY_TIMEOUT`, `DEFAULT_MAX_ANSWER_BYTES`.
 //! * `fixtures` (feature `fixtures`): deterministic memory records for
 //!   tests, examples and benches.
 
@@ -89,6 +109,7 @@ mod engine;
 pub mod fixtures;
 #[cfg(test)]
 mod fuzz;
+mod history;
 mod json;
 mod middleware;
 mod wire;
@@ -119,10 +140,25 @@ pub use engine::{
     DEFAULT_OFFLOAD_THRESHOLD_TOKENS, DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL,
     Offloaded, Offloader, Outcome, Truncated, operation_name,
 };
+pub use history::{
+    BodyRewrite, ChatFormat, DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_KEEP_RECENT_COMPACT,
+    DEFAULT_KEEP_RECENT_COMPRESS, DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS,
+    DEFAULT_SUMMARY_MAX_TOKENS, ExtractiveSummarizer, HISTORY_ENV_PREFIX, HISTORY_FILE_PREFIX,
+    HistoryConfig, HistoryError, HistoryOffloader, HistoryOutcome, HistoryReport, POINTER_MARKER,
+    SUMMARY_MARKER, Summarizer, SummaryError, SummaryFuture, SummaryMode, SummaryRequest,
+    UnknownMode,
+};
+#[cfg(feature = "history-endpoint")]
 pub use middleware::{
-    DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
-    DEFAULT_PROXY_SESSION_TTL, OffloadBody, OffloadLayer, OffloadLayerBuilder, OffloadService,
-    RequestBody, ResponseFuture,
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
+    EndpointSummarizer,
+};
+pub use middleware::{
+    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_MAX_PROXY_SESSIONS,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER, DEFAULT_PROXY_SESSION_TTL,
+    DEFAULT_REWRITE_TIMEOUT, FallbackReason, HistoryEvent, HistoryOffloadLayer,
+    HistoryOffloadLayerBuilder, HistoryOffloadService, HistoryResponseFuture, OffloadBody,
+    OffloadLayer, OffloadLayerBuilder, OffloadService, RequestBody, ResponseFuture,
 };
 pub use wire::call::ToolCall;
 pub use wire::jsonrpc::CLIENT_INFO_META_KEY;

@@ -290,41 +290,16 @@ impl OffloadConfig {
 
     /// Applies the `[prompt.offload]` section of the TOML file at `path`.
     pub fn apply_toml_file(self, path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        self.apply_toml_str(&text).map_err(|e| match e {
-            ConfigError::Toml {
-                path: None,
-                message,
-            } => ConfigError::Toml {
-                path: Some(path.to_owned()),
-                message,
-            },
-            e => e,
-        })
+        apply_toml_file(path, |text| self.apply_toml_str(text))
     }
 
     /// Applies the `[prompt.offload]` section of a TOML document (absent:
     /// nothing changes).
     pub fn apply_toml_str(mut self, toml_text: &str) -> Result<Self, ConfigError> {
-        let doc: toml::Table = toml::from_str(toml_text).map_err(|e| ConfigError::Toml {
-            path: None,
-            message: e.to_string(),
-        })?;
-        let Some(prompt) = doc.get("prompt") else {
+        let doc = parse_toml(toml_text)?;
+        let Some(section) = prompt_section(&doc, "offload")? else {
             return Ok(self);
         };
-        let prompt = prompt
-            .as_table()
-            .ok_or_else(|| invalid("prompt", prompt, "a table"))?;
-        let Some(section) = prompt.get("offload") else {
-            return Ok(self);
-        };
-        let section = section
-            .as_table()
-            .ok_or_else(|| invalid("prompt.offload", section, "a table"))?;
         for (key, value) in section {
             let full = format!("prompt.offload.{key}");
             if key == "tools" {
@@ -367,24 +342,7 @@ impl OffloadConfig {
     /// Applies the `ATLATL_PROMPT__OFFLOAD__*` variables of the process
     /// environment.
     pub fn apply_env(self) -> Result<Self, ConfigError> {
-        let vars = std::env::vars_os().filter_map(|(k, v)| {
-            let k = k.into_string().ok()?;
-            k.starts_with(ENV_PREFIX).then_some((k, v))
-        });
-        let mut pairs = Vec::new();
-        for (k, v) in vars {
-            match v.into_string() {
-                Ok(v) => pairs.push((k, v)),
-                Err(v) => {
-                    return Err(ConfigError::Invalid {
-                        key: k,
-                        value: v.to_string_lossy().into_owned(),
-                        expected: "valid UTF-8",
-                    });
-                }
-            }
-        }
-        self.apply_env_vars(pairs)
+        self.apply_env_vars(env_vars(ENV_PREFIX)?)
     }
 
     /// Applies `ATLATL_PROMPT__OFFLOAD__*` variables given as pairs (other
@@ -518,16 +476,91 @@ fn invalid(key: &str, value: &toml::Value, expected: &'static str) -> ConfigErro
     }
 }
 
+/// `apply` run on the text of the TOML file at `path`; its errors name the
+/// file.
+pub(crate) fn apply_toml_file<T>(
+    path: &Path,
+    apply: impl FnOnce(&str) -> Result<T, ConfigError>,
+) -> Result<T, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    apply(&text).map_err(|e| match e {
+        ConfigError::Toml {
+            path: None,
+            message,
+        } => ConfigError::Toml {
+            path: Some(path.to_owned()),
+            message,
+        },
+        e => e,
+    })
+}
+
+/// A TOML document, or an error naming no file yet.
+pub(crate) fn parse_toml(toml_text: &str) -> Result<toml::Table, ConfigError> {
+    toml::from_str(toml_text).map_err(|e| ConfigError::Toml {
+        path: None,
+        message: e.to_string(),
+    })
+}
+
+/// The `[prompt.{name}]` table of a TOML document, when there is one.
+pub(crate) fn prompt_section<'a>(
+    doc: &'a toml::Table,
+    name: &str,
+) -> Result<Option<&'a toml::Table>, ConfigError> {
+    let Some(prompt) = doc.get("prompt") else {
+        return Ok(None);
+    };
+    let prompt = prompt
+        .as_table()
+        .ok_or_else(|| invalid("prompt", prompt, "a table"))?;
+    let Some(section) = prompt.get(name) else {
+        return Ok(None);
+    };
+    let full = format!("prompt.{name}");
+    section
+        .as_table()
+        .map(Some)
+        .ok_or_else(|| invalid(&full, section, "a table"))
+}
+
+/// The process environment's variables named `{prefix}*`, which must be
+/// UTF-8.
+pub(crate) fn env_vars(prefix: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let vars = std::env::vars_os().filter_map(|(k, v)| {
+        let k = k.into_string().ok()?;
+        k.starts_with(prefix).then_some((k, v))
+    });
+    let mut pairs = Vec::new();
+    for (k, v) in vars {
+        match v.into_string() {
+            Ok(v) => pairs.push((k, v)),
+            Err(v) => {
+                return Err(ConfigError::Invalid {
+                    key: k,
+                    value: v.to_string_lossy().into_owned(),
+                    expected: "valid UTF-8",
+                });
+            }
+        }
+    }
+    Ok(pairs)
+}
+
 /// A value from TOML or from the environment, converted with errors that
 /// name the key and the value.
-trait RawValue {
+pub(crate) trait RawValue {
     fn boolean(&self, key: &str) -> Result<bool, ConfigError>;
     fn unsigned(&self) -> Option<u64>;
+    fn float(&self) -> Option<f64>;
     fn shown(&self) -> String;
     fn string(&self, key: &str) -> Result<String, ConfigError>;
 }
 
-fn integer<T: TryFrom<u64>>(
+pub(crate) fn integer<T: TryFrom<u64>>(
     v: &dyn RawValue,
     key: &str,
     min: u64,
@@ -563,7 +596,7 @@ fn show(v: &toml::Value) -> String {
     }
 }
 
-struct TomlValue<'a>(&'a toml::Value);
+pub(crate) struct TomlValue<'a>(pub(crate) &'a toml::Value);
 
 impl RawValue for TomlValue<'_> {
     fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
@@ -573,6 +606,11 @@ impl RawValue for TomlValue<'_> {
     }
     fn unsigned(&self) -> Option<u64> {
         self.0.as_integer().and_then(|i| u64::try_from(i).ok())
+    }
+    fn float(&self) -> Option<f64> {
+        self.0
+            .as_float()
+            .or_else(|| self.0.as_integer().map(|i| i as f64))
     }
     fn shown(&self) -> String {
         show(self.0)
@@ -585,7 +623,7 @@ impl RawValue for TomlValue<'_> {
     }
 }
 
-struct EnvValue<'a>(&'a str);
+pub(crate) struct EnvValue<'a>(pub(crate) &'a str);
 
 impl RawValue for EnvValue<'_> {
     fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
@@ -601,6 +639,9 @@ impl RawValue for EnvValue<'_> {
     }
     fn unsigned(&self) -> Option<u64> {
         self.0.trim().parse::<u64>().ok()
+    }
+    fn float(&self) -> Option<f64> {
+        self.0.trim().parse::<f64>().ok()
     }
     fn shown(&self) -> String {
         format!("{:?}", self.0)

@@ -380,7 +380,8 @@ pub(crate) fn clean_label(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn clean_string(s: &mut String) {
+/// `s` made safe for a log line ([`clean_label`]), in place.
+pub(crate) fn clean_string(s: &mut String) {
     if let std::borrow::Cow::Owned(c) = clean_label(s) {
         *s = c;
     }

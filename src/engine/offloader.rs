@@ -17,6 +17,9 @@ pub struct Offloader {
     pub(super) estimator: Arc<dyn TokenEstimator>,
     pub(super) store: Arc<dyn Store>,
     pub(super) events: Events,
+    /// The id of the next file, when the caller names it (the history's
+    /// content-addressed files); `None`: a new ULID per file.
+    pub(super) file_id: Option<ulid::Ulid>,
 }
 
 impl std::fmt::Debug for Offloader {
@@ -38,6 +41,7 @@ impl Offloader {
             estimator: Arc::new(ScriptAwareEstimator),
             store: Arc::new(store),
             events: Events::default(),
+            file_id: None,
         }
     }
 
@@ -59,6 +63,23 @@ impl Offloader {
     pub(crate) fn with_shared_store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = store;
         self
+    }
+
+    /// The same engine naming its file with `id` instead of a new ULID (the
+    /// history offload's content-addressed files: the same content gets the
+    /// same file name and descriptor every time).
+    pub(crate) fn with_file_id(mut self, id: ulid::Ulid) -> Self {
+        self.file_id = Some(id);
+        self
+    }
+
+    /// The id of the next file: the one the caller named, else a new ULID
+    /// (`Ulid::default()` is the nil id, never what is meant here).
+    pub(super) fn next_file_id(&self) -> ulid::Ulid {
+        match self.file_id {
+            Some(id) => id,
+            None => ulid::Ulid::new(),
+        }
     }
 
     /// Sends every event (see [`OffloadEvent`](crate::OffloadEvent)) to `hook` too.

@@ -74,7 +74,7 @@ impl Offloader {
             structured_copy_key,
         } = extraction;
         let (stats, detail, recipes) = plan(call, &records, kind);
-        let id = ulid::Ulid::new();
+        let id = self.next_file_id();
         let mut header = self.header(call, &id, records.len(), estimated_tokens, detail, rebuild);
         header.recipes = recipes.iter().map(|r| r.program.clone()).collect();
         let file_name = store::file_name(&header.operation, id);

@@ -282,9 +282,12 @@ pub(crate) fn parse_file_name(name: &str) -> Option<(&str, ulid::Ulid)> {
     ulid::Ulid::from_string(id).ok().map(|u| (op, u))
 }
 
-impl Store for FsStore {
-    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
-        if !is_offload_file_name(file_name) {
+impl FsStore {
+    /// [`Store::write`] without the offload-name check, for the files of
+    /// other modules (the history's): `file_name` must be a plain file name
+    /// the caller built (no separator, no leading dot).
+    pub(crate) fn publish(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        if file_name.is_empty() || file_name.starts_with('.') || file_name.contains(['/', '\\']) {
             return Err(StoreError::InvalidName(file_name.to_owned()));
         }
         self.ensure_dir()?;
@@ -322,6 +325,15 @@ impl Store for FsStore {
         let _ = fs::remove_file(&tmp);
         published.map_err(werr(&path))?;
         Ok(path)
+    }
+}
+
+impl Store for FsStore {
+    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        if !is_offload_file_name(file_name) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.publish(file_name, contents)
     }
 
     fn dir(&self) -> &Path {

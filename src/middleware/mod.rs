@@ -14,11 +14,17 @@
 //! layer share: the engine, proxy sessions, task calls), `memo` (what is
 //! remembered between requests, bounded), `sessions` and `budget` (the cap
 //! on buffered bytes).
+//!
+//! `history` (above all of them, importing `serve`'s request reader,
+//! `respond`'s encoding check, `request_body` and `budget`) is the history
+//! offload layer, [`HistoryOffloadLayer`], and with feature
+//! `history-endpoint` the chat-endpoint summarizer.
 
 mod body;
 mod budget;
 mod caller;
 mod future;
+mod history;
 mod json_response;
 #[allow(clippy::module_inception)]
 mod layer;
@@ -34,6 +40,16 @@ mod state;
 
 pub use body::OffloadBody;
 pub use future::ResponseFuture;
+#[cfg(feature = "history-endpoint")]
+pub use history::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
+    EndpointSummarizer,
+};
+pub use history::{
+    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_REWRITE_TIMEOUT,
+    FallbackReason, HistoryEvent, HistoryOffloadLayer, HistoryOffloadLayerBuilder,
+    HistoryOffloadService, HistoryResponseFuture,
+};
 pub use layer::{OffloadLayer, OffloadLayerBuilder};
 pub use request_body::RequestBody;
 pub use service::OffloadService;

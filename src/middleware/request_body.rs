@@ -25,6 +25,9 @@ pin_project! {
     /// serves offloaded data, a JSON `POST` body is read first (up to the
     /// classification cap), then played back to the inner service, chunk
     /// for chunk, followed by the rest of the body if it was longer.
+    ///
+    /// [`HistoryOffloadService`](crate::HistoryOffloadService) hands on the
+    /// same type: a chat request's body rewritten, or played back as read.
     pub struct RequestBody<B: Body> {
         #[pin]
         kind: Kind<B>,

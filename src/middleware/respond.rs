@@ -52,7 +52,7 @@ pub(crate) fn drop_conflicting_length(headers: &mut HeaderMap) {
 }
 
 /// The body's `Content-Encoding` when it is not `identity`.
-fn encoding(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn encoding(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(CONTENT_ENCODING)?;
     let value = String::from_utf8_lossy(value.as_bytes());
     let identity = value.trim().is_empty() || value.trim().eq_ignore_ascii_case("identity");

@@ -68,7 +68,7 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// A request body read up to the cap.
-enum Read<B: Body> {
+pub(crate) enum Read<B: Body> {
     /// The whole body: its bytes, and the frames to play back.
     Whole {
         data: Bytes,
@@ -83,7 +83,7 @@ enum Read<B: Body> {
 }
 
 /// Reads `body` up to `cap` bytes.
-async fn read_request<B>(body: B, cap: usize) -> Read<B>
+pub(crate) async fn read_request<B>(body: B, cap: usize) -> Read<B>
 where
     B: Body<Data = Bytes>,
 {

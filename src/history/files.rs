@@ -1,0 +1,206 @@
+//! The history's files in `store_dir`: content-addressed names, written
+//! once and idempotently (the same name always holds the same bytes, so a
+//! second turn, or a second process, finding the file there is a success),
+//! and read back for remembered summaries.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sha2::{Digest, Sha256};
+
+use crate::engine::store::{FsStore, Store, StoreError, no_follow};
+
+/// Prefix of the history's own files (tool outputs kept as text, stored
+/// message groups, remembered summaries).
+pub const HISTORY_FILE_PREFIX: &str = "history-";
+
+/// The most bytes read back from a remembered summary file.
+const MAX_SUMMARY_FILE_BYTES: u64 = 1 << 20;
+
+/// A SHA-256 of `parts`, each prefixed by its length (so that parts cannot
+/// run into each other).
+pub(crate) fn digest(parts: &[&[u8]]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize().into()
+}
+
+/// The first `bytes` bytes of `digest` in lower-case hex.
+pub(crate) fn hex(digest: &[u8; 32], bytes: usize) -> String {
+    use std::fmt::Write;
+    digest[..bytes.min(32)]
+        .iter()
+        .fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+/// A ULID made from `digest`: time 0 (the file's content, not its time,
+/// names it) and 80 bits of the digest.
+pub(crate) fn content_ulid(digest: &[u8; 32]) -> ulid::Ulid {
+    let mut random = [0u8; 16];
+    random[6..].copy_from_slice(&digest[..10]);
+    ulid::Ulid::from_parts(0, u128::from_be_bytes(random))
+}
+
+/// `id` reduced to `[a-z0-9_-]`, at most 64 characters, never empty.
+pub(crate) fn name_part(id: &str) -> String {
+    let part: String = id
+        .chars()
+        .filter_map(|c| {
+            let c = c.to_ascii_lowercase();
+            (c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_').then_some(c)
+        })
+        .take(64)
+        .collect();
+    if part.is_empty() { "chat".into() } else { part }
+}
+
+/// The file store of the history: [`FsStore`] (private directory,
+/// create-new, never through a symlink), made idempotent for
+/// content-addressed names.
+#[derive(Debug, Clone)]
+pub(crate) struct HistoryStore {
+    fs: FsStore,
+    /// Set by [`Store::write`] when it created its file (see
+    /// [`recording`](Self::recording)).
+    created: Option<Arc<AtomicBool>>,
+}
+
+impl HistoryStore {
+    pub(crate) fn new(fs: FsStore) -> Self {
+        HistoryStore { fs, created: None }
+    }
+
+    /// Writes `contents` as `file_name` (a name this module built); `true`
+    /// when the file is new, `false` when it was there with these bytes.
+    pub(crate) fn put(
+        &self,
+        file_name: &str,
+        contents: &[u8],
+    ) -> Result<(PathBuf, bool), StoreError> {
+        self.write_once(file_name, contents, |n, c| self.fs.publish(n, c))
+    }
+
+    /// The same store, noting in the flag returned whether a write through
+    /// it created its file (for the engine's writes, which return only
+    /// the path).
+    pub(crate) fn recording(&self) -> (HistoryStore, Arc<AtomicBool>) {
+        let created = Arc::new(AtomicBool::new(false));
+        let store = HistoryStore {
+            fs: self.fs.clone(),
+            created: Some(created.clone()),
+        };
+        (store, created)
+    }
+
+    /// Writes with `write`, settling a file found there. Another writer of
+    /// the same content (the same history rewritten twice at once) holds
+    /// the temporary name until it publishes: wait for it, a bounded time;
+    /// a temporary file still there after that was left by a crash, and is
+    /// removed for one last try. Blocking: runs on the blocking pool.
+    fn write_once(
+        &self,
+        file_name: &str,
+        contents: &[u8],
+        write: impl Fn(&str, &[u8]) -> Result<PathBuf, StoreError>,
+    ) -> Result<(PathBuf, bool), StoreError> {
+        let attempt = || self.settle(file_name, contents, write(file_name, contents));
+        let mut result = attempt();
+        for _ in 0..BUSY_ROUNDS {
+            if !self.is_busy(file_name, &result) {
+                return result;
+            }
+            std::thread::sleep(BUSY_PAUSE);
+            result = attempt();
+        }
+        if self.is_busy(file_name, &result) {
+            let stale = self.fs.dir().join(format!(".{file_name}.tmp"));
+            let _ = std::fs::remove_file(stale);
+            result = attempt();
+        }
+        result
+    }
+
+    /// A file already there with the same bytes is this write done before.
+    fn settle(
+        &self,
+        file_name: &str,
+        contents: &[u8],
+        written: Result<PathBuf, StoreError>,
+    ) -> Result<(PathBuf, bool), StoreError> {
+        match written {
+            Ok(path) => Ok((path, true)),
+            Err(StoreError::Write { path, source })
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                let len = contents.len() as u64 + 1;
+                match self.read(file_name, len) {
+                    Some(found) if found.as_bytes() == contents => {
+                        Ok((self.fs.dir().join(file_name), false))
+                    }
+                    _ => Err(StoreError::Write { path, source }),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether a write failed because the name is taken but the file is
+    /// not there: another writer is between its temporary file and
+    /// publishing (a file there with other bytes is no reason to wait).
+    fn is_busy(&self, file_name: &str, result: &Result<(PathBuf, bool), StoreError>) -> bool {
+        let taken = matches!(result, Err(StoreError::Write { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists);
+        taken && std::fs::symlink_metadata(self.fs.dir().join(file_name)).is_err()
+    }
+
+    /// The text of `file_name` when it is a regular file (never through a
+    /// symlink) of at most `max` bytes.
+    fn read(&self, file_name: &str, max: u64) -> Option<String> {
+        let mut options = std::fs::OpenOptions::new();
+        let file = no_follow(options.read(true))
+            .open(self.fs.dir().join(file_name))
+            .ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut text = String::new();
+        file.take(max).read_to_string(&mut text).ok()?;
+        Some(text)
+    }
+
+    /// A remembered summary (see [`put`](Self::put)).
+    pub(crate) fn read_summary(&self, file_name: &str) -> Option<String> {
+        self.read(file_name, MAX_SUMMARY_FILE_BYTES)
+    }
+}
+
+/// How many times, and how long apart, a write waits for another writer
+/// of the same file (about a second in all).
+const BUSY_ROUNDS: usize = 100;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
+impl Store for HistoryStore {
+    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        let (path, new) = self.write_once(file_name, contents, |n, c| self.fs.write(n, c))?;
+        if let Some(created) = &self.created {
+            created.store(new, Ordering::Relaxed);
+        }
+        Ok(path)
+    }
+
+    fn dir(&self) -> &std::path::Path {
+        self.fs.dir()
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        self.fs.check()
+    }
+}

@@ -1,0 +1,320 @@
+//! [`HistoryOffloader`]: the rewrite of one history, in order: shapes,
+//! compaction, compression, the report.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::config::{HistoryConfig, SummaryMode};
+use super::extractive::ExtractiveSummarizer;
+use super::files::HistoryStore;
+use super::format::{self, Call, ChatFormat, Shape};
+use super::report::{HistoryError, HistoryOutcome, HistoryReport};
+use super::summarize::Summarizer;
+use crate::engine::Offloader;
+use crate::engine::config::OffloadConfig;
+use crate::engine::estimate::TokenEstimator;
+use crate::engine::store::{FsStore, Store, StoreError};
+
+/// How long the engine's files of a history say they live: as long as the
+/// chat (their names carry no time; `store_dir` is not for the custodian).
+const HISTORY_FILE_TTL: Duration = Duration::from_secs(u32::MAX as u64);
+/// The most bytes of text the in-memory memo holds; past it the memo
+/// starts over (the files on disk and the content-addressed names keep
+/// the rewrites the same; only the work is done again).
+const MAX_MEMO_BYTES: usize = 32 << 20;
+
+/// Rewrites chat histories: compaction of large tool answers and
+/// compression of older message groups (the MessageOffloadOp modes). Cheap
+/// to clone; clones share the configuration, the summarizer and what was
+/// remembered.
+#[derive(Clone)]
+pub struct HistoryOffloader {
+    pub(super) inner: Arc<Inner>,
+}
+
+pub(super) struct Inner {
+    pub(super) config: HistoryConfig,
+    pub(super) summarizer: Arc<dyn Summarizer>,
+    pub(super) engine: Offloader,
+    pub(super) store: HistoryStore,
+    pub(super) memo: Mutex<Memo>,
+}
+
+/// What a [`HistoryOffloader`] remembers, keyed by content digests.
+#[derive(Default)]
+pub(super) struct Memo {
+    /// Tool answer → its replacement text.
+    compacted: HashMap<[u8; 32], String>,
+    /// Group → its replacement text.
+    groups: HashMap<[u8; 32], String>,
+    /// First message of a group → the groups that started with it
+    /// (messages, group digest).
+    starts: HashMap<[u8; 32], Vec<(usize, [u8; 32])>>,
+    /// Bytes of the texts held.
+    bytes: usize,
+}
+
+impl Memo {
+    /// The replacement remembered for a tool answer.
+    pub(super) fn compacted(&self, key: &[u8; 32]) -> Option<String> {
+        self.compacted.get(key).cloned()
+    }
+
+    /// Whether no tool answer is remembered.
+    pub(super) fn no_compacted(&self) -> bool {
+        self.compacted.is_empty()
+    }
+
+    /// Remembers the replacement of a tool answer.
+    pub(super) fn remember_compacted(&mut self, key: [u8; 32], pointer: String) {
+        self.make_room(pointer.len());
+        self.compacted.insert(key, pointer);
+    }
+
+    /// The replacement remembered for a group.
+    pub(super) fn group(&self, digest: &[u8; 32]) -> Option<String> {
+        self.groups.get(digest).cloned()
+    }
+
+    /// The groups remembered to start with a message.
+    pub(super) fn starts(&self, first: &[u8; 32]) -> Option<&[(usize, [u8; 32])]> {
+        self.starts.get(first).map(Vec::as_slice)
+    }
+
+    /// Whether no group is remembered.
+    pub(super) fn no_groups(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Remembers a group of `count` messages starting with `first`.
+    pub(super) fn remember_group(
+        &mut self,
+        first: [u8; 32],
+        count: usize,
+        digest: [u8; 32],
+        text: String,
+    ) {
+        self.make_room(text.len() + 80);
+        self.groups.insert(digest, text);
+        let starts = self.starts.entry(first).or_default();
+        if !starts.contains(&(count, digest)) {
+            starts.push((count, digest));
+        }
+    }
+
+    /// Starts over when `more` bytes would pass the bound.
+    fn make_room(&mut self, more: usize) {
+        self.bytes += more;
+        if self.bytes > MAX_MEMO_BYTES {
+            *self = Memo {
+                bytes: more,
+                ..Memo::default()
+            };
+        }
+    }
+}
+
+impl std::fmt::Debug for HistoryOffloader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryOffloader")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HistoryOffloader {
+    /// An offloader with `config` and the [`ExtractiveSummarizer`].
+    pub fn new(config: HistoryConfig) -> Self {
+        let fs = FsStore::new(config.store_dir.clone()).trust_dir(config.trust_store_dir);
+        let store = HistoryStore::new(fs);
+        let mut engine_config = OffloadConfig::default()
+            .output_dir(config.store_dir.clone())
+            .threshold_tokens(config.max_tool_message_tokens)
+            .ttl(HISTORY_FILE_TTL)
+            .extraction(false);
+        engine_config.trust_output_dir = config.trust_store_dir;
+        let engine = Offloader::new(engine_config)
+            .with_shared_estimator(config.estimator.clone())
+            .with_shared_store(Arc::new(store.clone()));
+        HistoryOffloader {
+            inner: Arc::new(Inner {
+                config,
+                summarizer: Arc::new(ExtractiveSummarizer),
+                engine,
+                store,
+                memo: Mutex::new(Memo::default()),
+            }),
+        }
+    }
+
+    /// The same offloader with another summarizer (what it remembered is
+    /// not carried over).
+    pub fn with_summarizer(self, summarizer: Arc<dyn Summarizer>) -> Self {
+        let inner = &self.inner;
+        HistoryOffloader {
+            inner: Arc::new(Inner {
+                config: inner.config.clone(),
+                summarizer,
+                engine: inner.engine.clone(),
+                store: inner.store.clone(),
+                memo: Mutex::new(Memo::default()),
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HistoryConfig {
+        &self.inner.config
+    }
+
+    /// Checks that files can be written in `store_dir` (it exists or can
+    /// be created, and is private): for a report at start-up.
+    pub fn check_store(&self) -> Result<(), StoreError> {
+        self.inner.store.check()
+    }
+
+    /// Rewrites the messages of a conversation in `format` (see the module
+    /// docs): system and recent messages are kept as they are, large tool
+    /// answers are compacted in place, older groups compressed into
+    /// summaries, as the mode says. Blocking work (parsing, file I/O) runs
+    /// on tokio's blocking pool, so this must be awaited inside a tokio
+    /// runtime. An error leaves nothing half done in the messages (they
+    /// are the caller's to send unchanged); files already written stay,
+    /// and the next rewrite finds them.
+    pub async fn rewrite_messages(
+        &self,
+        format: ChatFormat,
+        messages: Vec<Value>,
+    ) -> Result<HistoryOutcome, HistoryError> {
+        let shapes = shapes(format, &messages)?;
+        let inner = &self.inner;
+        let config = &inner.config;
+        let before = inner.total_tokens(&messages);
+        let mut report = HistoryReport::new(config.mode, before);
+        let mut messages = messages;
+        if config.mode != SummaryMode::Compress {
+            let run = before > config.max_total_tokens;
+            messages = self
+                .compact_off_runtime(messages, shapes, run, &mut report)
+                .await?;
+        }
+        if config.mode != SummaryMode::Compact {
+            let shapes = shapes_unchecked(format, &messages);
+            let run = self.inner.should_compress(&messages, &shapes, before);
+            messages = inner
+                .compress(format, messages, &shapes, run, &mut report)
+                .await?;
+        }
+        report.tokens_after = inner.total_tokens(&messages);
+        Ok(HistoryOutcome { messages, report })
+    }
+
+    /// Compaction on tokio's blocking pool (file writes, parsing).
+    async fn compact_off_runtime(
+        &self,
+        messages: Vec<Value>,
+        shapes: Vec<Shape>,
+        run: bool,
+        report: &mut HistoryReport,
+    ) -> Result<Vec<Value>, HistoryError> {
+        let inner = self.inner.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut messages = messages;
+            let done = inner.compact(&mut messages, &shapes, run);
+            done.map(|done| (messages, done))
+        });
+        let (messages, done) = task.await.map_err(|_| HistoryError::Interrupted)??;
+        report.compacted = run;
+        report.messages_compacted = done.count;
+        report.files_written.extend(done.files);
+        Ok(messages)
+    }
+}
+
+impl Inner {
+    /// Estimated tokens of a message: of every string in it (texts,
+    /// arguments, ids), not of its JSON punctuation.
+    pub(super) fn message_tokens(&self, message: &Value) -> usize {
+        let estimator: &dyn TokenEstimator = &*self.config.estimator;
+        fn walk(v: &Value, e: &dyn TokenEstimator) -> usize {
+            match v {
+                Value::String(s) => e.estimate(s),
+                Value::Array(items) => items.iter().map(|i| walk(i, e)).sum(),
+                Value::Object(map) => map.values().map(|i| walk(i, e)).sum(),
+                _ => 0,
+            }
+        }
+        walk(message, estimator)
+    }
+
+    pub(super) fn total_tokens(&self, messages: &[Value]) -> usize {
+        messages.iter().map(|m| self.message_tokens(m)).sum()
+    }
+
+    /// The spec's rule: `compress` mode when the messages compression may
+    /// replace are over `max_total_tokens`; `auto` mode also only when
+    /// compaction kept more than `compact_ratio_threshold` of the tokens.
+    fn should_compress(&self, messages: &[Value], shapes: &[Shape], before: usize) -> bool {
+        let config = &self.config;
+        let recent = recent_start(shapes, config.keep_recent_compress);
+        let replaceable: usize = (0..recent)
+            .filter(|&i| !shapes[i].system)
+            .map(|i| self.message_tokens(&messages[i]))
+            .sum();
+        let over = replaceable > config.max_total_tokens;
+        match config.mode {
+            SummaryMode::Compress => over,
+            SummaryMode::Auto => {
+                let ratio = self.total_tokens(messages) as f64 / before.max(1) as f64;
+                over && ratio > config.compact_ratio_threshold
+            }
+            SummaryMode::Compact => false,
+        }
+    }
+}
+
+/// The shapes of all messages, or the first that is not a message.
+fn shapes(format: ChatFormat, messages: &[Value]) -> Result<Vec<Shape>, HistoryError> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(index, m)| {
+            format::shape(format, m).map_err(|reason| HistoryError::BadMessage {
+                index,
+                reason: reason.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The shapes of messages already checked.
+fn shapes_unchecked(format: ChatFormat, messages: &[Value]) -> Vec<Shape> {
+    let shape = |m| format::shape(format, m).unwrap_or_default();
+    messages.iter().map(shape).collect()
+}
+
+/// The index of the first of the `keep` most recent messages that are not
+/// system messages (`messages.len()` when `keep` is 0).
+pub(super) fn recent_start(shapes: &[Shape], keep: usize) -> usize {
+    let mut left = keep;
+    let mut start = shapes.len();
+    while left > 0 && start > 0 {
+        start -= 1;
+        if !shapes[start].system {
+            left -= 1;
+        }
+    }
+    start
+}
+
+/// The calls of all messages, by id.
+pub(super) fn calls_by_id(shapes: &[Shape]) -> HashMap<&str, &Call> {
+    shapes
+        .iter()
+        .flat_map(|s| &s.calls)
+        .map(|c| (c.id.as_str(), c))
+        .collect()
+}
