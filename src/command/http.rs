@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use super::connect::{ConnectError, ConnectOptions, UpstreamClient, upstream_client};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
-use super::connect::{ConnectError, ConnectOptions, UpstreamClient, upstream_client};
 
 /// The client every upstream request goes through (`http://` and
 /// `https://`, see [`super::connect`]).

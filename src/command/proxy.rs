@@ -11,7 +11,7 @@
 //! parallel: a long tool call never holds back the agent's answer to a
 //! server request); the answer, JSON or an event stream, goes back one
 //! message per line, each event as the server sends it. The answers pass
-//! through the same [`OffloadLayer`](crate::OffloadLayer) as any server's,
+//! through the same [`OffloadLayer`] as any server's,
 //! so large tool results become descriptors with files in a per-user `0700`
 //! directory, and the layer answers `lro_extract` itself. Upstream, the
 //! proxy registers as an LRO proxy (the `lro-proxy` header and
