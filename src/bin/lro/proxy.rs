@@ -105,7 +105,7 @@ struct RemoteArgs {
     /// Allow plain http to a server (and OAuth endpoints) off loopback.
     #[arg(long)]
     allow_http: bool,
-    /// Seconds a connection may take to open.
+    /// Seconds a connection may take to open (default 10; 0: the default).
     #[arg(long, value_name = "SECONDS")]
     connect_timeout: Option<f64>,
     /// Seconds the server may take to send its answer's headers (0: no limit).
