@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -40,6 +41,7 @@ struct World {
     issuer: String,
     mcp: SocketAddr,
     sessions: Arc<LocalSessionManager>,
+    streams: StreamFaults,
     auth_dir: tempfile::TempDir,
     out_dir: tempfile::TempDir,
     browser_log: PathBuf,
@@ -51,7 +53,8 @@ async fn world(ttl: u64) -> Option<World> {
     let dir = common::interop_setup()?;
     let (provider, port) = provider(&dir, ttl).await;
     let issuer = format!("http://127.0.0.1:{port}");
-    let (mcp, sessions) = protected_mcp(issuer.clone()).await;
+    let streams = StreamFaults::default();
+    let (mcp, sessions) = protected_mcp(issuer.clone(), streams.clone()).await;
     let auth_dir = tempfile::tempdir().unwrap();
     let browser_log = auth_dir.path().join("browser.log");
     Some(World {
@@ -59,6 +62,7 @@ async fn world(ttl: u64) -> Option<World> {
         issuer,
         mcp,
         sessions,
+        streams,
         auth_dir,
         out_dir: tempfile::tempdir().unwrap(),
         browser_log,
@@ -110,11 +114,38 @@ struct Guard {
     resource: String,
     metadata_url: String,
     http: reqwest::Client,
+    streams: StreamFaults,
+}
+
+/// A fault for the GET stream: the bearer check refuses (`401`) the next
+/// `refuse` stream requests even with a valid token, as a server does once
+/// it stops accepting a token; `opened` counts the streams let through.
+#[derive(Clone, Default)]
+struct StreamFaults {
+    refuse: Arc<AtomicUsize>,
+    opened: Arc<AtomicUsize>,
+}
+
+impl StreamFaults {
+    /// Whether this GET with a valid token is let through (counted).
+    fn admit(&self) -> bool {
+        let refused = self
+            .refuse
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if !refused {
+            self.opened.fetch_add(1, Ordering::SeqCst);
+        }
+        !refused
+    }
 }
 
 /// rmcp's memory server (sessions) at `/mcp`, behind the bearer check, and
 /// its protected resource metadata.
-async fn protected_mcp(issuer: String) -> (SocketAddr, Arc<LocalSessionManager>) {
+async fn protected_mcp(
+    issuer: String,
+    streams: StreamFaults,
+) -> (SocketAddr, Arc<LocalSessionManager>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let guard = Guard {
@@ -122,6 +153,7 @@ async fn protected_mcp(issuer: String) -> (SocketAddr, Arc<LocalSessionManager>)
         resource: format!("http://{addr}/mcp"),
         metadata_url: format!("http://{addr}/.well-known/oauth-protected-resource/mcp"),
         http: reqwest::Client::new(),
+        streams,
     };
     let sessions = Arc::new(LocalSessionManager::default());
     let config = StreamableHttpServerConfig::default()
@@ -161,7 +193,8 @@ async fn bearer_check(State(guard): State<Guard>, request: Request, next: Next) 
         Some(token) => introspect(&guard, &token).await,
         None => false,
     };
-    if active {
+    let stream = request.method() == axum::http::Method::GET;
+    if active && (!stream || guard.streams.admit()) {
         return next.run(request).await;
     }
     let challenge = format!(
@@ -443,6 +476,40 @@ async fn a_revoked_token_leads_to_a_new_sign_in() {
     );
     let (_, now) = stored(&world, "_tokens.json");
     assert_ne!(now["access_token"], tokens["access_token"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_stream_gets_a_new_token_and_opens() {
+    let Some((world, before)) = signed_in(3600).await else {
+        return;
+    };
+    world.streams.refuse.store(1, Ordering::SeqCst);
+    let mut agent = Agent::start(&world, &[], &[]);
+    agent.handshake().await;
+    // The stream opens in the background after `notifications/initialized`.
+    for _ in 0..100 {
+        if world.streams.opened.load(Ordering::SeqCst) > 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        world.streams.refuse.load(Ordering::SeqCst),
+        0,
+        "refused once"
+    );
+    assert_eq!(
+        world.streams.opened.load(Ordering::SeqCst),
+        2,
+        "the first run's stream, then this one's after a new token"
+    );
+    let answer = agent.status(2).await;
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    let (ok, log) = agent.finish().await;
+    assert!(ok, "{log}");
+    let (_, after) = stored(&world, "_tokens.json");
+    assert_ne!(after["access_token"], before["access_token"], "refreshed");
+    assert_eq!(sign_ins(&world).len(), 1, "no second sign-in");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

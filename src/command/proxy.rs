@@ -33,7 +33,8 @@
 //! `404` for a session the server dropped makes a new session with the
 //! agent's own `initialize`; a `401` gets a new token ([`auth`]: refresh,
 //! client credentials or a sign-in in the browser) that every later
-//! request carries. Bounds: `connect_timeout`, `headers_timeout` (status
+//! request carries; so does a `401` to the GET of the server's stream,
+//! which is then asked for once more. Bounds: `connect_timeout`, `headers_timeout` (status
 //! and headers) and `body_timeout` (the longest silence in an answer).
 //! Tools the user hid (`hidden_tools`) are refused here and left out of
 //! `tools/list` answers.
@@ -746,19 +747,47 @@ fn open_stream(shared: &Arc<Shared>) {
     }
     let shared = shared.clone();
     tokio::spawn(async move {
-        let request = shared.request(Method::GET, Bytes::new());
-        match shared.client.request(request).await {
-            Ok(response) if response.status().is_success() => {
-                if let Err(why) = relay_events(response.into_body(), &shared, None).await {
-                    tracing::info!(target: "tower_lro", "server stream ended: {why}");
-                }
-            }
-            Ok(response) => {
-                tracing::debug!(target: "tower_lro", status = %response.status(), "no server stream")
-            }
-            Err(e) => tracing::info!(target: "tower_lro", "server stream: {}", failure_kind(&e)),
+        let Some(response) = stream_response(&shared).await else {
+            return;
+        };
+        if let Err(why) = relay_events(response.into_body(), &shared, None).await {
+            tracing::info!(target: "tower_lro", "server stream ended: {why}");
         }
     });
+}
+
+/// The server's answer to the GET of its stream, when it opens one; a
+/// `401` gets a new token (as for any message) and one more try.
+async fn stream_response(shared: &Arc<Shared>) -> Option<Response<Incoming>> {
+    for attempt in 0..2 {
+        let request = shared.request(Method::GET, Bytes::new());
+        let bearer = request.headers().get(AUTHORIZATION).cloned();
+        let response = match shared.client.request(request).await {
+            Ok(response) => response,
+            Err(e) => {
+                tracing::info!(target: "tower_lro", "server stream: {}", failure_kind(&e));
+                return None;
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Some(response);
+        }
+        let renewable = status == StatusCode::UNAUTHORIZED && attempt == 0;
+        let Some(auth) = shared.auth.as_ref().filter(|_| renewable) else {
+            tracing::debug!(target: "tower_lro", %status, "no server stream");
+            return None;
+        };
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok());
+        if let Err(e) = auth.renew(challenge, bearer.as_ref()).await {
+            tracing::warn!(target: "tower_lro", "server stream: oauth: {e}");
+            return None;
+        }
+    }
+    None
 }
 
 /// Ends the session upstream (`DELETE`), when there is one.
