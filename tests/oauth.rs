@@ -117,26 +117,34 @@ struct Guard {
     streams: StreamFaults,
 }
 
-/// A fault for the GET stream: the bearer check refuses (`401`) the next
-/// `refuse` stream requests even with a valid token, as a server does once
-/// it stops accepting a token; `opened` counts the streams let through.
+/// Faults of the bearer check: it refuses (`401`) the next `refuse`
+/// stream GETs, and the next `refuse_new` POSTs that open a session (no
+/// `Mcp-Session-Id`), even with a valid token, as a server does once it
+/// stops accepting a token; `opened` counts the streams let through.
 #[derive(Clone, Default)]
 struct StreamFaults {
     refuse: Arc<AtomicUsize>,
+    refuse_new: Arc<AtomicUsize>,
     opened: Arc<AtomicUsize>,
 }
 
 impl StreamFaults {
-    /// Whether this GET with a valid token is let through (counted).
-    fn admit(&self) -> bool {
-        let refused = self
-            .refuse
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        if !refused {
-            self.opened.fetch_add(1, Ordering::SeqCst);
+    /// Whether this request with a valid token is let through.
+    fn admit(&self, request: &Request) -> bool {
+        let take = |n: &AtomicUsize| {
+            n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        };
+        if request.method() == axum::http::Method::GET {
+            let refused = take(&self.refuse);
+            if !refused {
+                self.opened.fetch_add(1, Ordering::SeqCst);
+            }
+            return !refused;
         }
-        !refused
+        let opens_session = request.method() == axum::http::Method::POST
+            && !request.headers().contains_key("mcp-session-id");
+        !(opens_session && take(&self.refuse_new))
     }
 }
 
@@ -193,8 +201,7 @@ async fn bearer_check(State(guard): State<Guard>, request: Request, next: Next) 
         Some(token) => introspect(&guard, &token).await,
         None => false,
     };
-    let stream = request.method() == axum::http::Method::GET;
-    if active && (!stream || guard.streams.admit()) {
+    if active && guard.streams.admit(&request) {
         return next.run(request).await;
     }
     let challenge = format!(
@@ -547,6 +554,33 @@ async fn a_dropped_session_is_renewed_with_the_token() {
         "ended at exit (DELETE with the token)"
     );
     assert_eq!(sign_ins(&world).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_session_whose_new_initialize_is_refused_gets_a_new_token() {
+    let Some((world, mut agent, first)) = agent_after_a_call(3600).await else {
+        return;
+    };
+    let (_, before) = stored(&world, "_tokens.json");
+    world.streams.refuse_new.store(1, Ordering::SeqCst);
+    for id in &world.session_ids().await {
+        world.sessions.close_session(id).await.unwrap();
+    }
+    let again = agent.status(3).await;
+    assert_eq!(
+        again["result"], first["result"],
+        "answered in a new session"
+    );
+    assert_eq!(
+        world.streams.refuse_new.load(Ordering::SeqCst),
+        0,
+        "refused once"
+    );
+    let (_, after) = stored(&world, "_tokens.json");
+    assert_ne!(after["access_token"], before["access_token"], "refreshed");
+    let (ok, log) = agent.finish().await;
+    assert!(ok, "{log}");
+    assert_eq!(sign_ins(&world).len(), 1, "no second sign-in");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,8 +33,8 @@
 //! `404` for a session the server dropped makes a new session with the
 //! agent's own `initialize`; a `401` gets a new token ([`auth`]: refresh,
 //! client credentials or a sign-in in the browser) that every later
-//! request carries; so does a `401` to the GET of the server's stream,
-//! which is then asked for once more. Bounds: `connect_timeout`, `headers_timeout` (status
+//! request carries; so does a `401` to the GET of the server's stream or
+//! to the `initialize` of a renewed session, each then sent once more. Bounds: `connect_timeout`, `headers_timeout` (status
 //! and headers) and `body_timeout` (the longest silence in an answer).
 //! Tools the user hid (`hidden_tools`) are refused here and left out of
 //! `tools/list` answers.
@@ -548,21 +548,11 @@ async fn renew_session(shared: &Arc<Shared>, dropped: u64) {
         session.initialize.clone()
     };
     let Some(initialize) = initialize else { return };
-    let (parts, _) = shared.post(initialize.clone()).into_parts();
-    match shared.send_upstream(parts, initialize).await {
-        Ok(response) if response.status().is_success() => {
-            shared.remember_session(response.headers());
-            let _ = response.into_body().collect().await;
-        }
-        Ok(response) => {
-            tracing::warn!(target: "tower_lro", status = %response.status(), "the server refused a new session");
-            return;
-        }
-        Err(e) => {
-            tracing::warn!(target: "tower_lro", "a new session: {}", error_kind(&e));
-            return;
-        }
-    }
+    let Some(response) = new_session(shared, initialize).await else {
+        return;
+    };
+    shared.remember_session(response.headers());
+    let _ = response.into_body().collect().await;
     let initialized =
         Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     let (parts, _) = shared.post(initialized.clone()).into_parts();
@@ -736,6 +726,57 @@ async fn within<F: std::future::Future>(limit: Option<Duration>, future: F) -> O
     }
 }
 
+/// The server's answer to the agent's `initialize` sent again for a new
+/// session; a `401` gets a new token and one more try.
+async fn new_session(shared: &Arc<Shared>, initialize: Bytes) -> Option<Response<Incoming>> {
+    for attempt in 0..2 {
+        let (parts, _) = shared.post(initialize.clone()).into_parts();
+        let bearer = parts.headers.get(AUTHORIZATION).cloned();
+        let response = match shared.send_upstream(parts, initialize.clone()).await {
+            Ok(response) => response,
+            Err(e) => {
+                tracing::warn!(target: "tower_lro", "a new session: {}", error_kind(&e));
+                return None;
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Some(response);
+        }
+        if status != StatusCode::UNAUTHORIZED
+            || attempt > 0
+            || !renew_token(shared, &response, bearer).await
+        {
+            tracing::warn!(target: "tower_lro", %status, "the server refused a new session");
+            return None;
+        }
+    }
+    None
+}
+
+/// After a `401`: a new token (refresh, client credentials or a sign-in)
+/// unless another request got one already; whether there is one now.
+async fn renew_token<B>(
+    shared: &Shared,
+    response: &Response<B>,
+    failed: Option<HeaderValue>,
+) -> bool {
+    let Some(auth) = shared.auth.as_ref() else {
+        return false;
+    };
+    let challenge = response
+        .headers()
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok());
+    match auth.renew(challenge, failed.as_ref()).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(target: "tower_lro", "oauth: {e}");
+            false
+        }
+    }
+}
+
 /// Opens the server's GET stream once per session, in the background.
 fn open_stream(shared: &Arc<Shared>) {
     {
@@ -773,17 +814,11 @@ async fn stream_response(shared: &Arc<Shared>) -> Option<Response<Incoming>> {
         if status.is_success() {
             return Some(response);
         }
-        let renewable = status == StatusCode::UNAUTHORIZED && attempt == 0;
-        let Some(auth) = shared.auth.as_ref().filter(|_| renewable) else {
+        if status != StatusCode::UNAUTHORIZED
+            || attempt > 0
+            || !renew_token(shared, &response, bearer).await
+        {
             tracing::debug!(target: "tower_lro", %status, "no server stream");
-            return None;
-        };
-        let challenge = response
-            .headers()
-            .get(WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok());
-        if let Err(e) = auth.renew(challenge, bearer.as_ref()).await {
-            tracing::warn!(target: "tower_lro", "server stream: oauth: {e}");
             return None;
         }
     }
