@@ -1664,3 +1664,48 @@ async fn sigterm_lets_the_request_in_flight_finish_and_leaves_no_temp_file() {
     }
     assert_eq!(offload_files(dir.path()), 1);
 }
+
+/// A listener that never accepts, its accept queue filled by held
+/// connections, so that a new connection to it hangs unanswered (the
+/// kernel drops its SYNs): what a connect timeout is for. `None` when the
+/// queue could not be filled in 16 connections.
+async fn unaccepting_upstream() -> Option<(
+    tokio::net::TcpListener,
+    Vec<tokio::net::TcpStream>,
+    SocketAddr,
+)> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        let connect = tokio::net::TcpStream::connect(addr);
+        match tokio::time::timeout(Duration::from_millis(500), connect).await {
+            Ok(Ok(stream)) => held.push(stream),
+            _ => return Some((listener, held, addr)),
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_never_accepts_gets_504_after_the_connect_timeout() {
+    let (_listener, _held, upstream) = unaccepting_upstream()
+        .await
+        .expect("a listen backlog of 1 fills within 16 connections");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{upstream}/mcp");
+    let (_gw, addr) = gateway_with(&url, dir.path(), &["--connect-timeout", "1"]);
+    let call = tools_call(1, "status", json!({}), None);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        post(&format!("http://{addr}/mcp"), &call, &[]),
+    )
+    .await
+    .expect("answered after the connect timeout, not left hanging");
+    assert_eq!(answer.status(), 504);
+    let body = answer.text().await.unwrap();
+    assert!(body.starts_with("gateway timeout"), "{body}");
+    assert!(!body.contains("127.0.0.1"), "no address: {body}");
+}
