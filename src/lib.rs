@@ -48,8 +48,10 @@
 //!    layer ([`HistoryOffloadLayer`]: chat requests rewritten by the
 //!    `history` engine, read with `serve`'s reader and handed on as
 //!    `request_body`'s body); and `cleanup` — the custodial task.
-//! 5. `command` (feature `cli`) — what the `lro` binary runs: the local
-//!    stdio proxy (`command::proxy`) on top of the layer.
+//! 5. `command` (feature `cli`) — what the `lro` binary runs, on top of
+//!    the layer: the local stdio proxy (`command::proxy`) with its OAuth
+//!    sign-in (`command::auth`), the gateway (`command::gateway`), and the
+//!    upstream client both use (`command::connect`: TLS, `TCP_NODELAY`).
 //!
 //! All modules are private; the public surface below is re-exported here,
 //! once.
