@@ -729,13 +729,38 @@ async fn within<F: std::future::Future>(limit: Option<Duration>, future: F) -> O
 /// The server's answer to the agent's `initialize` sent again for a new
 /// session; a `401` gets a new token and one more try.
 async fn new_session(shared: &Arc<Shared>, initialize: Bytes) -> Option<Response<Incoming>> {
-    for attempt in 0..2 {
+    with_fresh_token(shared, "a new session", || async {
         let (parts, _) = shared.post(initialize.clone()).into_parts();
         let bearer = parts.headers.get(AUTHORIZATION).cloned();
-        let response = match shared.send_upstream(parts, initialize.clone()).await {
+        let sent = shared.send_upstream(parts, initialize.clone()).await;
+        (bearer, sent.map_err(|e| error_kind(&e)))
+    })
+    .await
+}
+
+/// The answer to what `send` sends (with the token it reports), unless it
+/// fails or is refused; a `401` gets a new token and one more try. `what`
+/// names the request in the log.
+async fn with_fresh_token<F, Fut>(
+    shared: &Shared,
+    what: &str,
+    send: F,
+) -> Option<Response<Incoming>>
+where
+    F: Fn() -> Fut,
+    Fut: Future<
+        Output = (
+            Option<HeaderValue>,
+            Result<Response<Incoming>, &'static str>,
+        ),
+    >,
+{
+    for attempt in 0..2 {
+        let (bearer, sent) = send().await;
+        let response = match sent {
             Ok(response) => response,
-            Err(e) => {
-                tracing::warn!(target: "tower_lro", "a new session: {}", error_kind(&e));
+            Err(why) => {
+                tracing::info!(target: "tower_lro", "{what}: {why}");
                 return None;
             }
         };
@@ -747,7 +772,7 @@ async fn new_session(shared: &Arc<Shared>, initialize: Bytes) -> Option<Response
             || attempt > 0
             || !renew_token(shared, &response, bearer).await
         {
-            tracing::warn!(target: "tower_lro", %status, "the server refused a new session");
+            tracing::info!(target: "tower_lro", %status, "{what}: refused");
             return None;
         }
     }
@@ -800,29 +825,13 @@ fn open_stream(shared: &Arc<Shared>) {
 /// The server's answer to the GET of its stream, when it opens one; a
 /// `401` gets a new token (as for any message) and one more try.
 async fn stream_response(shared: &Arc<Shared>) -> Option<Response<Incoming>> {
-    for attempt in 0..2 {
+    with_fresh_token(shared, "server stream", || async {
         let request = shared.request(Method::GET, Bytes::new());
         let bearer = request.headers().get(AUTHORIZATION).cloned();
-        let response = match shared.client.request(request).await {
-            Ok(response) => response,
-            Err(e) => {
-                tracing::info!(target: "tower_lro", "server stream: {}", failure_kind(&e));
-                return None;
-            }
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Some(response);
-        }
-        if status != StatusCode::UNAUTHORIZED
-            || attempt > 0
-            || !renew_token(shared, &response, bearer).await
-        {
-            tracing::debug!(target: "tower_lro", %status, "no server stream");
-            return None;
-        }
-    }
-    None
+        let sent = shared.client.request(request).await;
+        (bearer, sent.map_err(|e| failure_kind(&e)))
+    })
+    .await
 }
 
 /// Ends the session upstream (`DELETE`), when there is one.
