@@ -1,11 +1,11 @@
-//! The one HTTP client of the `lro` command's upstream side: the proxy's
-//! MCP requests and the OAuth requests (discovery, registration, tokens)
-//! go through [`client`] and [`fetch`], so the transport (TCP or TLS,
-//! [`super::connect`]) is chosen in one place.
+//! The client type of the `lro` proxy's upstream side, made by
+//! [`super::connect::upstream_client`] (TCP or TLS): the proxy's MCP
+//! requests and the OAuth requests (discovery, registration, tokens) share
+//! it; [`fetch`] reads an OAuth answer whole, bounded.
 
 use std::time::Duration;
 
-use super::connect::{ConnectError, ConnectOptions, UpstreamClient, upstream_client};
+use super::connect::UpstreamClient;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
@@ -18,13 +18,6 @@ pub(crate) type HttpClient = UpstreamClient<Full<Bytes>>;
 const MAX_FETCH_BYTES: usize = 1 << 20;
 /// How long one [`fetch`] may take, answer included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The shared upstream client: `TCP_NODELAY` (no delayed-ACK waits on
-/// keep-alive), the connect timeout, TLS with the system's roots and the
-/// CA file.
-pub(crate) fn client(connect: &ConnectOptions) -> Result<HttpClient, ConnectError> {
-    upstream_client(connect)
-}
 
 /// Why a [`fetch`] failed, without addresses or OS error texts.
 #[derive(Debug, thiserror::Error)]

@@ -58,9 +58,9 @@ use tower_service::Service;
 
 use super::announce::{announce_in_headers, announce_in_initialize};
 use super::auth::{Auth, AuthError, AuthOptions};
-use super::connect::{ConnectError, ConnectOptions, failure_kind};
+use super::connect::{ConnectError, ConnectOptions, failure_kind, upstream_client};
 use super::hidden_tools::HiddenTools;
-use super::http::{HttpClient, client};
+use super::http::HttpClient;
 use crate::middleware::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
 use crate::wire::sse::{EventSplitter, event_data};
 use crate::{OffloadConfig, StoreError};
@@ -853,7 +853,7 @@ impl Shared {
         options: ProxyOptions,
         out: mpsc::UnboundedSender<String>,
     ) -> Result<Shared, ProxyError> {
-        let client = client(&options.connect)?;
+        let client = upstream_client(&options.connect)?;
         let auth = match options.auth {
             Some(auth) if !options.headers.contains_key(AUTHORIZATION) => Some(Auth::new(
                 auth,
