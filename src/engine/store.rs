@@ -235,6 +235,17 @@ pub(crate) fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
     options
 }
 
+/// `options` for a file only this user may read (`0600`), never opened
+/// through a symbolic link.
+pub(crate) fn private_file(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    no_follow(options)
+}
+
 /// Whether `name` is an offload file name we write: `atlatl-{op}-{ulid}.jsonl`
 /// with `op` in `[a-z0-9_]+`.
 pub fn is_offload_file_name(name: &str) -> bool {
@@ -298,12 +309,7 @@ impl FsStore {
             move |source| StoreError::Write { path: p, source }
         };
         let mut options = fs::OpenOptions::new();
-        no_follow(options.write(true).create_new(true));
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
+        private_file(options.write(true).create_new(true));
         let mut file = options.open(&tmp).map_err(werr(&tmp))?;
         let written = file.write_all(contents).and_then(|()| file.flush());
         drop(file);

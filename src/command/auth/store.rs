@@ -14,6 +14,7 @@ use sha2::Digest;
 
 use super::AuthError;
 use crate::FsStore;
+use crate::engine::store::private_file;
 
 /// How often a waiting instance tries the lock again.
 const LOCK_POLL: Duration = Duration::from_millis(200);
@@ -175,10 +176,5 @@ fn open_private(path: &Path, fresh: bool) -> io::Result<fs::File> {
     } else {
         options.create(true).truncate(false);
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-    }
-    options.open(path)
+    private_file(&mut options).open(path)
 }
