@@ -84,7 +84,7 @@ enum LogFormat {
 
 /// Runs the gateway until SIGINT or SIGTERM.
 pub fn run(args: GatewayArgs, config: OffloadConfig) -> Result<(), String> {
-    logs(args.log_format);
+    crate::logs("info", matches!(args.log_format, LogFormat::Json));
     let options = options(args, config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -140,18 +140,4 @@ fn seconds(flag: &str, n: u64) -> Result<Duration, String> {
         return Err(format!("{flag}: must be at least 1"));
     }
     Ok(Duration::from_secs(n))
-}
-
-/// Logs on stderr, as text or JSON, filtered by `RUST_LOG` (default `info`).
-fn logs(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-    }
 }

@@ -80,7 +80,7 @@ fn main() -> ExitCode {
         Command::Extract(args) => files::extract(&args),
         Command::Cleanup(args) => files::cleanup(&args, &config),
         Command::Proxy(args) => {
-            logs(args.log_filter());
+            logs(args.log_filter(), false);
             proxy::run(*args, config)
         }
         Command::Gateway(args) => gateway::run(args, config),
@@ -91,16 +91,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs on stderr (stdout is the agent's), filtered by `RUST_LOG`, else
-/// by `default`.
-fn logs(default: &str) {
+/// Logs on stderr (stdout is the agent's, or free), filtered by `RUST_LOG`,
+/// else by `default`; one JSON object a line when `json`.
+fn logs(default: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    if json {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
 }
 
 /// One line on stderr, exit status 1.
