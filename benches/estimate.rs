@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use tower_lro::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
+use tower_lro::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 
 /// The largest char boundary of `s` at or below `at`.
 fn char_floor(s: &str, at: usize) -> usize {
@@ -108,7 +108,7 @@ fn main() {
         &mut c,
         &mut rows,
         "o200k (exact BPE)",
-        &tower_lro::O200kEstimator,
+        &tower_lro::estimate::O200kEstimator,
         if support::quick() { 200_000 } else { 1_000_000 },
         None,
     );

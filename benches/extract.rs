@@ -17,9 +17,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use tower_lro::{
-    ExtractLimits, Extractor, OffloadConfig, Offloader, Outcome, Paging, RecipeCommand, ToolCall,
-};
+use tower_lro::config::OffloadConfig;
+use tower_lro::extract::{ExtractLimits, Extractor, Paging, RecipeCommand};
+use tower_lro::offload::{Offloader, Outcome, ToolCall};
 
 use support::{fmt_ns, median_ns, record};
 

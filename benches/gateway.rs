@@ -35,9 +35,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tower_lro::OffloadConfig;
 use tower_lro::command::gateway::{Gateway, GatewayOptions};
 use tower_lro::command::proxy::{self, ProxyOptions};
+use tower_lro::config::OffloadConfig;
 
 /// Longest one request may take before the run is aborted.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use serde_json::{Value, json};
-use tower_lro::{BodyRewrite, ChatFormat, HistoryConfig, HistoryOffloader, SummaryMode};
+use tower_lro::history::{BodyRewrite, ChatFormat, HistoryConfig, HistoryOffloader, SummaryMode};
 
 use support::{fmt_ns, median_ns, record};
 

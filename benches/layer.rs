@@ -32,7 +32,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tower::{Layer, Service, ServiceExt};
-use tower_lro::OffloadLayer;
+use tower_lro::offload::OffloadLayer;
 
 use support::{Chunked, fmt_ns, median_ns, record};
 

@@ -35,8 +35,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceBuilder;
-use tower_lro::OffloadLayer;
-use tower_lro::RequestBody;
+use tower_lro::offload::OffloadLayer;
+use tower_lro::offload::RequestBody;
 
 /// Longest a single request may take before the run is aborted.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);

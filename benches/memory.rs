@@ -23,7 +23,8 @@ use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tower::{Layer, ServiceExt};
-use tower_lro::{OffloadConfig, OffloadLayer, Offloader, Outcome, ToolCall};
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::{OffloadLayer, Offloader, Outcome, ToolCall};
 
 use support::Chunked;
 
@@ -107,21 +108,23 @@ fn through_layer(
     } else {
         "application/json"
     };
-    let inner = tower::service_fn(move |req: Request<tower_lro::RequestBody<Full<Bytes>>>| {
-        let body = body.clone();
-        async move {
-            // Read the request, as a server does (the layer classifies
-            // the request from what the inner service read).
-            let _ = req.into_body().collect().await;
-            let mut r = Response::new(Chunked {
-                data: body,
-                chunk: 64 * 1024,
-            });
-            r.headers_mut()
-                .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
-            Ok::<_, Infallible>(r)
-        }
-    });
+    let inner = tower::service_fn(
+        move |req: Request<tower_lro::offload::RequestBody<Full<Bytes>>>| {
+            let body = body.clone();
+            async move {
+                // Read the request, as a server does (the layer classifies
+                // the request from what the inner service read).
+                let _ = req.into_body().collect().await;
+                let mut r = Response::new(Chunked {
+                    data: body,
+                    chunk: 64 * 1024,
+                });
+                r.headers_mut()
+                    .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
+                Ok::<_, Infallible>(r)
+            }
+        },
+    );
     let svc = OffloadLayer::builder().output_dir(dir).build().layer(inner);
     let req = Request::builder()
         .method(Method::POST)

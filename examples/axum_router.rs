@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
-use tower_lro::OffloadLayer;
+use tower_lro::offload::OffloadLayer;
 
 async fn version() -> Json<Value> {
     Json(json!({"name": "my-app", "version": env!("CARGO_PKG_VERSION")}))

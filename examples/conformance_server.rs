@@ -24,7 +24,7 @@ use conformance_server::ConformanceServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tower::ServiceBuilder;
-use tower_lro::OffloadLayer;
+use tower_lro::offload::OffloadLayer;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -19,7 +19,9 @@ mod chat_history;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tower_lro::{HistoryConfig, HistoryEvent, HistoryOffloadLayer, HistoryOffloader, SummaryMode};
+use tower_lro::history::{
+    HistoryConfig, HistoryEvent, HistoryOffloadLayer, HistoryOffloader, SummaryMode,
+};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -28,7 +28,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use serde_json::{Value, json};
 use tower::{Service, ServiceBuilder};
-use tower_lro::OffloadLayer;
+use tower_lro::offload::OffloadLayer;
 
 /// Largest request body the handler reads.
 const MAX_REQUEST: usize = 1 << 20;

@@ -28,7 +28,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceBuilder;
-use tower_lro::{OffloadLayer, OffloadResponse};
+use tower_lro::descriptor::OffloadResponse;
+use tower_lro::offload::OffloadLayer;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -40,7 +40,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Offloader;
 use crate::engine::events::{EventHook, Events, OffloadEvent};
 use crate::engine::rebuild::expiry;
-use crate::engine::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, no_follow, parse_file_name};
+use crate::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, no_follow, parse_file_name};
 
 /// Deletes expired offloaded files in one directory.
 #[derive(Debug, Clone)]

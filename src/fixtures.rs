@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 
-use crate::Detail;
+use crate::descriptor::Detail;
 
 const NAMESPACES: [&str; 8] = [
     "_semantic/architecture",

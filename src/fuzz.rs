@@ -46,11 +46,13 @@ use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::config::OffloadConfig;
+use crate::descriptor::OffloadResponse;
 use crate::json::{Style, minifies_to, minify, minify_outline};
+use crate::offload::{Offloader, Outcome, ToolCall};
 use crate::wire::jsonrpc::{Found, Reply, Watched, classify, find_results, read_reply};
 use crate::wire::mcp::{BlockOut, RawResult};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
-use crate::{OffloadConfig, OffloadResponse, Offloader, Outcome, ToolCall};
 
 // ---------------------------------------------------------------------------
 // Bounds
@@ -1269,10 +1271,10 @@ fn check_engine(
     // The file alone rebuilds it, unless its header leaves large kept
     // parts to the rewritten result; the two together always do.
     let file = std::fs::read_to_string(&off.file.path).unwrap_or_default();
-    let alone = crate::rebuild_file(&off.file.path);
+    let alone = crate::offload::rebuild_file(&off.file.path);
     let checked = offloader.rebuild_file(&off.file.path);
     let _ = std::fs::remove_file(&off.file.path);
-    let rebuilt = crate::rebuild_with(&file, &off.result);
+    let rebuilt = crate::offload::rebuild_with(&file, &off.result);
     prop_assert!(rebuilt.is_ok(), "rebuild failed: {:?}", rebuilt.err());
     let rebuilt = rebuilt.unwrap_or_default();
     match (alone, checked) {
@@ -1281,8 +1283,8 @@ fn check_engine(
             prop_assert_eq!(&checked, &rebuilt);
         }
         (
-            Err(crate::RebuildError::NeedsRewrittenResult),
-            Err(crate::RebuildError::NeedsRewrittenResult),
+            Err(crate::offload::RebuildError::NeedsRewrittenResult),
+            Err(crate::offload::RebuildError::NeedsRewrittenResult),
         ) => {}
         (a, c) => prop_assert!(
             false,

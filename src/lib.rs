@@ -102,69 +102,43 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod cleanup;
+mod answer;
+pub mod cleanup;
 #[cfg(feature = "cli")]
 pub mod command;
+pub mod config;
 mod engine;
+pub mod estimate;
+pub mod extract;
 #[cfg(feature = "fixtures")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fixtures")))]
 pub mod fixtures;
 #[cfg(test)]
 mod fuzz;
-mod history;
+#[cfg(feature = "history")]
+#[cfg_attr(docsrs, doc(cfg(feature = "history")))]
+pub mod history;
 mod json;
-mod middleware;
+pub mod offload;
+pub mod store;
 mod wire;
 
-pub use cleanup::{CleanupHandle, CleanupReport, Custodian};
-pub use engine::config::{
-    ConfigError, DEFAULT_CLEANUP_INTERVAL, DEFAULT_MAX_BUFFERED_BYTES, ENV_PREFIX, EffectivePolicy,
-    OffloadConfig, ToolPolicy,
+pub use engine::descriptor;
+
+pub use cleanup::{CleanupHandle, Custodian};
+pub use config::{OffloadConfig, ToolPolicy};
+pub use descriptor::{OffloadHeader, OffloadResponse};
+pub use estimate::TokenEstimator;
+pub use extract::{Extractor, Query};
+#[cfg(feature = "history")]
+pub use history::{HistoryConfig, HistoryOffloadLayer, HistoryOffloader};
+pub use offload::{
+    EventHook, OffloadEvent, OffloadLayer, OffloadLayerBuilder, OffloadService, Offloader, Outcome,
+    ToolCall, rebuild_file,
 };
-pub use engine::descriptor::{
-    Detail, HEADER_TYPE, JqRecipe, OffloadHeader, OffloadResponse, OffloadSummary, OffloadedResult,
-    PageInfo, RecipeProgram, extract_guidance, guidance,
-};
-#[cfg(feature = "o200k")]
-pub use engine::estimate::O200kEstimator;
-pub use engine::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
-pub use engine::events::{EventHook, OffloadEvent, PassReason};
-pub use engine::extract::{
-    ExtractError, ExtractLimits, Extractor, JqFlags, Page, Paging, Query, RecipeCommand,
-};
-pub use engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
-pub use engine::records::{Rebuild, RebuildError};
-pub use engine::store::{
-    FILE_EXTENSION, FILE_PREFIX, FsStore, RESOURCE_URI_PREFIX, Store, StoreError, file_name_of_uri,
-    is_offload_file_name, resource_uri,
-};
-pub use engine::{
-    DEFAULT_OFFLOAD_THRESHOLD_TOKENS, DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL,
-    Offloaded, Offloader, Outcome, Truncated, operation_name,
-};
-pub use history::{
-    BodyRewrite, ChatFormat, DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_KEEP_RECENT_COMPACT,
-    DEFAULT_KEEP_RECENT_COMPRESS, DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS,
-    DEFAULT_SUMMARY_MAX_TOKENS, ExtractiveSummarizer, HISTORY_ENV_PREFIX, HISTORY_FILE_PREFIX,
-    HistoryConfig, HistoryError, HistoryOffloader, HistoryOutcome, HistoryReport, POINTER_MARKER,
-    SUMMARY_MARKER, Summarizer, SummaryError, SummaryFuture, SummaryMode, SummaryRequest,
-    UnknownMode,
-};
-#[cfg(feature = "history-endpoint")]
-pub use middleware::{
-    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
-    EndpointSummarizer,
-};
-pub use middleware::{
-    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_MAX_PROXY_SESSIONS,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER, DEFAULT_PROXY_SESSION_TTL,
-    DEFAULT_REWRITE_TIMEOUT, FallbackReason, HistoryEvent, HistoryOffloadLayer,
-    HistoryOffloadLayerBuilder, HistoryOffloadService, HistoryResponseFuture, OffloadBody,
-    OffloadLayer, OffloadLayerBuilder, OffloadService, RequestBody, ResponseFuture,
-};
-pub use wire::call::ToolCall;
-pub use wire::jsonrpc::CLIENT_INFO_META_KEY;
-pub use wire::mcp::ResultError;
+pub use store::{FsStore, Store};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

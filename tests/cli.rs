@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use tower_lro::{Detail, OffloadConfig, Offloader, Outcome, ToolCall};
+use tower_lro::config::OffloadConfig;
+use tower_lro::descriptor::Detail;
+use tower_lro::offload::{Offloader, Outcome, ToolCall};
 
 /// Runs `lro ARGS`.
 fn lro(args: &[&str]) -> Output {

@@ -24,7 +24,7 @@ use common::{interop_dir, interop_setup, output_within, require};
 use conformance_server::ConformanceServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tower_lro::OffloadLayer;
+use tower_lro::offload::OffloadLayer;
 
 /// One suite run may take this long before the test fails.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -243,9 +243,9 @@ async fn conformance(mode: Mode) {
     // their descriptor would not have been smaller.
     let kept = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = kept.clone();
-    let hook = tower_lro::EventHook::callback(move |event| {
-        if let tower_lro::OffloadEvent::PassedThrough {
-            reason: tower_lro::PassReason::DescriptorTooLarge { .. },
+    let hook = tower_lro::offload::EventHook::callback(move |event| {
+        if let tower_lro::offload::OffloadEvent::PassedThrough {
+            reason: tower_lro::offload::PassReason::DescriptorTooLarge { .. },
             ..
         } = event
         {

@@ -9,11 +9,11 @@ mod shapes;
 use common::{file_header, require_jq, run_recipe};
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use tower_lro::config::OffloadConfig;
+use tower_lro::descriptor::{Detail, OffloadResponse, guidance};
+use tower_lro::estimate::{ScriptAwareEstimator, TokenEstimator};
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{
-    Detail, OffloadConfig, OffloadResponse, Offloaded, Offloader, Outcome, PassReason,
-    ScriptAwareEstimator, TokenEstimator, ToolCall, guidance,
-};
+use tower_lro::offload::{Offloaded, Offloader, Outcome, PassReason, ToolCall};
 
 /// The descriptor budget, in estimated tokens.
 const BUDGET: usize = 1200;

@@ -9,9 +9,10 @@ use common::{
     require_jq, run_recipe,
 };
 use serde_json::{Value, json};
-use tower_lro::Detail;
+use tower_lro::config::OffloadConfig;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{OffloadConfig, Offloaded, Offloader, Outcome, PassReason, ToolCall, rebuild_file};
+use tower_lro::offload::{Offloaded, Offloader, Outcome, PassReason, ToolCall, rebuild_file};
 
 fn offloader(dir: &std::path::Path) -> Offloader {
     Offloader::new(OffloadConfig::default().output_dir(dir))
@@ -502,7 +503,7 @@ fn layouts_blocks_and_fields_survive_the_round_trip() {
             json!({"type": "text", "text": "Found 300 items:"})
         );
         assert_eq!(content[1], image);
-        let d: tower_lro::OffloadResponse =
+        let d: tower_lro::descriptor::OffloadResponse =
             serde_json::from_str(content[2]["text"].as_str().unwrap()).unwrap();
         assert_eq!(d.summary.count, 300);
         assert_eq!(content[2]["annotations"], json!({"priority": 0.5}));
@@ -655,8 +656,8 @@ fn write_failure_truncates_inline_with_a_warning() {
             text["memories"].as_array().unwrap().as_slice(),
             &memories[..t.kept]
         );
-        let tokens = tower_lro::ScriptAwareEstimator;
-        use tower_lro::TokenEstimator;
+        let tokens = tower_lro::estimate::ScriptAwareEstimator;
+        use tower_lro::estimate::TokenEstimator;
         let inline_tokens = tokens.estimate(v["content"][1]["text"].as_str().unwrap());
         assert!(
             inline_tokens <= 1600,

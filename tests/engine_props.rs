@@ -2,7 +2,8 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use tower_lro::{OffloadConfig, Offloader, Outcome, ToolCall, rebuild_file};
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::{Offloader, Outcome, ToolCall, rebuild_file};
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![

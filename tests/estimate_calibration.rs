@@ -2,9 +2,9 @@
 //! The error table in `src/engine/estimate.rs` comes from this test's output
 //! (`cargo test --test estimate_calibration -- --nocapture`).
 
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
+use tower_lro::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 use tower_lro::fixtures::MemoryGenerator;
-use tower_lro::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
 
 fn samples() -> Vec<(&'static str, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/");
@@ -56,7 +56,7 @@ fn heuristics_against_o200k() {
 fn o200k_feature_is_exact() {
     let text = &samples()[1].1;
     assert_eq!(
-        tower_lro::O200kEstimator.estimate(text),
+        tower_lro::estimate::O200kEstimator.estimate(text),
         bpe_openai::o200k_base().count(text)
     );
 }

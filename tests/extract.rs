@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 
 use common::{require_jq, run_recipe};
 use serde_json::{Value, json};
-use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{
-    Detail, ExtractError, ExtractLimits, Extractor, OffloadConfig, Offloaded, Offloader, Outcome,
-    Page, Paging, Query, RecipeCommand, ToolCall,
+use tower_lro::config::OffloadConfig;
+use tower_lro::descriptor::Detail;
+use tower_lro::extract::{
+    ExtractError, ExtractLimits, Extractor, Page, Paging, Query, RecipeCommand,
 };
+use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
+use tower_lro::offload::{Offloaded, Offloader, Outcome, ToolCall};
 
 fn offload(dir: &Path, tool: &str, args: Option<Value>, result: &Value) -> Box<Offloaded> {
     let o = Offloader::new(OffloadConfig::default().output_dir(dir));

@@ -36,8 +36,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tower::{Layer, ServiceExt, service_fn};
-use tower_lro::{
-    EventHook, OffloadLayer, OffloadResponse, RebuildError, RequestBody, rebuild_file, rebuild_with,
+use tower_lro::descriptor::OffloadResponse;
+use tower_lro::offload::{
+    EventHook, OffloadLayer, RebuildError, RequestBody, rebuild_file, rebuild_with,
 };
 
 // ---------------------------------------------------------------------------
@@ -654,7 +655,7 @@ enum Canon {
 /// Valid JSON text read as a [`Canon`]; `None` if not valid.
 /// Equal except for the layout of JSON texts in text blocks: a large JSON
 /// text laid out irregularly is rebuilt compact (equal as JSON; see
-/// `tower_lro::rebuild`). Texts compare without the whitespace between
+/// `tower_lro::offload::rebuild`). Texts compare without the whitespace between
 /// their tokens (no parse: fuzzed texts nest deeper than serde_json reads).
 fn same_but_text_layout(rebuilt: &str, original: &str) -> bool {
     match (canon(rebuilt), canon(original)) {

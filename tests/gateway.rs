@@ -33,7 +33,8 @@ use common::{
 use serde_json::{Value, json};
 use std::io::Write as _;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tower_lro::{Detail, OffloadResponse, rebuild_file};
+use tower_lro::descriptor::{Detail, OffloadResponse};
+use tower_lro::offload::rebuild_file;
 
 // ---- child processes ------------------------------------------------------
 
@@ -1163,7 +1164,7 @@ fn offload_files(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .unwrap()
         .flatten()
-        .filter(|e| tower_lro::is_offload_file_name(&e.file_name().to_string_lossy()))
+        .filter(|e| tower_lro::store::is_offload_file_name(&e.file_name().to_string_lossy()))
         .count()
 }
 
@@ -1658,7 +1659,7 @@ async fn sigterm_lets_the_request_in_flight_finish_and_leaves_no_temp_file() {
     for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         assert!(
-            tower_lro::is_offload_file_name(&name),
+            tower_lro::store::is_offload_file_name(&name),
             "left behind: {name}"
         );
     }

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use tower_lro::{
-    BodyRewrite, CharsPerTokenEstimator, ChatFormat, ExtractiveSummarizer, HistoryConfig,
-    HistoryError, HistoryOffloader, HistoryOutcome, OffloadResponse, POINTER_MARKER,
-    SUMMARY_MARKER, ScriptAwareEstimator, Summarizer, SummaryError, SummaryFuture, SummaryMode,
-    SummaryRequest, TokenEstimator,
+use tower_lro::descriptor::OffloadResponse;
+use tower_lro::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
+use tower_lro::history::{
+    BodyRewrite, ChatFormat, ExtractiveSummarizer, HistoryConfig, HistoryError, HistoryOffloader,
+    HistoryOutcome, POINTER_MARKER, SUMMARY_MARKER, Summarizer, SummaryError, SummaryFuture,
+    SummaryMode, SummaryRequest,
 };
 
 const SYSTEM: &str = "You are an operations agent. Use the tools.";

@@ -14,7 +14,9 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
 use chat_endpoint::{Endpoint, serve};
-use tower_lro::{EndpointError, EndpointSummarizer, Summarizer, SummaryError, SummaryRequest};
+use tower_lro::history::{
+    EndpointError, EndpointSummarizer, Summarizer, SummaryError, SummaryRequest,
+};
 
 const TRANSCRIPT: &str = "user: list the open tickets of project atlas\n\n\
 tool (search_tickets): TCK-4411 login fails on Safari; TCK-4412 export times out";

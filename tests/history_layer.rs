@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use chat_endpoint::{Endpoint, Received, serve};
 use serde_json::{Value, json};
-use tower_lro::{
+use tower_lro::history::{
     EndpointSummarizer, FallbackReason, HistoryConfig, HistoryEvent, HistoryOffloadLayer,
     HistoryOffloadLayerBuilder, HistoryOffloader, SummaryMode,
 };

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceBuilder;
-use tower_lro::{EventHook, OffloadEvent, OffloadLayer, PassReason, RequestBody};
+use tower_lro::offload::{EventHook, OffloadEvent, OffloadLayer, PassReason, RequestBody};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 

@@ -12,7 +12,8 @@ mod common;
 use common::{FullDisk, file_records, json_stream, require_jq, run_recipe};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tower_lro::{OffloadConfig, Offloaded, Offloader, Outcome, ToolCall, Truncated, rebuild_file};
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::{Offloaded, Offloader, Outcome, ToolCall, Truncated, rebuild_file};
 
 fn offloader(dir: &std::path::Path) -> Offloader {
     Offloader::new(OffloadConfig::default().output_dir(dir))

@@ -22,7 +22,7 @@ use axum::response::Response;
 use common::mcp::{Mode, mcp_service, memories, serve, serve_with_and_without};
 use common::{check_recipe6, checked_descriptor, file_records, interop_setup, output_within};
 use serde_json::{Value, json};
-use tower_lro::{Detail, OffloadResponse};
+use tower_lro::descriptor::{Detail, OffloadResponse};
 
 /// How long one client subprocess may run before the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
@@ -152,9 +152,10 @@ fn ok<'a>(v: &'a Value, what: &str) -> &'a Value {
 /// The file rebuilt into the original result: its blocks and structured
 /// content equal what the client got from the server without the layer.
 fn check_rebuilt(d: &OffloadResponse, plain: &Value, what: &str) {
-    let rebuilt: Value =
-        serde_json::from_str(&tower_lro::rebuild_file(&d.file_path).expect("file rebuilds"))
-            .unwrap();
+    let rebuilt: Value = serde_json::from_str(
+        &tower_lro::offload::rebuild_file(&d.file_path).expect("file rebuilds"),
+    )
+    .unwrap();
     assert_eq!(
         rebuilt["content"], plain["content"],
         "{what}: rebuilt content"
@@ -285,7 +286,7 @@ fn check_extraction(x: &Value, d: &OffloadResponse, what: &str) {
     // The resource_link's resource is the file.
     assert_eq!(
         x["link"]["uri"],
-        json!(tower_lro::resource_uri(name)),
+        json!(tower_lro::store::resource_uri(name)),
         "{what}: resource_link"
     );
     let resource = ok(&x["resource"], "resources/read");

@@ -15,9 +15,9 @@ use axum::routing::post as on_post;
 use common::descriptor;
 use common::mcp::tools_call;
 use serde_json::{Value, json};
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{OffloadLayer, rebuild_file};
+use tower_lro::offload::{OffloadLayer, rebuild_file};
 
 fn big_result() -> Value {
     memory_tool_result(&MemoryGenerator::new(77).memories(150, Detail::Medium))

@@ -18,11 +18,10 @@ use common::mcp::{
 use common::try_descriptor;
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::memory_tool_result;
-use tower_lro::{
-    EventHook, FsStore, OffloadEvent, OffloadLayer, PassReason, Store, StoreError, rebuild_file,
-};
+use tower_lro::offload::{EventHook, OffloadEvent, OffloadLayer, PassReason, rebuild_file};
+use tower_lro::store::{FsStore, Store, StoreError};
 
 /// The file names in `dir`, sorted.
 fn names_in(dir: &Path) -> Vec<String> {

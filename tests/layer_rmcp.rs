@@ -12,9 +12,9 @@ use common::mcp::{
 use common::{check_recipe6, checked_descriptor, descriptor, require_jq};
 use rmcp::model::{CallToolResult, ProtocolVersion};
 use serde_json::{Value, json};
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::memory_tool_result;
-use tower_lro::{OffloadLayer, rebuild_file};
+use tower_lro::offload::{OffloadLayer, rebuild_file};
 
 /// One rmcp client call to the server at `addr`, speaking `version`.
 async fn call(
@@ -69,7 +69,7 @@ async fn scenario(mode: Mode, version: ProtocolVersion) {
     assert_eq!(d.summary.operation, "recall");
     assert_eq!(
         d.summary.detail,
-        tower_lro::Detail::Full,
+        tower_lro::descriptor::Detail::Full,
         "the records' level (full memories), not the tool's default (light)"
     );
 }
@@ -290,7 +290,10 @@ async fn images_stay_beside_the_descriptor() {
         .to_str()
         .unwrap();
     assert_eq!(rv["content"][2]["type"], "resource_link");
-    assert_eq!(rv["content"][2]["uri"], tower_lro::resource_uri(name));
+    assert_eq!(
+        rv["content"][2]["uri"],
+        tower_lro::store::resource_uri(name)
+    );
     let rebuilt: CallToolResult =
         serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(rebuilt, o);

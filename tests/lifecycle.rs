@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use tower_lro::Custodian;
-use tower_lro::Detail;
+use tower_lro::cleanup::Custodian;
+use tower_lro::config::{ConfigError, DEFAULT_CLEANUP_INTERVAL};
+use tower_lro::config::{OffloadConfig, ToolPolicy};
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{ConfigError, DEFAULT_CLEANUP_INTERVAL};
-use tower_lro::{
-    EventHook, FsStore, OffloadConfig, OffloadEvent, Offloader, Outcome, PassReason, RebuildError,
-    Store, ToolCall, ToolPolicy, rebuild_at, rebuild_file,
+use tower_lro::offload::{
+    EventHook, OffloadEvent, Offloader, Outcome, PassReason, RebuildError, ToolCall, rebuild_at,
+    rebuild_file,
 };
+use tower_lro::store::{FsStore, Store};
 
 const HOUR_MS: u64 = 3_600_000;
 
@@ -257,11 +259,11 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
     let first = d.join(name_aged(2 * HOUR_MS, 1));
     touch(&first);
     let inner = tower::service_fn(
-        |_req: http::Request<tower_lro::RequestBody<String>>| async {
+        |_req: http::Request<tower_lro::offload::RequestBody<String>>| async {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
         },
     );
-    let layer = tower_lro::OffloadLayer::builder()
+    let layer = tower_lro::offload::OffloadLayer::builder()
         .output_dir(&d)
         .cleanup_interval(INTERVAL)
         .build();
@@ -301,12 +303,12 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
     );
 
     // Switched off: no task at all.
-    let layer = tower_lro::OffloadLayer::builder()
+    let layer = tower_lro::offload::OffloadLayer::builder()
         .output_dir(&d)
         .auto_cleanup(false)
         .build();
     let inner = tower::service_fn(
-        |_req: http::Request<tower_lro::RequestBody<String>>| async {
+        |_req: http::Request<tower_lro::offload::RequestBody<String>>| async {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
         },
     );

@@ -22,11 +22,13 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower::{Layer, ServiceExt, service_fn};
+use tower_lro::descriptor::{Detail, OffloadResponse};
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
-use tower_lro::{
-    Detail, EventHook, OffloadBody, OffloadEvent, OffloadLayer, OffloadResponse, Outcome,
-    RequestBody, Store, StoreError, ToolCall, rebuild_file,
+use tower_lro::offload::{
+    EventHook, OffloadBody, OffloadEvent, OffloadLayer, Outcome, RequestBody, ToolCall,
+    rebuild_file,
 };
+use tower_lro::store::{Store, StoreError};
 
 // ---------------------------------------------------------------------------
 // Bodies, requests, responses
@@ -1319,8 +1321,8 @@ async fn debug_shows_settings_and_counts_never_sessions_arguments_or_data() {
     assert!(offloaded.response.preview.contains(DATA));
 
     // A write that fails: the truncated outcome.
-    let failing = tower_lro::Offloader::new(
-        tower_lro::OffloadConfig::default()
+    let failing = tower_lro::offload::Offloader::new(
+        tower_lro::config::OffloadConfig::default()
             .output_dir(dir.path())
             .threshold_tokens(1234),
     )
@@ -1370,8 +1372,9 @@ async fn debug_shows_settings_and_counts_never_sessions_arguments_or_data() {
 #[test]
 fn rebuild_and_recipe_debug_show_no_result_data() {
     let dir = tempfile::tempdir().unwrap();
-    let offloader =
-        tower_lro::Offloader::new(tower_lro::OffloadConfig::default().output_dir(dir.path()));
+    let offloader = tower_lro::offload::Offloader::new(
+        tower_lro::config::OffloadConfig::default().output_dir(dir.path()),
+    );
     let call = ToolCall::new("search_docs", None);
     let Outcome::Offloaded(o) = offloader
         .process(&call, marked_result().to_string().as_bytes())
@@ -1381,7 +1384,7 @@ fn rebuild_and_recipe_debug_show_no_result_data() {
     };
     // The in-memory header leaves it out; the file's header carries it.
     let text = std::fs::read_to_string(&o.file.path).unwrap();
-    let header: tower_lro::OffloadHeader =
+    let header: tower_lro::descriptor::OffloadHeader =
         serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_clean("OffloadHeader (read back)", &format!("{header:?}"));
     let rebuild = header.rebuild.as_ref().expect("a rebuild section");

@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::mcp::{Mode, memories, serve_with_and_without};
 use common::{check_recipe6, checked_descriptor, interop_setup, output_within};
 use serde_json::Value;
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
 
 /// How long one client run may take.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
@@ -102,7 +102,7 @@ fn offload_files(dir: &Path) -> usize {
         .map(|d| {
             d.filter(|e| {
                 e.as_ref().is_ok_and(|e| {
-                    tower_lro::is_offload_file_name(&e.file_name().to_string_lossy())
+                    tower_lro::store::is_offload_file_name(&e.file_name().to_string_lossy())
                 })
             })
             .count()
@@ -318,7 +318,7 @@ async fn a_server_request_is_relayed_both_ways() {
         config,
     );
     let server_dir = tempfile::tempdir().unwrap();
-    let layer = tower_lro::OffloadLayer::builder()
+    let layer = tower_lro::offload::OffloadLayer::builder()
         .output_dir(server_dir.path())
         .build();
     let addr = common::mcp::serve_mcp(service, Some(layer)).await;
@@ -468,7 +468,7 @@ async fn a_third_party_server_through_the_proxy() {
     let d = checked_descriptor(ok(&through[4], "large"), "server-everything large echo");
     assert!(Path::new(&d.file_path).starts_with(proxy_dir.path()));
     let rebuilt: Value =
-        serde_json::from_str(&tower_lro::rebuild_file(&d.file_path).unwrap()).unwrap();
+        serde_json::from_str(&tower_lro::offload::rebuild_file(&d.file_path).unwrap()).unwrap();
     assert_eq!(
         rebuilt["content"],
         ok(&calls[4], "direct large")["content"],

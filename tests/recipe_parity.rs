@@ -12,10 +12,10 @@ use std::process::Command;
 
 use common::require_jq;
 use serde_json::{Value, json};
-use tower_lro::{
-    ExtractLimits, Extractor, JqFlags, OffloadConfig, Offloaded, Offloader, Outcome, Paging, Query,
-    RecipeProgram,
-};
+use tower_lro::config::OffloadConfig;
+use tower_lro::descriptor::RecipeProgram;
+use tower_lro::extract::{ExtractLimits, Extractor, JqFlags, Paging, Query};
+use tower_lro::offload::{Offloaded, Offloader, Outcome};
 
 fn offload(o: &Offloader, case: &shapes::Case) -> Box<Offloaded> {
     match o

@@ -7,9 +7,9 @@ mod common;
 
 use common::{require_jq, run_recipe};
 use serde_json::{Value, json};
-use tower_lro::{
-    Custodian, OffloadConfig, Offloaded, Offloader, Outcome, RebuildError, ToolCall, rebuild_file,
-};
+use tower_lro::cleanup::Custodian;
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::{Offloaded, Offloader, Outcome, RebuildError, ToolCall, rebuild_file};
 
 fn offloader(dir: &std::path::Path) -> Offloader {
     Offloader::new(OffloadConfig::default().output_dir(dir))
@@ -252,7 +252,7 @@ fn a_resource_link_to_the_file_follows_the_descriptor_when_asked() {
     let size = std::fs::metadata(&off.file.path).unwrap().len();
     let link = &content[1];
     assert_eq!(link["type"], "resource_link");
-    assert_eq!(link["uri"], tower_lro::resource_uri(name));
+    assert_eq!(link["uri"], tower_lro::store::resource_uri(name));
     assert_eq!(link["name"], name);
     assert_eq!(link["mimeType"], "application/jsonl");
     assert_eq!(link["size"], size);
@@ -262,7 +262,7 @@ fn a_resource_link_to_the_file_follows_the_descriptor_when_asked() {
         "{description}"
     );
     assert_eq!(
-        tower_lro::file_name_of_uri(link["uri"].as_str().unwrap()),
+        tower_lro::store::file_name_of_uri(link["uri"].as_str().unwrap()),
         Some(name)
     );
     assert_eq!(content[2], image);
@@ -271,7 +271,7 @@ fn a_resource_link_to_the_file_follows_the_descriptor_when_asked() {
     let link = parsed.content[1]
         .as_resource_link()
         .expect("a resource_link block");
-    assert_eq!(link.uri, tower_lro::resource_uri(name));
+    assert_eq!(link.uri, tower_lro::store::resource_uri(name));
     assert_eq!(link.size, Some(size));
 }
 
@@ -374,7 +374,7 @@ fn check_small_header(o: &Offloader, result: &Value, exact_text: bool) -> usize 
         "line 1 is {line1} bytes of {}",
         text.len()
     );
-    let rebuilt = tower_lro::rebuild_with(&text, &off.result).expect("rebuilds");
+    let rebuilt = tower_lro::offload::rebuild_with(&text, &off.result).expect("rebuilds");
     same_result(&serde_json::from_str(&rebuilt).unwrap(), result, exact_text);
     as_rmcp(&off.result);
     line1

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::mcp::{Mode, mcp_service, post, serve_mcp, tools_call};
 use serde_json::{Value, json};
-use tower_lro::{ExtractLimits, OffloadLayer};
+use tower_lro::extract::ExtractLimits;
+use tower_lro::offload::OffloadLayer;
 
 /// The JSON-RPC answer to `body` posted with `headers` (JSON answers).
 async fn answer(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> Value {

@@ -19,7 +19,8 @@ use rmcp::model::{
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use tower_lro::{Detail, OffloadLayer};
+use tower_lro::descriptor::Detail;
+use tower_lro::offload::OffloadLayer;
 
 type Client = RunningService<rmcp::RoleClient, ClientConfig>;
 

@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use serde_json::{Value, json};
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 
 /// `LRO_BENCH_QUICK=1`: short runs (the whole set in a few minutes on 2 cores).

@@ -14,7 +14,7 @@ use rmcp::model::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::Value;
-use tower_lro::OffloadResponse;
+use tower_lro::descriptor::OffloadResponse;
 
 /// Where an example writes its files: `$TOWER_LRO_DEMO_DIR` when set (the
 /// tests set it), else `<temp dir>/tower-lro-<example>`.

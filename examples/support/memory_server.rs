@@ -11,7 +11,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, Resul
 use rmcp::{ErrorData, Peer, RoleServer, tool, tool_router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tower_lro::Detail;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 
 /// Arguments of the memory tools.

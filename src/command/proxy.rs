@@ -61,9 +61,10 @@ use super::auth::{Auth, AuthError, AuthOptions};
 use super::connect::{ConnectError, ConnectOptions, failure_kind, upstream_client};
 use super::hidden_tools::HiddenTools;
 use super::http::HttpClient;
-use crate::middleware::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
+use crate::OffloadConfig;
+use crate::offload::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
+use crate::store::StoreError;
 use crate::wire::sse::{EventSplitter, event_data};
-use crate::{OffloadConfig, StoreError};
 
 /// The header carrying the session id.
 const SESSION_HEADER: &str = "mcp-session-id";

@@ -18,16 +18,16 @@
 //! spec's shell template. For records that are not memories both name the
 //! recipes that really browse, filter, search and analyze.
 //!
-//! [`PassReason::DescriptorTooLarge`]: crate::PassReason::DescriptorTooLarge
+//! [`PassReason::DescriptorTooLarge`]: crate::offload::PassReason::DescriptorTooLarge
 
 use super::descriptor::{
     Detail, OffloadHeader, OffloadResponse, OffloadSummary, extract_guidance, guidance,
 };
-use super::estimate::TokenEstimator;
 use super::paging;
 use super::recipes::{self, Recipe, Role};
 use super::records::{RecordKind, RecordsView};
 use super::stats::RecordStats;
+use crate::estimate::TokenEstimator;
 
 /// Largest descriptor, in estimated tokens.
 pub(crate) const DESCRIPTOR_BUDGET_TOKENS: usize = 1200;

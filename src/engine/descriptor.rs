@@ -87,7 +87,7 @@ pub struct OffloadHeader {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// Addition: what is needed to rebuild the original `CallToolResult`
-    /// (see [`rebuild`](crate::rebuild)).
+    /// (see [`rebuild`](crate::offload::rebuild)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuild: Option<Rebuild>,
     /// Addition: the descriptor's recipes as `lro_extract` runs them, in

@@ -9,7 +9,7 @@
 use super::offloader::Offloader;
 use super::outcome::{Outcome, Truncated};
 use super::records::{self, Rebuild, RecordsView};
-use super::store::StoreError;
+use crate::store::StoreError;
 use crate::wire::mcp::{BlockOut, RawResult};
 
 impl Offloader {

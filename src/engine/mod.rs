@@ -118,12 +118,9 @@
 //! `stats`, `recipes`, `descriptor`, `estimate`, `config`, `store`,
 //! `events`, `outcome`.
 
-pub(crate) mod config;
 mod describe;
-pub(crate) mod descriptor;
-pub(crate) mod estimate;
+pub mod descriptor;
 pub(crate) mod events;
-pub(crate) mod extract;
 mod fallback;
 mod offloader;
 mod outcome;
@@ -133,21 +130,8 @@ mod pipeline;
 pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;
-pub(crate) mod serve;
 pub(crate) mod stats;
-pub(crate) mod store;
-
-use std::time::Duration;
 
 pub use offloader::Offloader;
 pub use outcome::{Offloaded, Outcome, Truncated};
 pub use output::operation_name;
-
-/// Default token threshold (the spec's `DEFAULT_OFFLOAD_THRESHOLD_TOKENS`).
-pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: usize = 1600;
-/// Default time-to-live of an offloaded file: one hour.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-/// Default `schema_version` written in file headers.
-pub const DEFAULT_SCHEMA_VERSION: &str = "1.0";
-/// Default length of the descriptor's `preview`, in characters.
-pub const DEFAULT_PREVIEW_CHARS: usize = 200;

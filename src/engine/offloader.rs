@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use super::config::{EffectivePolicy, OffloadConfig};
-use super::estimate::{ScriptAwareEstimator, TokenEstimator};
 use super::events::{EventHook, Events};
-use super::store::{FsStore, Store, StoreError};
+use crate::config::{EffectivePolicy, OffloadConfig};
+use crate::estimate::{ScriptAwareEstimator, TokenEstimator};
+use crate::store::{FsStore, Store, StoreError};
 use crate::wire::mcp::{RawResult, ResultError};
 
 /// The offload engine. Cheap to clone; shares its configuration, estimator,
@@ -14,7 +14,7 @@ use crate::wire::mcp::{RawResult, ResultError};
 #[derive(Clone)]
 pub struct Offloader {
     pub(super) config: Arc<OffloadConfig>,
-    pub(super) estimator: Arc<dyn TokenEstimator>,
+    pub(crate) estimator: Arc<dyn TokenEstimator>,
     pub(super) store: Arc<dyn Store>,
     pub(super) events: Events,
     /// The id of the next file, when the caller names it (the history's
@@ -82,7 +82,7 @@ impl Offloader {
         }
     }
 
-    /// Sends every event (see [`OffloadEvent`](crate::OffloadEvent)) to `hook` too.
+    /// Sends every event (see [`OffloadEvent`](crate::offload::OffloadEvent)) to `hook` too.
     pub fn with_event_hook(mut self, hook: EventHook) -> Self {
         self.events = Events::new(Some(hook));
         self

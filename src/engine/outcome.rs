@@ -2,7 +2,7 @@
 
 use super::descriptor::{OffloadResponse, OffloadedResult};
 use super::events::PassReason;
-use super::store::StoreError;
+use crate::store::StoreError;
 
 /// A result written to a file. Its `Debug` shows the file and counts, not
 /// the result.

@@ -3,7 +3,6 @@
 
 use chrono::{DateTime, Utc};
 
-use super::config::EffectivePolicy;
 use super::describe::{self, Facts};
 use super::descriptor::{Detail, HEADER_TYPE, OffloadHeader, OffloadResponse, OffloadedResult};
 use super::events::PassReason;
@@ -13,8 +12,9 @@ use super::rebuild::expiry;
 use super::recipes::{self, Recipe};
 use super::records::{self, Extraction, Rebuild, RecordKind, Records, RecordsView};
 use super::stats::RecordStats;
-use super::store;
+use crate::config::EffectivePolicy;
 use crate::json::push_json_string;
+use crate::store;
 use crate::wire::call::ToolCall;
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, resource_link_block};
 

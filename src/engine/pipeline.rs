@@ -65,7 +65,7 @@ impl Offloader {
         // The descriptor, and the resource link when asked, come first.
         let inserted = 1 + usize::from(call.resource_link);
         let is_large = |t: &str| self.estimator.estimate(t) > large;
-        let extraction = records::extract(&mut parsed, is_large, inserted)?;
+        let extraction = records::split(&mut parsed, is_large, inserted)?;
         if extraction.records.is_empty() {
             return Ok(Outcome::Inline(PassReason::NoRecords));
         }

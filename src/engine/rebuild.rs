@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::descriptor::{HEADER_TYPE, OffloadHeader};
 use super::offloader::Offloader;
 use super::records::{self, RebuildError};
-use super::store::parse_file_name;
+use crate::store::parse_file_name;
 use crate::wire::mcp::RawResult;
 
 /// Rebuilds the original `CallToolResult` JSON from the contents of an

@@ -20,8 +20,9 @@ use super::files::{HISTORY_FILE_PREFIX, content_ulid, digest, hex};
 use super::format::{self, Call, Shape};
 use super::offloader::{Inner, calls_by_id, recent_start};
 use super::report::HistoryError;
+use crate::config::DEFAULT_PREVIEW_CHARS;
+use crate::engine::Outcome;
 use crate::engine::operation_name;
-use crate::engine::{DEFAULT_PREVIEW_CHARS, Outcome};
 use crate::wire::call::ToolCall;
 
 /// First words of the pointer that replaces a plain-text tool answer.

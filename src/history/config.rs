@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::config::{
+use crate::config::{
     ConfigError, EnvValue, RawValue, TomlValue, apply_toml_file, env_vars, integer, parse_toml,
     prompt_section,
 };
-use crate::engine::estimate::{ScriptAwareEstimator, TokenEstimator};
+use crate::estimate::{ScriptAwareEstimator, TokenEstimator};
 
 /// Default `compact_ratio_threshold`: compress after compaction when it kept
 /// more than 75% of the tokens.
@@ -99,10 +99,10 @@ pub struct HistoryConfig {
     pub keep_recent_compress: usize,
     /// `store_dir`: where offloaded tool outputs, stored groups and
     /// remembered summaries go (default: `history` in the per-user private
-    /// temp dir of [`FsStore::default_dir`](crate::FsStore::default_dir)).
+    /// temp dir of [`FsStore::default_dir`](crate::store::FsStore::default_dir)).
     pub store_dir: PathBuf,
     /// Use `store_dir` even when it is not private (see
-    /// [`FsStore::trust_dir`](crate::FsStore::trust_dir)).
+    /// [`FsStore::trust_dir`](crate::store::FsStore::trust_dir)).
     pub trust_store_dir: bool,
     /// `chat_id`: names the files of compressed groups. `None`: an id
     /// derived from the conversation's first non-system message, so that
@@ -126,7 +126,7 @@ impl Default for HistoryConfig {
             group_token_threshold: None,
             keep_recent_compact: DEFAULT_KEEP_RECENT_COMPACT,
             keep_recent_compress: DEFAULT_KEEP_RECENT_COMPRESS,
-            store_dir: crate::engine::store::FsStore::default_dir().join("history"),
+            store_dir: crate::store::FsStore::default_dir().join("history"),
             trust_store_dir: false,
             chat_id: None,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
@@ -232,7 +232,7 @@ impl HistoryConfig {
 
 /// Prefix of the environment variables that configure the history offload
 /// (`ATLATL_PROMPT__HISTORY__MAX_TOTAL_TOKENS=30000`), as
-/// [`ENV_PREFIX`](crate::ENV_PREFIX) does for the offload.
+/// [`ENV_PREFIX`](crate::config::ENV_PREFIX) does for the offload.
 pub const HISTORY_ENV_PREFIX: &str = "ATLATL_PROMPT__HISTORY__";
 
 impl HistoryConfig {

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::summarize::{Summarizer, SummaryFuture, SummaryRequest};
-use crate::engine::estimate::{ScriptAwareEstimator, TokenEstimator};
+use crate::estimate::{ScriptAwareEstimator, TokenEstimator};
 
 /// The built-in summarizer: extracts tool names, identifiers and the most
 /// informative sentences within the token budget (estimated with

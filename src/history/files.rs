@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use crate::engine::store::{FsStore, Store, StoreError, no_follow};
+use crate::store::{FsStore, Store, StoreError, no_follow};
 
 /// Prefix of the history's own files (tool outputs kept as text, stored
 /// message groups, remembered summaries).

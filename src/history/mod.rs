@@ -77,7 +77,7 @@
 //! last group of the earlier turn may be cut differently (the in-memory
 //! plan is what keeps it). Files in `store_dir` carry a content-derived id
 //! whose time part is zero and do not expire by the offload TTL: do not
-//! point a [`Custodian`](crate::Custodian) at `store_dir`; delete it when
+//! point a [`Custodian`](crate::cleanup::Custodian) at `store_dir`; delete it when
 //! the conversation ends.
 //!
 //! # Summarizers
@@ -140,6 +140,7 @@ mod config;
 mod extractive;
 mod files;
 mod format;
+mod layer;
 mod offloader;
 mod render;
 mod report;
@@ -155,6 +156,16 @@ pub use config::{
 pub use extractive::ExtractiveSummarizer;
 pub use files::HISTORY_FILE_PREFIX;
 pub use format::ChatFormat;
+#[cfg(feature = "history-endpoint")]
+pub use layer::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
+    EndpointSummarizer,
+};
+pub use layer::{
+    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_REWRITE_TIMEOUT,
+    FallbackReason, HistoryEvent, HistoryOffloadLayer, HistoryOffloadLayerBuilder,
+    HistoryOffloadService, HistoryResponseFuture,
+};
 pub use offloader::HistoryOffloader;
 pub use report::{BodyRewrite, HistoryError, HistoryOutcome, HistoryReport};
 pub use summarize::{Summarizer, SummaryError, SummaryFuture, SummaryRequest};

@@ -13,10 +13,10 @@ use super::files::HistoryStore;
 use super::format::{self, Call, ChatFormat, Shape};
 use super::report::{HistoryError, HistoryOutcome, HistoryReport};
 use super::summarize::Summarizer;
+use crate::config::OffloadConfig;
 use crate::engine::Offloader;
-use crate::engine::config::OffloadConfig;
-use crate::engine::estimate::TokenEstimator;
-use crate::engine::store::{FsStore, Store, StoreError};
+use crate::estimate::TokenEstimator;
+use crate::store::{FsStore, Store, StoreError};
 
 /// How long the engine's files of a history say they live: as long as the
 /// chat (their names carry no time; `store_dir` is not for the custodian).

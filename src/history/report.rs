@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::config::SummaryMode;
 use super::summarize::SummaryError;
-use crate::engine::store::StoreError;
+use crate::store::StoreError;
 
 /// What a rewrite did.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +64,7 @@ pub struct HistoryOutcome {
     pub report: HistoryReport,
 }
 
-/// The result of [`HistoryOffloader::rewrite_body`](crate::HistoryOffloader::rewrite_body).
+/// The result of [`HistoryOffloader::rewrite_body`](crate::history::HistoryOffloader::rewrite_body).
 #[derive(Debug, Clone)]
 pub enum BodyRewrite {
     /// Nothing to change: send the original body.

@@ -13,7 +13,7 @@ pub struct ToolCall {
     /// The call's arguments (`params.arguments`).
     pub arguments: Option<Value>,
     /// Who may read the offload of this call's result over MCP (see
-    /// [`OffloadHeader::owner`](crate::OffloadHeader::owner)); `None`: the
+    /// [`OffloadHeader::owner`](crate::descriptor::OffloadHeader::owner)); `None`: the
     /// file name alone is the capability.
     pub owner: Option<String>,
     /// Whether an offloaded result also gets a `resource_link` block to the

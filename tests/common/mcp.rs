@@ -19,7 +19,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tower::{Layer, Service};
-use tower_lro::{OffloadLayer, OffloadService};
+use tower_lro::offload::{OffloadLayer, OffloadService};
 
 #[path = "../../examples/support/memory_server.rs"]
 pub mod memory_server;

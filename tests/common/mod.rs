@@ -8,7 +8,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use tower_lro::{OffloadResponse, Store, StoreError};
+use tower_lro::descriptor::OffloadResponse;
+use tower_lro::store::{Store, StoreError};
 
 pub mod mcp;
 

@@ -4,9 +4,9 @@
 //! result. Deterministic.
 
 use serde_json::{Value, json};
-use tower_lro::Detail;
-use tower_lro::ToolCall;
+use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
+use tower_lro::offload::ToolCall;
 
 /// One case: its name, the call and the result.
 pub struct Case {

@@ -8,10 +8,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use serde_json::Value;
-use tower_lro::{
-    Custodian, ExtractLimits, Extractor, JqFlags, OffloadConfig, OffloadHeader, Paging, Query,
-    RecipeProgram,
-};
+use tower_lro::cleanup::Custodian;
+use tower_lro::config::OffloadConfig;
+use tower_lro::descriptor::{OffloadHeader, RecipeProgram};
+use tower_lro::extract::{ExtractLimits, Extractor, JqFlags, Paging, Query};
 
 /// The longest header line read (headers are a few KB).
 const MAX_HEADER_BYTES: u64 = 1 << 20;
@@ -95,7 +95,7 @@ fn read_header(file: &Path) -> Result<(OffloadHeader, u64), String> {
         .map_err(|e| format!("{shown}: {e}"))?;
     let header: OffloadHeader = serde_json::from_slice(&line)
         .map_err(|e| format!("{shown}: not an offloaded file (its first line: {e})"))?;
-    if header.header_type != tower_lro::HEADER_TYPE {
+    if header.header_type != tower_lro::descriptor::HEADER_TYPE {
         return Err(format!("{shown}: not an offloaded file (no lro_header)"));
     }
     Ok((header, size))
@@ -225,8 +225,8 @@ fn kind(v: &Value) -> &'static str {
 pub fn rebuild(args: &RebuildArgs) -> Result<(), String> {
     let shown = args.file.display();
     let json = match &args.with {
-        None => tower_lro::rebuild_file(&args.file).map_err(|e| match e {
-            tower_lro::RebuildError::NeedsRewrittenResult => {
+        None => tower_lro::offload::rebuild_file(&args.file).map_err(|e| match e {
+            tower_lro::offload::RebuildError::NeedsRewrittenResult => {
                 format!("{shown}: {e}: pass it with --with RESULT_JSON_FILE")
             }
             e => format!("{shown}: {e}"),
@@ -234,7 +234,7 @@ pub fn rebuild(args: &RebuildArgs) -> Result<(), String> {
         Some(with) => {
             let read =
                 |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-            tower_lro::rebuild_with(&read(&args.file)?, &read(with)?)
+            tower_lro::offload::rebuild_with(&read(&args.file)?, &read(with)?)
                 .map_err(|e| format!("{shown}: {e}"))?
         }
     };

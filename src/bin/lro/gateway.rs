@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use tower_lro::OffloadConfig;
 use tower_lro::command::gateway::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
+use tower_lro::config::OffloadConfig;
 
 /// `lro gateway`.
 #[derive(Debug, Args)]

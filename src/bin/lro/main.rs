@@ -70,7 +70,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match tower_lro::OffloadConfig::load(cli.config.as_deref()) {
+    let config = match tower_lro::config::OffloadConfig::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(e) => return fail(&format!("configuration: {e}")),
     };

@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::Args;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use tower_lro::OffloadConfig;
 use tower_lro::command::auth::{AuthOptions, default_dir};
 use tower_lro::command::proxy::{self, ProxyOptions};
+use tower_lro::config::OffloadConfig;
 
 /// `lro proxy`.
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use sha2::Digest;
 
 use super::AuthError;
 use crate::FsStore;
-use crate::engine::store::private_file;
+use crate::store::private_file;
 
 /// How often a waiting instance tries the lock again.
 const LOCK_POLL: Duration = Duration::from_millis(200);

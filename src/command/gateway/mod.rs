@@ -61,7 +61,8 @@ use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::route::Router;
 use super::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
-use crate::{CleanupHandle, OffloadConfig, OffloadLayer, StoreError};
+use crate::store::StoreError;
+use crate::{CleanupHandle, OffloadConfig, OffloadLayer};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type flowing through the gateway in both directions.

@@ -8,7 +8,7 @@
 //! an embedded text resource (`resource.text`) is text like any other.
 //! Everything that is not a record — the other top-level fields, the other
 //! blocks, the object around the array, the layout of the text — goes into
-//! a [`Rebuild`] stored in the file's header, so [`rebuild`](crate::rebuild)
+//! a [`Rebuild`] stored in the file's header, so [`rebuild`](crate::offload::rebuild)
 //! can restore the original `CallToolResult`.
 //!
 //! # The header stays small
@@ -28,7 +28,7 @@
 //!   unchanged (an image, `_meta`, a `structuredContent` that stays, the
 //!   text around its record array) are repeated up to [`KEPT_BUDGET`]; the
 //!   rest is left to the rewritten result ([`FromResult`]): rebuilding it
-//!   then needs that result too ([`rebuild_with`](crate::rebuild_with)).
+//!   then needs that result too ([`rebuild_with`](crate::offload::rebuild_with)).
 //! * Many blocks: alike segments and equal source blocks (a list sent as
 //!   one text block per element) are stored as runs.
 //!
@@ -46,17 +46,17 @@
 //! # Files
 //!
 //! This file holds the types (what a file header records, what an
-//! extraction gives, the record buffer); `extract` takes a result apart,
+//! extraction gives, the record buffer); `split` takes a result apart,
 //! `assemble` puts one back together, `shape` finds where records sit in
-//! one value and walks a minified array's elements (used by `extract`),
+//! one value and walks a minified array's elements (used by `split`),
 //! `lines` turns plain text into line records and back, `layout` keeps the
 //! whitespace of a JSON text as a small table.
 
 mod assemble;
-mod extract;
 mod layout;
 mod lines;
 mod shape;
+mod split;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -65,8 +65,8 @@ use crate::json::{Style, minify, minify_into, trim_parts};
 use crate::wire::mcp::RawObject;
 
 pub(crate) use assemble::{KeptSource, assemble};
-pub(crate) use extract::extract;
 pub(crate) use shape::string_end;
+pub(crate) use split::split;
 
 /// The part of a file header that lets the original result be rebuilt.
 ///
@@ -85,7 +85,7 @@ pub struct Rebuild {
     pub(crate) structured_copy: Option<StructuredCopy>,
     /// What the header leaves to the rewritten result, which carries it
     /// unchanged (a large image, a large `_meta`): rebuilding then needs
-    /// that result too ([`rebuild_with`](crate::rebuild_with)).
+    /// that result too ([`rebuild_with`](crate::offload::rebuild_with)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) from_result: Option<FromResult>,
     /// Runs of equal blocks in the envelope, `(i, n)`: envelope block `i`
@@ -598,7 +598,7 @@ pub enum RebuildError {
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
     /// The header leaves large kept parts (an image, a large `_meta`) to the
-    /// rewritten result: rebuild with [`rebuild_with`](crate::rebuild_with).
+    /// rewritten result: rebuild with [`rebuild_with`](crate::offload::rebuild_with).
     #[error("the rebuild needs the rewritten result, which holds the parts the file does not")]
     NeedsRewrittenResult,
     /// The file's time-to-live has passed: it is refused even if the cleanup

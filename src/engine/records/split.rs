@@ -34,7 +34,7 @@ use super::{
 /// `inserted` blocks (the descriptor, a resource link) will come before the
 /// kept ones in the rewritten result: large kept parts are left to it (see
 /// [`FromResult`]).
-pub(crate) fn extract(
+pub(crate) fn split(
     result: &mut RawResult<'_>,
     is_large: impl Fn(&str) -> bool,
     inserted: usize,

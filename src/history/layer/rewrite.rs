@@ -13,8 +13,8 @@ use tower_service::Service;
 use super::events::{FallbackReason, HistoryEvent};
 use super::state::HistoryShared;
 use crate::history::{BodyRewrite, ChatFormat, HistoryError};
-use crate::middleware::request_body::RequestBody;
-use crate::middleware::serve::{Read, read_request};
+use crate::offload::RequestBody;
+use crate::offload::{Read, read_request};
 
 /// Reads `req`'s body (within the caps), rewrites its messages, and calls
 /// `inner` (the readied service) with the result. Whatever goes wrong on

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use http::header::ACCEPT;
 use http::request::Parts;
 
-use crate::engine::extract::{ExtractLimits, Extractor};
-use crate::engine::serve::{EXTRACT_TOOL, LIST_TOOL, OwnerKey, Shadowed};
+use crate::answer::{EXTRACT_TOOL, LIST_TOOL, OwnerKey, Shadowed};
+use crate::extract::{ExtractLimits, Extractor};
 
 /// A function that names the tenant a request belongs to (see
-/// [`OffloadLayerBuilder::partition`](crate::OffloadLayerBuilder::partition)).
+/// [`OffloadLayerBuilder::partition`](crate::offload::OffloadLayerBuilder::partition)).
 pub(crate) type Partition = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 
 /// The `MCP-Protocol-Version` request header.

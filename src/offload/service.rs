@@ -11,15 +11,15 @@ use tower_service::Service;
 
 use super::body::OffloadBody;
 use super::future::ResponseFuture;
+use super::intercept::{intercept, is_json};
 use super::request_body::{Capture, RequestBody};
-use super::serve::{intercept, is_json};
 use super::state::{Extra, SESSION_HEADER, Shared};
+use crate::config::OffloadConfig;
 use crate::engine::Offloader;
-use crate::engine::config::OffloadConfig;
 
 /// Middleware that offloads large MCP tool results to JSONL files.
 ///
-/// Created by [`OffloadLayer`](crate::OffloadLayer) (see there what it
+/// Created by [`OffloadLayer`](crate::offload::OffloadLayer) (see there what it
 /// does), or with [`OffloadService::new`].
 #[derive(Clone)]
 pub struct OffloadService<S> {
@@ -41,7 +41,7 @@ where
 
 impl<S> OffloadService<S> {
     /// Wraps `inner` with the default layer settings and `config` (use
-    /// [`OffloadLayer::builder`](crate::OffloadLayer::builder) for the
+    /// [`OffloadLayer::builder`](crate::offload::OffloadLayer::builder) for the
     /// other settings).
     pub fn new(inner: S, config: OffloadConfig) -> Self {
         OffloadService::from_shared(inner, Arc::new(Shared::new(Offloader::new(config))))
@@ -76,7 +76,7 @@ fn is_truthy(v: &HeaderValue) -> bool {
 }
 
 /// The inner service must be `Clone` (and `Send`): a request the layer
-/// reads first (see [`OffloadLayer`](crate::OffloadLayer), "Remote
+/// reads first (see [`OffloadLayer`](crate::offload::OffloadLayer), "Remote
 /// clients") is handed to the readied service later, a clone taking its
 /// place, as tower's own middlewares do.
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for OffloadService<S>

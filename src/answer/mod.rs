@@ -32,9 +32,9 @@ use access::quoted;
 pub(crate) use access::{AccessError, OwnerKey};
 pub(crate) use manifest::{EXTRACT_TOOL, LIST_TOOL, Shadowed};
 
-use super::Offloader;
-use super::extract::{ExtractError, Extractor, Query};
-use super::store::resource_uri;
+use crate::engine::Offloader;
+use crate::extract::{ExtractError, Extractor, Query};
+use crate::store::resource_uri;
 use access::{Readable, list_readable, open_readable, read_capped};
 use args::{ExtractArgs, Wanted, custom_query, recipe_query};
 

@@ -1,4 +1,4 @@
-//! The response future of [`HistoryOffloadService`](crate::HistoryOffloadService).
+//! The response future of [`HistoryOffloadService`](crate::history::HistoryOffloadService).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,7 +10,7 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 pin_project! {
     /// Response future of
-    /// [`HistoryOffloadService`](crate::HistoryOffloadService): the inner
+    /// [`HistoryOffloadService`](crate::history::HistoryOffloadService): the inner
     /// service's response, never looked at.
     ///
     /// A request that is not a chat request polls the inner future in

@@ -9,7 +9,7 @@ use super::events::{HistoryEvent, HistoryEvents};
 use super::service::HistoryOffloadService;
 use super::state::HistoryShared;
 use crate::history::HistoryOffloader;
-use crate::middleware::budget::BufferBudget;
+use crate::offload::BufferBudget;
 
 /// Default cap on a chat request body the layer reads (32 MiB); a longer
 /// body goes on untouched.

@@ -26,7 +26,7 @@ pin_project! {
     /// classification cap), then played back to the inner service, chunk
     /// for chunk, followed by the rest of the body if it was longer.
     ///
-    /// [`HistoryOffloadService`](crate::HistoryOffloadService) hands on the
+    /// [`HistoryOffloadService`](crate::history::HistoryOffloadService) hands on the
     /// same type: a chat request's body rewritten, or played back as read.
     pub struct RequestBody<B: Body> {
         #[pin]

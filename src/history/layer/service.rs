@@ -14,14 +14,14 @@ use super::future::HistoryResponseFuture;
 use super::rewrite::{declared_length, rewrite_then_call};
 use super::state::HistoryShared;
 use crate::history::ChatFormat;
-use crate::middleware::request_body::RequestBody;
-use crate::middleware::respond::encoding;
-use crate::middleware::serve::is_json;
+use crate::offload::RequestBody;
+use crate::offload::encoding;
+use crate::offload::is_json;
 
 /// Middleware rewriting the message history of chat requests before the
 /// inner service sees them.
 ///
-/// Created by [`HistoryOffloadLayer`](crate::HistoryOffloadLayer) (see
+/// Created by [`HistoryOffloadLayer`](crate::history::HistoryOffloadLayer) (see
 /// there what it does).
 #[derive(Clone, Debug)]
 pub struct HistoryOffloadService<S> {

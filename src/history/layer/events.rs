@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::engine::events::clean_string;
 use crate::history::HistoryReport;
 
-/// What [`HistoryOffloadLayer`](crate::HistoryOffloadLayer) did with one
+/// What [`HistoryOffloadLayer`](crate::history::HistoryOffloadLayer) did with one
 /// chat request.
 ///
 /// Every event is also a `tracing` event with target `tower_lro` and a
@@ -69,7 +69,7 @@ impl HistoryEvent {
 #[non_exhaustive]
 pub enum FallbackReason {
     /// The body is longer than the layer reads
-    /// ([`max_body_bytes`](crate::HistoryOffloadLayerBuilder::max_body_bytes)).
+    /// ([`max_body_bytes`](crate::history::HistoryOffloadLayerBuilder::max_body_bytes)).
     TooLarge {
         /// The cap, in bytes.
         limit: usize,

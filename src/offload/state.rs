@@ -11,11 +11,11 @@ use super::budget::BufferBudget;
 use super::caller::Serving;
 use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
+use crate::answer::manifest::{add_resources_capability, add_tools};
 use crate::cleanup::{CleanupHandle, Custodian};
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
-use crate::engine::extract::ExtractLimits;
-use crate::engine::serve::manifest::{add_resources_capability, add_tools};
+use crate::extract::ExtractLimits;
 use crate::wire::jsonrpc::{RawCall, Watched};
 
 /// Default name of the request header that asks for untouched responses.
@@ -76,7 +76,7 @@ pub(crate) struct Watch {
     pub task_augmented: bool,
     /// What the answer carries: a tool result, or an answer the layer adds to.
     pub kind: WatchKind,
-    /// Who an offload of the result belongs to ([`ToolCall::owner`](crate::ToolCall::owner)).
+    /// Who an offload of the result belongs to ([`ToolCall::owner`](crate::offload::ToolCall::owner)).
     pub owner: Option<String>,
     /// Whether an offload of the result gets a `resource_link` block.
     pub resource_link: bool,

@@ -464,7 +464,7 @@ pub enum ExtractError {
     #[error("not a recipe command: {0}")]
     BadRecipe(String),
     /// A recipe number or parameters a file's recipes do not take (see
-    /// [`OffloadHeader::recipe_query`](crate::OffloadHeader::recipe_query)).
+    /// [`OffloadHeader::recipe_query`](crate::descriptor::OffloadHeader::recipe_query)).
     #[error("{0}")]
     BadArguments(String),
     /// The evaluation did not finish within [`ExtractLimits::time_limit`].
@@ -538,7 +538,7 @@ impl Extractor {
     }
 
     /// Runs `query` over `file` (one the caller has checked, for example
-    /// with [`Offloader::check_readable`](crate::Offloader::check_readable))
+    /// with [`Offloader::check_readable`](crate::offload::Offloader::check_readable))
     /// and returns the page `paging` of its output. The work runs on a
     /// thread of its own; the async runtime only waits.
     pub async fn extract(

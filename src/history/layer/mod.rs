@@ -2,7 +2,7 @@
 //!
 //! [`HistoryOffloadLayer`] rewrites the message history of the chat
 //! requests an HTTP service receives, with the transport-free
-//! [`HistoryOffloader`](crate::HistoryOffloader). The files, each
+//! [`HistoryOffloader`](crate::history::HistoryOffloader). The files, each
 //! importing only those after it: `layer` (the layer, its builder, what its
 //! services share) → `service` (which requests are chat requests) →
 //! `rewrite` (read, rewrite, call; any trouble: the original body) →
@@ -11,7 +11,7 @@
 //! asking an OpenAI-compatible chat endpoint.
 //!
 //! Request bodies are read with the offload layer's `read_request` and
-//! handed on as its [`RequestBody`](crate::RequestBody) (played back), so
+//! handed on as its [`RequestBody`](crate::offload::RequestBody) (played back), so
 //! both layers stack with the same body type.
 
 #[cfg(feature = "history-endpoint")]

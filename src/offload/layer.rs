@@ -15,12 +15,12 @@ use super::state::{
     DEFAULT_PROXY_SESSION_TTL, Shared,
 };
 use crate::cleanup::{CleanupHandle, Custodian};
+use crate::config::{OffloadConfig, ToolPolicy};
 use crate::engine::Offloader;
-use crate::engine::config::{OffloadConfig, ToolPolicy};
-use crate::engine::estimate::TokenEstimator;
 use crate::engine::events::EventHook;
-use crate::engine::extract::ExtractLimits;
-use crate::engine::store::{Store, StoreError};
+use crate::estimate::TokenEstimator;
+use crate::extract::ExtractLimits;
+use crate::store::{Store, StoreError};
 
 /// Tower layer applying Large Result Offloading to an MCP streamable-http
 /// endpoint.
@@ -333,13 +333,13 @@ impl OffloadLayerBuilder {
         self.config.cleanup_interval = interval;
         self
     }
-    /// Sends every event to `hook` too (see [`OffloadEvent`](crate::OffloadEvent)).
+    /// Sends every event to `hook` too (see [`OffloadEvent`](crate::offload::OffloadEvent)).
     pub fn event_hook(mut self, hook: EventHook) -> Self {
         self.hook = Some(hook);
         self
     }
     /// Sets [`OffloadConfig::trust_output_dir`]: use the output directory
-    /// even when it is not private (see [`FsStore`](crate::FsStore)).
+    /// even when it is not private (see [`FsStore`](crate::store::FsStore)).
     pub fn trust_output_dir(mut self, trusted: bool) -> Self {
         self.config.trust_output_dir = trusted;
         self

@@ -16,7 +16,7 @@ use super::replay::Replay;
 use super::sse_rewrite::SseRewriter;
 
 pin_project! {
-    /// The response body of [`OffloadService`](crate::OffloadService): the
+    /// The response body of [`OffloadService`](crate::offload::OffloadService): the
     /// inner body untouched, a collected (possibly rewritten) JSON body, or
     /// an event stream in which watched results are rewritten.
     pub struct OffloadBody<B: Body> {

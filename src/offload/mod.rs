@@ -24,7 +24,7 @@ mod body;
 mod budget;
 mod caller;
 mod future;
-mod history;
+mod intercept;
 mod json_response;
 #[allow(clippy::module_inception)]
 mod layer;
@@ -32,7 +32,6 @@ mod memo;
 mod replay;
 mod request_body;
 mod respond;
-mod serve;
 mod service;
 mod sessions;
 mod sse_rewrite;
@@ -40,16 +39,6 @@ mod state;
 
 pub use body::OffloadBody;
 pub use future::ResponseFuture;
-#[cfg(feature = "history-endpoint")]
-pub use history::{
-    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_SUMMARY_PROMPT, DEFAULT_SUMMARY_TIMEOUT, EndpointError,
-    EndpointSummarizer,
-};
-pub use history::{
-    DEFAULT_MAX_CHAT_BODY_BYTES, DEFAULT_MAX_HELD_CHAT_BYTES, DEFAULT_REWRITE_TIMEOUT,
-    FallbackReason, HistoryEvent, HistoryOffloadLayer, HistoryOffloadLayerBuilder,
-    HistoryOffloadService, HistoryResponseFuture,
-};
 pub use layer::{OffloadLayer, OffloadLayerBuilder};
 pub use request_body::RequestBody;
 pub use service::OffloadService;
@@ -57,3 +46,19 @@ pub use state::{
     DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
     DEFAULT_PROXY_SESSION_TTL,
 };
+
+pub use crate::engine::events::{EventHook, OffloadEvent, PassReason};
+pub use crate::engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
+pub use crate::engine::records::{Rebuild, RebuildError};
+pub use crate::engine::{Offloaded, Offloader, Outcome, Truncated, operation_name};
+pub use crate::wire::call::ToolCall;
+pub use crate::wire::jsonrpc::CLIENT_INFO_META_KEY;
+pub use crate::wire::mcp::ResultError;
+
+// What the history offload layer shares with this one.
+#[cfg(feature = "history")]
+pub(crate) use budget::BufferBudget;
+#[cfg(feature = "history")]
+pub(crate) use intercept::{Read, is_json, read_request};
+#[cfg(feature = "history")]
+pub(crate) use respond::encoding;

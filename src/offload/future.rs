@@ -1,4 +1,4 @@
-//! The response future of [`OffloadService`](crate::OffloadService).
+//! The response future of [`OffloadService`](crate::offload::OffloadService).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,7 +26,7 @@ pub(crate) enum Step<F, B: Body> {
 }
 
 pin_project! {
-    /// Response future of [`OffloadService`](crate::OffloadService).
+    /// Response future of [`OffloadService`](crate::offload::OffloadService).
     ///
     /// It polls the inner future in place (no allocation). When the
     /// response arrives, the request (its body read by the inner service) is

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use super::events::HistoryEvents;
 use crate::history::HistoryOffloader;
-use crate::middleware::budget::BufferBudget;
+use crate::offload::BufferBudget;
 
-/// What the services of one [`HistoryOffloadLayer`](crate::HistoryOffloadLayer) share.
+/// What the services of one [`HistoryOffloadLayer`](crate::history::HistoryOffloadLayer) share.
 #[derive(Debug)]
 pub(crate) struct HistoryShared {
     pub offloader: HistoryOffloader,

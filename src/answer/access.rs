@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Offloader;
 use crate::engine::descriptor::{HEADER_TYPE, OffloadHeader};
 use crate::engine::rebuild::expiry;
-use crate::engine::store::{no_follow, parse_file_name};
+use crate::store::{no_follow, parse_file_name};
 
 /// Longest header line read (headers keep the rebuild layout, which can
 /// hold a result's non-record fields).

@@ -253,7 +253,7 @@ pub fn is_offload_file_name(name: &str) -> bool {
 }
 
 /// The name of the file for an offload of `operation` (already reduced to
-/// `[a-z0-9_]`, see [`operation_name`](crate::operation_name)) with id `id`.
+/// `[a-z0-9_]`, see [`operation_name`](crate::offload::operation_name)) with id `id`.
 pub(crate) fn file_name(operation: &str, id: ulid::Ulid) -> String {
     format!("{FILE_PREFIX}{operation}-{id}{FILE_EXTENSION}")
 }

@@ -50,8 +50,8 @@ use super::caller::Caller;
 use super::future::{ResponseFuture, Step};
 use super::request_body::{Capture, RequestBody};
 use super::state::{Extra, Shared, Watch, WatchKind};
-use crate::engine::serve::{self as engine_serve, EXTRACT_TOOL};
-use crate::engine::store::file_name_of_uri;
+use crate::answer::{self as engine_serve, EXTRACT_TOOL};
+use crate::store::file_name_of_uri;
 use crate::wire::jsonrpc::{Served, classify_served};
 
 /// MCP's JSON-RPC error code for a resource that does not exist.

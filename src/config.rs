@@ -46,8 +46,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{DEFAULT_PREVIEW_CHARS, DEFAULT_SCHEMA_VERSION, DEFAULT_TTL};
-use crate::engine::DEFAULT_OFFLOAD_THRESHOLD_TOKENS;
+/// Default token threshold (the spec's `DEFAULT_OFFLOAD_THRESHOLD_TOKENS`).
+pub const DEFAULT_OFFLOAD_THRESHOLD_TOKENS: usize = 1600;
+/// Default time-to-live of an offloaded file: one hour.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+/// Default `schema_version` written in file headers.
+pub const DEFAULT_SCHEMA_VERSION: &str = "1.0";
+/// Default length of the descriptor's `preview`, in characters.
+pub const DEFAULT_PREVIEW_CHARS: usize = 200;
 
 /// Default interval of the cleanup task: one hour (the spec's schedule).
 pub const DEFAULT_CLEANUP_INTERVAL: Duration = Duration::from_secs(3600);
@@ -71,11 +77,11 @@ pub struct OffloadConfig {
     pub ttl: Duration,
     /// Directory for JSONL files (`prompt.offload.output_dir`; empty = a
     /// private per-user directory in the system temp dir, see
-    /// [`FsStore::default_dir`](crate::FsStore::default_dir)).
+    /// [`FsStore::default_dir`](crate::store::FsStore::default_dir)).
     pub output_dir: PathBuf,
     /// Use `output_dir` even when it is not private: a symbolic link, not
     /// owned by this user, or writable by others (`trust_output_dir`,
-    /// default false: such a directory is refused, see [`FsStore`](crate::FsStore)).
+    /// default false: such a directory is refused, see [`FsStore`](crate::store::FsStore)).
     pub trust_output_dir: bool,
     /// `schema_version` written in headers (default "1.0").
     pub schema_version: String,
@@ -555,6 +561,8 @@ pub(crate) fn env_vars(prefix: &str) -> Result<Vec<(String, String)>, ConfigErro
 pub(crate) trait RawValue {
     fn boolean(&self, key: &str) -> Result<bool, ConfigError>;
     fn unsigned(&self) -> Option<u64>;
+    /// Used by the history offload's configuration (ratios).
+    #[cfg_attr(not(feature = "history"), allow(dead_code))]
     fn float(&self) -> Option<f64>;
     fn shown(&self) -> String;
     fn string(&self, key: &str) -> Result<String, ConfigError>;

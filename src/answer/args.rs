@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::engine::descriptor::RecipeProgram;
-use crate::engine::extract::{JqFlags, Paging, Query};
+use crate::extract::{JqFlags, Paging, Query};
 
 /// Lines of output a page shows at most when the call names no `limit`
 /// (the threshold may cut it shorter).
@@ -145,9 +145,9 @@ pub(crate) fn cut(s: &str) -> String {
     out
 }
 
-impl crate::OffloadHeader {
+impl crate::descriptor::OffloadHeader {
     /// The jq query of this file's recipe `n` (1 to the number of its
-    /// [`recipes`](crate::OffloadHeader::recipes)), with `params` as its
+    /// [`recipes`](crate::descriptor::OffloadHeader::recipes)), with `params` as its
     /// jq variables (a parameter not given keeps the value the descriptor's
     /// shell command shows; a number where the command shows one). The same
     /// query `lro_extract` runs. Errors name the recipes and parameters
@@ -156,8 +156,9 @@ impl crate::OffloadHeader {
         &self,
         n: usize,
         params: &Map<String, Value>,
-    ) -> Result<Query, crate::ExtractError> {
-        recipe_query(&self.recipes, n, params).map_err(|e| crate::ExtractError::BadArguments(e.0))
+    ) -> Result<Query, crate::extract::ExtractError> {
+        recipe_query(&self.recipes, n, params)
+            .map_err(|e| crate::extract::ExtractError::BadArguments(e.0))
     }
 }
 

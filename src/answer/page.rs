@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::engine::estimate::TokenEstimator;
-use crate::engine::extract::Page;
+use crate::estimate::TokenEstimator;
+use crate::extract::Page;
 
 /// Tokens kept for the trailer block.
 const TRAILER_TOKENS: usize = 80;
@@ -165,7 +165,7 @@ pub(crate) fn listing(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::estimate::CharsPerTokenEstimator;
+    use crate::estimate::CharsPerTokenEstimator;
 
     fn page(lines: &[&str], total: Option<usize>, more: bool, offset: usize) -> Page {
         let mut p = Page {
