@@ -5,100 +5,86 @@
 //! header line, then one record per line) and replaced by a compact
 //! descriptor — file path, summary, JSON schema of the lines, ten ready jq
 //! recipes and guidance — so the agent reads only what it needs with one
-//! `jq` or `grep`.
+//! `jq` or `grep`. The normative protocol is the LRO specification; field
+//! names, defaults, recipes and templates follow it exactly.
 //!
-//! * [`OffloadLayer`] — the tower middleware, in front of any MCP
-//!   streamable-http endpoint.
-//! * [`Offloader`] — the transport-free engine: one `CallToolResult` in,
-//!   inline or offloaded out.
-//! * [`rebuild`] / [`rebuild_file`] — the original result back from a file,
-//!   exactly.
-//! * [`Custodian`] — deletes expired files (the spec's `offload_cleanup`).
-//!
-//! The normative protocol is the LRO specification; field names, defaults,
-//! recipes and templates follow it exactly.
-//!
-//! # Architecture
-//!
-//! Four levels, each importing only from the levels before it (never from
-//! one above, and the files of one level never in a circle):
-//!
-//! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
-//!    without ever re-serialising a literal.
-//! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
-//!    classification of requests and responses (`jsonrpc`), MCP results as
-//!    raw JSON (`mcp`), server-sent events (`sse`).
-//! 3. `engine` — the transport-free offload engine, no HTTP types:
-//!    configuration and per-tool policy (`config`), token estimation
-//!    (`estimate`), records and the rebuild layout (`records`), statistics
-//!    and schema (`stats`), recipes (`recipes`), the spec's types
-//!    (`descriptor`), the file store (`store`), events (`events`), and the
-//!    pipeline that ties them together (`pipeline` → `output` → `fallback`
-//!    → `offloader`; `rebuild` is the read side; `serve` answers the
-//!    layer's own MCP requests: `lro_extract`, `lro_list`, `resources/read`).
-//!    Beside it, on the same level: `history` — chat histories kept within
-//!    the window (the MessageOffloadOp modes), on the engine, no HTTP types.
-//! 4. On top, side by side: `middleware` — the tower layer, shaped like
-//!    `tower-http`'s middlewares (`layer` → `service` → `future` →
-//!    `respond` → `json_response` / `sse_rewrite` → `body`, with
-//!    `request_body` (the request tee) and `state` (what the services of
-//!    one layer share) below them; `serve` reads a JSON `POST` first and
-//!    answers the layer's own requests, `caller` what is known of a
-//!    client); beside it `middleware::history`, the history offload
-//!    layer ([`HistoryOffloadLayer`]: chat requests rewritten by the
-//!    `history` engine, read with `serve`'s reader and handed on as
-//!    `request_body`'s body); and `cleanup` — the custodial task.
-//! 5. `command` (feature `cli`) — what the `lro` binary runs, on top of
-//!    the layer: the local stdio proxy (`command::proxy`) with its OAuth
-//!    sign-in (`command::auth`), the gateway (`command::gateway`), and the
-//!    upstream client both use (`command::connect`: TLS, `TCP_NODELAY`).
-//!
-//! All modules are private; the public surface below is re-exported here,
-//! once.
+//! ```no_run
+//! # use tower_lro::{OffloadConfig, OffloadLayer};
+//! # fn app() -> axum::Router { axum::Router::new() }
+//! // In front of any MCP streamable-http endpoint: an axum route, rmcp's
+//! // StreamableHttpService, a hyper service, a gateway.
+//! let layer = OffloadLayer::builder()
+//!     .config(OffloadConfig::load(None).expect("valid [prompt.offload] settings"))
+//!     .build();
+//! let app = app().layer(layer);
+//! ```
 //!
 //! # Public surface
 //!
-//! * Middleware: [`OffloadLayer`], [`OffloadLayerBuilder`],
-//!   [`OffloadService`], [`ResponseFuture`], [`OffloadBody`],
-//!   [`RequestBody`]; [`DEFAULT_PROXY_HEADER`], [`DEFAULT_MAX_REQUEST_BYTES`],
-//!   [`DEFAULT_MAX_PROXY_SESSIONS`], [`DEFAULT_PROXY_SESSION_TTL`],
-//!   [`CLIENT_INFO_META_KEY`].
-//! * Engine: [`Offloader`], [`ToolCall`], [`Outcome`] ([`Offloaded`],
-//!   [`Truncated`], [`PassReason`]), [`ResultError`], [`operation_name`].
-//! * Configuration: [`OffloadConfig`], [`ToolPolicy`], [`EffectivePolicy`],
-//!   [`ConfigError`], [`ENV_PREFIX`] and the `DEFAULT_*` constants.
-//! * The spec's types: [`OffloadHeader`], [`OffloadResponse`],
-//!   [`OffloadSummary`], [`OffloadedResult`], [`JqRecipe`], [`RecipeProgram`], [`PageInfo`], [`Detail`],
-//!   [`HEADER_TYPE`], [`guidance`], [`extract_guidance`].
-//! * Reading files back: [`rebuild`], [`rebuild_at`], [`rebuild_file`],
-//!   [`Rebuild`], [`RebuildError`].
-//! * Extraction (jq queries over a file, output as jq 1.6 prints it, by
-//!   pages, bounded in time, memory and output): [`Extractor`], [`Query`],
-//!   [`JqFlags`], [`Paging`], [`Page`], [`ExtractLimits`], [`ExtractError`],
-//!   [`RecipeCommand`].
-//! * Estimation: [`TokenEstimator`], [`ScriptAwareEstimator`] (default),
-//!   [`CharsPerTokenEstimator`], `O200kEstimator` (feature `o200k`).
-//! * Storage: [`Store`], [`FsStore`], [`StoreError`], [`FILE_PREFIX`],
-//!   [`FILE_EXTENSION`], [`is_offload_file_name`], [`RESOURCE_URI_PREFIX`], [`resource_uri`], [`file_name_of_uri`].
-//! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
-//!   events: [`OffloadEvent`], [`EventHook`].
-//! * History offload (chat histories; see [`HistoryOffloader`]):
-//!   [`HistoryOffloader`], [`HistoryConfig`], [`SummaryMode`],
-//!   [`UnknownMode`], [`ChatFormat`], [`HistoryOutcome`], [`BodyRewrite`],
-//!   [`HistoryReport`], [`HistoryError`], [`Summarizer`],
-//!   [`SummaryRequest`], [`SummaryFuture`], [`SummaryError`],
-//!   [`ExtractiveSummarizer`], [`POINTER_MARKER`], [`SUMMARY_MARKER`],
-//!   [`HISTORY_FILE_PREFIX`], [`HISTORY_ENV_PREFIX`] and the `DEFAULT_*` constants of the spec's
-//!   parameters.
-//! * History offload over HTTP: [`HistoryOffloadLayer`],
-//!   [`HistoryOffloadLayerBuilder`], [`HistoryOffloadService`],
-//!   [`HistoryResponseFuture`], [`HistoryEvent`], [`FallbackReason`],
-//!   [`DEFAULT_MAX_CHAT_BODY_BYTES`], [`DEFAULT_MAX_HELD_CHAT_BYTES`],
-//!   [`DEFAULT_REWRITE_TIMEOUT`]; with feature `history-endpoint`,
-//!   `EndpointSummarizer`, `EndpointError`, `DEFAULT_SUMMARY_PROMPT`,
-//!   `DEFAULT_SUMMARY_TIMEOUT`, `DEFAULT_MAX_ANSWER_BYTES`.
-//! * `fixtures` (feature `fixtures`): deterministic memory records for
-//!   tests, examples and benches.
+//! Each public module is one component, with its own docs and a runnable
+//! example; the crate root re-exports only the names most users reach for
+//! first.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`offload`] | the tower middleware ([`OffloadLayer`], its builder, service, future and bodies), the transport-free engine ([`Offloader`]: one `CallToolResult` in, inline or offloaded out), events, and [`rebuild`](offload::rebuild) (the original result back from a file, exactly) |
+//! | [`config`] | [`OffloadConfig`]: the spec's `[prompt.offload]` keys from TOML and `ATLATL_PROMPT__OFFLOAD__*`, per-tool [`ToolPolicy`] |
+//! | [`descriptor`] | the spec's types: [`OffloadResponse`], [`OffloadHeader`], the summary, the jq recipes, the guidance templates |
+//! | [`store`] | where files live ([`Store`], [`FsStore`]: a private directory, create-new, 0600) and their names and `lro://files/` URIs |
+//! | [`extract`] | [`Extractor`]: a jq [`Query`] over an offload file, in-process (jaq), bounded in time, memory and output, printed as jq 1.6 prints |
+//! | [`estimate`] | [`TokenEstimator`] and the estimators (the spec's `chars / 4`, CJK-aware; exact o200k with feature `o200k`) |
+//! | [`cleanup`] | [`Custodian`]: deletes expired files (the spec's `offload_cleanup`), on demand or as a task |
+//! | `history` | (feature `history`) the history offload (MessageOffloadOp): `HistoryOffloader` and `HistoryOffloadLayer` |
+//! | `fixtures` | (feature `fixtures`) deterministic memory records for tests, examples and benches |
+//!
+//! # Cargo features
+//!
+//! None is on by default.
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | `history` | the `history` module |
+//! | `history-endpoint` | `history::EndpointSummarizer`: summaries from an OpenAI-compatible chat endpoint (HTTP client: hyper) |
+//! | `o200k` | `estimate::O200kEstimator`, exact token counts with OpenAI's o200k BPE |
+//! | `fixtures` | the `fixtures` module |
+//! | `cli` | the `lro` binary (gateway, local stdio proxy with OAuth, file tools); nothing of it is in the library's API (see its README, `src/bin/lro/README.md`) |
+//!
+//! # Module map
+//!
+//! The source tree follows the data path, in levels: a module imports only
+//! from the levels above it in this list, and the files of one module never
+//! import each other in a circle.
+//!
+//! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
+//!    never re-serialising a literal.
+//! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
+//!    classification of requests and replies (`jsonrpc`), MCP results as raw
+//!    JSON (`mcp`), server-sent events (`sse`).
+//! 3. The transport-free pieces the engine is made of: [`config`],
+//!    [`estimate`], [`store`].
+//! 4. `engine` — the offload pipeline, top to bottom in one place:
+//!    `offloader` (the engine's parts) → `pipeline` (decide, emit events,
+//!    run off the executor) → `records` (a result split into records, and
+//!    the layout that puts it back) → `stats` (statistics, schema) →
+//!    `recipes` → `describe` (the descriptor, fitted to its budget) →
+//!    `output` (the file and the rewritten result) → `fallback` (the
+//!    write-failure truncation); `descriptor` (the spec's types), `events`,
+//!    `rebuild` (the read side).
+//! 5. [`extract`] — the jq extractor (jaq), on files the engine wrote.
+//! 6. `answer` — the layer's own MCP answers, transport-free: `lro_extract`,
+//!    `lro_list`, `resources/read`, the access rules (`access`) and the tool
+//!    definitions (`manifest`).
+//! 7. [`offload`] — the tower middleware: `layer` → `service` → `future` →
+//!    `respond` → `json_response` / `sse_rewrite` → `body`; `intercept`
+//!    (requests the layer answers itself, through `answer`); below them
+//!    `request_body` (the request tee), `state`, `memo`, `sessions`,
+//!    `budget` (the cap on buffered bytes). [`cleanup`] beside it.
+//! 8. `history` (feature `history`) — the same engine over chat histories,
+//!    and its tower layer (`history::layer`, on the offload layer's request
+//!    reader and buffer budget).
+//!
+//! The `lro` command (`src/bin/lro/`, feature `cli`) is a separate crate
+//! target on top: it uses only this public API.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -68,6 +68,7 @@ impl Offloader {
     /// The same engine naming its file with `id` instead of a new ULID (the
     /// history offload's content-addressed files: the same content gets the
     /// same file name and descriptor every time).
+    #[cfg(feature = "history")]
     pub(crate) fn with_file_id(mut self, id: ulid::Ulid) -> Self {
         self.file_id = Some(id);
         self
