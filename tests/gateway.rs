@@ -1710,3 +1710,68 @@ async fn an_upstream_that_never_accepts_gets_504_after_the_connect_timeout() {
     assert!(body.starts_with("gateway timeout"), "{body}");
     assert!(!body.contains("127.0.0.1"), "no address: {body}");
 }
+
+// ---- files follow the caller's credentials --------------------------------
+
+/// The text of an SDK tool result's first block, and whether it is an error.
+fn sdk_text(v: &Value, what: &str) -> (String, bool) {
+    let r = sdk_ok(v, what);
+    let text = r["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (text, r["isError"] == true)
+}
+
+/// The official Python SDK client through `lro gateway`, each reader in a
+/// session of its own (or none, under 2026-07-28): the same bearer token
+/// reads the file (lro_extract, resources/read) and lists it; another
+/// token and no token get the one refusal and list nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_files_follow_credentials_across_sessions() {
+    let Some(dir) = common::interop_setup() else {
+        return;
+    };
+    for (negotiation, mode) in [("legacy", Mode::StatefulSse), ("auto", Mode::StatelessJson)] {
+        let upstream = common::mcp::serve_mcp(common::mcp::mcp_service(mode), None).await;
+        let out = tempfile::tempdir().unwrap();
+        let (_gateway, addr) = gateway(&format!("http://{upstream}/mcp"), out.path());
+        let script = dir.join("bind_client.py");
+        let python = dir.join(".venv/bin/python");
+        let url = format!("http://{addr}/mcp");
+        let v = run_client(&python, &[script.to_str().unwrap(), negotiation, &url]).await;
+        let d = &v["descriptor"];
+        assert_eq!(d["offloaded"], true, "{negotiation}: {v:.400}");
+        let name = d["uri"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("lro://files/");
+        // Alice, in a new session with the same token: her file.
+        let again = &v["alice_again"];
+        let (ids, err) = sdk_text(&again["extract"], "alice again: lro_extract");
+        assert!(!err && ids.lines().count() == 2, "{negotiation}: {ids}");
+        let read = sdk_ok(&again["read"], "alice again: resources/read");
+        let text = read["contents"][0]["text"].as_str().unwrap();
+        assert!(text.starts_with("{\"type\":\"lro_header\""), "{text:.200}");
+        let (list, _) = sdk_text(&again["list"], "alice again: lro_list");
+        assert!(list.contains(name), "{negotiation}: {list}");
+        // Bob and a client without credentials: one refusal, nothing listed.
+        let mut refusals = Vec::new();
+        for who in ["bob", "nobody"] {
+            let (text, err) = sdk_text(&v[who]["extract"], who);
+            assert!(err, "{negotiation}: {who} read the file: {text}");
+            refusals.push(text);
+            assert!(
+                v[who]["read"].get("error").is_some(),
+                "{negotiation}: {who} read the resource: {}",
+                v[who]["read"]
+            );
+            let (list, _) = sdk_text(&v[who]["list"], who);
+            assert!(
+                !list.contains(name),
+                "{negotiation}: {who} lists it: {list}"
+            );
+        }
+        assert_eq!(refusals[0], refusals[1], "{negotiation}: refusals differ");
+    }
+}

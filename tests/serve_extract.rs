@@ -18,6 +18,7 @@ use rmcp::model::{
 };
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tower_lro::descriptor::Detail;
 use tower_lro::offload::OffloadLayer;
@@ -26,7 +27,17 @@ type Client = RunningService<rmcp::RoleClient, ClientConfig>;
 
 /// An rmcp client session with the server at `addr`.
 async fn connect(addr: SocketAddr, version: ProtocolVersion) -> Client {
-    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    connect_as(addr, version, None).await
+}
+
+/// An rmcp client session with the server at `addr`, sending `token` as
+/// its bearer credentials.
+async fn connect_as(addr: SocketAddr, version: ProtocolVersion, token: Option<&str>) -> Client {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"));
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
     let info = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("lro-serve-test", "1.0"),
@@ -350,14 +361,18 @@ async fn raw_answers_json_or_event_stream_and_tool_errors() {
     );
 }
 
-/// The same error for every file a client may not read; other sessions'
-/// files are not readable, nor listed.
+/// The same error for every file a client may not read; files follow the
+/// credentials that produced them, not the MCP session: the same
+/// credentials read and list them from another session, other or absent
+/// credentials get the one refusal and list nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refusals_look_alike_and_sessions_are_partitions() {
+async fn refusals_look_alike_and_credentials_bind_files() {
     let dir = tempfile::tempdir().unwrap();
     let addr = serve_mcp(mcp_service(Mode::StatefulSse), Some(layer(dir.path()))).await;
-    let alice = connect(addr, ProtocolVersion::V_2025_06_18).await;
-    let bob = connect(addr, ProtocolVersion::V_2025_06_18).await;
+    let v = ProtocolVersion::V_2025_06_18;
+    let alice = connect_as(addr, v.clone(), Some("alice-token")).await;
+    let bob = connect_as(addr, v.clone(), Some("bob-token")).await;
+    let anonymous = connect(addr, v.clone()).await;
     let d = checked_descriptor(
         &call(&alice, "recall_memories", json!({"count": 200})).await,
         "alice",
@@ -376,7 +391,7 @@ async fn refusals_look_alike_and_sessions_are_partitions() {
         let last = reference.rsplit('/').next().unwrap();
         texts(r)[0].replace(last, "REF")
     };
-    let other_session = refused(
+    let other_credentials = refused(
         &call(
             &bob,
             "lro_extract",
@@ -385,6 +400,24 @@ async fn refusals_look_alike_and_sessions_are_partitions() {
         .await,
         &d.file_path,
     );
+    let no_credentials = refused(
+        &call(
+            &anonymous,
+            "lro_extract",
+            json!({"file_path": d.file_path, "query": "."}),
+        )
+        .await,
+        &d.file_path,
+    );
+    // Alice again, in a new session (a client that reconnected): her file.
+    let alice_again = connect_as(addr, v.clone(), Some("alice-token")).await;
+    let again = call(
+        &alice_again,
+        "lro_extract",
+        json!({"file_path": d.file_path, "query": ".id", "limit": 1}),
+    )
+    .await;
+    assert!(!is_error(&again), "{:?}", texts(&again));
     // Files made by hand next to it: expired, foreign, a symbolic link, a copy outside.
     let content = std::fs::read_to_string(&path).unwrap();
     let (header, rest) = content.split_once('\n').unwrap();
@@ -407,7 +440,7 @@ async fn refusals_look_alike_and_sessions_are_partitions() {
     let outside = outside_dir.path().join(&name);
     std::fs::copy(&path, &outside).unwrap();
     let missing = variant("ZW");
-    let mut seen = vec![other_session];
+    let mut seen = vec![other_credentials, no_credentials];
     for reference in [
         expired.clone(),
         foreign.clone(),
@@ -432,8 +465,16 @@ async fn refusals_look_alike_and_sessions_are_partitions() {
         "{}",
         seen[0]
     );
-    // Bob lists nothing, Alice her file only (not the hand-made ones).
+    // Bob lists nothing, nor does a client without credentials; Alice her
+    // file only (not the hand-made ones), from either session.
     assert_eq!(listed(&bob).await, Vec::<String>::new());
+    assert_eq!(listed(&anonymous).await, Vec::<String>::new());
     assert_eq!(listed(&alice).await, [format!("lro://files/{name}")]);
-    let _ = (alice.cancel().await, bob.cancel().await);
+    assert_eq!(listed(&alice_again).await, [format!("lro://files/{name}")]);
+    let _ = (
+        alice.cancel().await,
+        alice_again.cancel().await,
+        bob.cancel().await,
+        anonymous.cancel().await,
+    );
 }

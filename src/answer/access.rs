@@ -12,6 +12,9 @@
 
 use std::fs;
 use std::hash::{BuildHasher, Hasher};
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 
@@ -44,52 +47,133 @@ pub(crate) enum AccessError {
     },
 }
 
-/// A keyed digest of who produced a file (a session or a tenant): what
-/// [`OffloadHeader::owner`] holds. The key is random per layer, so the
-/// digest tells nothing about the session id and cannot be forged from it.
+/// The key that binds offloaded files to the credentials (or tenant) of
+/// the caller that produced them: a file's header holds a keyed MAC
+/// (HMAC-SHA256) of the caller's `Authorization` header, or of the tenant
+/// the layer's partition function names, never the credentials themselves.
+/// The same credentials then read the file from any MCP session (or none);
+/// any other caller gets the one refusal every unreadable file gets.
 ///
-/// SipHash (std's `RandomState`) keyed with two independent random keys,
-/// 128 bits in all.
+/// A layer makes a random key of its own unless given one
+/// ([`OffloadLayerBuilder::binding_key`](crate::offload::OffloadLayerBuilder::binding_key)):
+/// enough for one process. Replicas that serve each other's files, or a
+/// process that must read its files after a restart, share one key, e.g.
+/// from a file ([`BindingKey::from_file`]).
+///
+/// ```
+/// use tower_lro::offload::BindingKey;
+///
+/// let key = BindingKey::from_bytes(&[7u8; 32]).unwrap();
+/// assert!(BindingKey::from_bytes(b"too short").is_err());
+/// # let _ = key;
+/// ```
 #[derive(Clone)]
-pub(crate) struct OwnerKey {
-    keys: [std::collections::hash_map::RandomState; 2],
+pub struct BindingKey {
+    key: std::sync::Arc<[u8]>,
 }
 
-impl std::fmt::Debug for OwnerKey {
+/// Why bytes cannot be a [`BindingKey`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindingKeyError {
+    /// Fewer than [`BindingKey::MIN_BYTES`] bytes.
+    #[error("a binding key needs at least {min} bytes, got {got}")]
+    TooShort {
+        /// The minimum.
+        min: usize,
+        /// How many there were.
+        got: usize,
+    },
+    /// The key file could not be read.
+    #[error("cannot read the binding key file {path}: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Debug for BindingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OwnerKey(..)")
+        f.write_str("BindingKey(..)")
     }
 }
 
-impl OwnerKey {
-    /// A fresh random key.
-    pub(crate) fn random() -> Self {
-        OwnerKey {
-            keys: [Default::default(), Default::default()],
+impl BindingKey {
+    /// The fewest bytes a key may have (256 bits).
+    pub const MIN_BYTES: usize = 32;
+
+    /// A fresh random key (from the operating system's generator).
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            // No OS generator (never seen on the platforms we run on): the
+            // process's random hasher keys, which std also draws from the OS.
+            for (i, chunk) in key.chunks_mut(8).enumerate() {
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_usize(i);
+                chunk.copy_from_slice(&h.finish().to_le_bytes());
+            }
         }
+        BindingKey { key: key.into() }
     }
 
-    /// The owner of files produced in the MCP session `id`.
-    pub(crate) fn session(&self, id: &str) -> String {
-        self.digest("session", id)
+    /// A key of these bytes (at least [`Self::MIN_BYTES`]).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, BindingKeyError> {
+        if bytes.len() < Self::MIN_BYTES {
+            return Err(BindingKeyError::TooShort {
+                min: Self::MIN_BYTES,
+                got: bytes.len(),
+            });
+        }
+        Ok(BindingKey { key: bytes.into() })
+    }
+
+    /// The key held by the file at `path`: its bytes, without the ASCII
+    /// white space at either end (so `openssl rand -hex 32 > key` makes a
+    /// good one: 64 characters). At least [`Self::MIN_BYTES`] remain.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, BindingKeyError> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|source| BindingKeyError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_bytes(bytes.trim_ascii())
+    }
+
+    /// The owner of files produced with the credentials `authorization`
+    /// (the `Authorization` header's values, in order).
+    pub(crate) fn credentials<'a>(&self, authorization: impl Iterator<Item = &'a [u8]>) -> String {
+        let mut mac = self.mac("credentials");
+        for value in authorization {
+            mac.update(value);
+            mac.update(b"\n");
+        }
+        hex(&mac.finalize().into_bytes())
     }
 
     /// The owner of files produced for the tenant `partition`.
     pub(crate) fn tenant(&self, partition: &str) -> String {
-        self.digest("tenant", partition)
+        let mut mac = self.mac("tenant");
+        mac.update(partition.as_bytes());
+        hex(&mac.finalize().into_bytes())
     }
 
-    fn digest(&self, domain: &str, value: &str) -> String {
-        let mut out = String::with_capacity(32);
-        for key in &self.keys {
-            let mut h = key.build_hasher();
-            h.write(domain.as_bytes());
-            h.write_u8(0);
-            h.write(value.as_bytes());
-            out.push_str(&format!("{:016x}", h.finish()));
-        }
-        out
+    /// A MAC over `domain` and a separator, ready for the value.
+    fn mac(&self, domain: &str) -> Hmac<Sha256> {
+        // HMAC takes a key of any length.
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+        mac.update(domain.as_bytes());
+        mac.update(&[0]);
+        mac
     }
+}
+
+/// The first 128 bits of a MAC, in hex: what a header's `owner` holds.
+fn hex(mac: &[u8]) -> String {
+    mac.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// An offload file the caller may read: its path and header.
@@ -251,14 +335,47 @@ mod tests {
 
     #[test]
     fn owner_digests_are_keyed_and_domain_separated() {
-        let a = OwnerKey::random();
-        let b = OwnerKey::random();
-        assert_eq!(a.session("s1"), a.session("s1"));
-        assert_eq!(a.session("s1").len(), 32);
-        assert_ne!(a.session("s1"), a.session("s2"));
-        assert_ne!(a.session("s1"), a.tenant("s1"));
-        assert_ne!(a.session("s1"), b.session("s1"));
+        let a = BindingKey::random();
+        let b = BindingKey::random();
+        let creds = |k: &BindingKey, v: &str| k.credentials([v.as_bytes()].into_iter());
+        assert_eq!(creds(&a, "Bearer s1"), creds(&a, "Bearer s1"));
+        assert_eq!(creds(&a, "Bearer s1").len(), 32);
+        assert_ne!(creds(&a, "Bearer s1"), creds(&a, "Bearer s2"));
+        assert_ne!(creds(&a, "s1"), a.tenant("s1"));
+        assert_ne!(creds(&a, "Bearer s1"), creds(&b, "Bearer s1"));
+        // Two values are not one value with the separator inside.
+        assert_ne!(
+            a.credentials([b"x".as_slice(), b"y".as_slice()].into_iter()),
+            creds(&a, "x"),
+        );
         assert!(!format!("{a:?}").contains('0'));
+        // A shared key gives the same digests in another process.
+        let k1 = BindingKey::from_bytes(&[1u8; 32]).unwrap();
+        let k2 = BindingKey::from_bytes(&[1u8; 32]).unwrap();
+        assert_eq!(creds(&k1, "Bearer t"), creds(&k2, "Bearer t"));
+    }
+
+    #[test]
+    fn key_files_are_trimmed_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        fs::write(&path, format!("{}\n", "ab".repeat(32))).unwrap();
+        let k = BindingKey::from_file(&path).unwrap();
+        assert_eq!(
+            k.tenant("t"),
+            BindingKey::from_bytes("ab".repeat(32).as_bytes())
+                .unwrap()
+                .tenant("t")
+        );
+        fs::write(&path, "short\n").unwrap();
+        assert!(matches!(
+            BindingKey::from_file(&path),
+            Err(BindingKeyError::TooShort { min: 32, got: 5 })
+        ));
+        assert!(matches!(
+            BindingKey::from_file(dir.path().join("missing")),
+            Err(BindingKeyError::Unreadable { .. })
+        ));
     }
 
     #[test]

@@ -28,8 +28,9 @@ mod page;
 use chrono::Utc;
 use serde_json::{Value, json};
 
+pub(crate) use access::AccessError;
 use access::quoted;
-pub(crate) use access::{AccessError, OwnerKey};
+pub use access::{BindingKey, BindingKeyError};
 pub(crate) use manifest::{EXTRACT_TOOL, LIST_TOOL, Shadowed};
 
 use crate::engine::Offloader;

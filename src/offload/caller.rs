@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use http::header::ACCEPT;
+use http::header::{ACCEPT, AUTHORIZATION};
 use http::request::Parts;
 
-use crate::answer::{EXTRACT_TOOL, LIST_TOOL, OwnerKey, Shadowed};
+use crate::answer::{BindingKey, EXTRACT_TOOL, LIST_TOOL, Shadowed};
 use crate::extract::{ExtractLimits, Extractor};
 
 /// A function that names the tenant a request belongs to (see
@@ -27,7 +27,7 @@ pub(crate) struct Serving {
     /// the evaluations of all services of the layer).
     pub extractor: Extractor,
     /// Keys the owner digests of files.
-    pub owner_key: OwnerKey,
+    pub binding_key: BindingKey,
     /// Names a request's tenant, when files are bound to tenants.
     pub partition: Option<Partition>,
     /// The server lists an `lro_extract` of its own (its calls go to it).
@@ -50,11 +50,15 @@ impl std::fmt::Debug for Serving {
 }
 
 impl Serving {
-    /// Serving state with these limits and partition function.
-    pub(crate) fn new(limits: ExtractLimits, partition: Option<Partition>) -> Self {
+    /// Serving state with these limits, binding key and partition function.
+    pub(crate) fn new(
+        limits: ExtractLimits,
+        binding_key: BindingKey,
+        partition: Option<Partition>,
+    ) -> Self {
         Serving {
             extractor: Extractor::new(limits),
-            owner_key: OwnerKey::random(),
+            binding_key,
             partition,
             shadowed_extract: AtomicBool::new(false),
             shadowed_list: AtomicBool::new(false),
@@ -90,13 +94,21 @@ impl Serving {
         self.server_streams.store(streams, Ordering::Relaxed);
     }
 
-    /// What is known of the client of a request from its head.
-    pub(crate) fn caller(&self, parts: &Parts, session: Option<&str>) -> Caller {
+    /// What is known of the client of a request from its head. Its files
+    /// are bound to the tenant the partition function names, else to its
+    /// credentials (the `Authorization` header), else to nothing (the
+    /// unguessable file name is the capability). Never to an MCP session:
+    /// the same credentials read their files from any session, or none.
+    pub(crate) fn caller(&self, parts: &Parts) -> Caller {
         let tenant = self.partition.as_ref().and_then(|p| p(parts));
-        let owner = match (tenant, session) {
-            (Some(t), _) => Some(self.owner_key.tenant(&t)),
-            (None, Some(s)) => Some(self.owner_key.session(s)),
-            (None, None) => None,
+        let mut authorization = parts.headers.get_all(AUTHORIZATION).iter().peekable();
+        let owner = match tenant {
+            Some(t) => Some(self.binding_key.tenant(&t)),
+            None if authorization.peek().is_some() => Some(
+                self.binding_key
+                    .credentials(authorization.map(|v| v.as_bytes())),
+            ),
+            None => None,
         };
         let protocol = parts
             .headers
@@ -138,7 +150,7 @@ fn accepts(parts: &Parts) -> (bool, bool) {
 #[derive(Clone, Default)]
 pub(crate) struct Caller {
     /// Who the files it produces belong to (a keyed digest of its tenant or
-    /// session; `None`: the file name alone is the capability).
+    /// credentials; `None`: the file name alone is the capability).
     pub owner: Option<String>,
     /// Its `MCP-Protocol-Version` header.
     pub protocol: Option<String>,

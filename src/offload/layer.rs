@@ -14,6 +14,7 @@ use super::state::{
     DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PROXY_HEADER,
     DEFAULT_PROXY_SESSION_TTL, Shared,
 };
+use crate::answer::BindingKey;
 use crate::cleanup::{CleanupHandle, Custodian};
 use crate::config::{OffloadConfig, ToolPolicy};
 use crate::engine::Offloader;
@@ -75,12 +76,20 @@ use crate::store::{Store, StoreError};
 ///   server lists tools of those names: then their calls go to it), and an
 ///   `initialize` answer whose server declared no resources capability
 ///   gets one, so SDK clients may call `resources/read`.
-/// * who may read what: a file made in an MCP session (`Mcp-Session-Id`)
-///   is readable only in that session; [`OffloadLayerBuilder::partition`]
-///   binds files to tenants instead; otherwise the unguessable file name
-///   is the capability. A missing, expired, foreign or other-session file,
-///   a path outside the output directory or a symbolic link all get the
-///   same error, which tells nothing about other files.
+/// * who may read what: a file made for a request with credentials (its
+///   `Authorization` header) is readable by requests with the same
+///   credentials, from any MCP session or none, and by no one else (a keyed
+///   MAC of the header is in the file's header, see [`BindingKey`]);
+///   [`OffloadLayerBuilder::partition`] binds files to tenants instead;
+///   without either, the unguessable file name is the capability, and
+///   `lro_list` shows a caller without credentials the files made without
+///   any. "The same credentials" means the same header value, byte for
+///   byte: a refreshed OAuth access token is new credentials, and files
+///   made with the old one are refused to it (bind to a stable identity
+///   with `partition`, e.g. the token's subject once an auth layer checked
+///   it). A missing, expired, foreign file, a path outside the output
+///   directory or a symbolic link all get the same error, which tells
+///   nothing about other files.
 /// * queries are untrusted code, bounded by [`ExtractLimits`]
 ///   ([`OffloadLayerBuilder::extract_limits`]): time, memory, output,
 ///   concurrency.
@@ -174,6 +183,7 @@ pub struct OffloadLayerBuilder {
     hook: Option<EventHook>,
     extract_limits: ExtractLimits,
     partition: Option<Partition>,
+    binding_key: Option<BindingKey>,
 }
 
 impl Default for OffloadLayerBuilder {
@@ -189,6 +199,7 @@ impl Default for OffloadLayerBuilder {
             hook: None,
             extract_limits: ExtractLimits::default(),
             partition: None,
+            binding_key: None,
         }
     }
 }
@@ -313,13 +324,22 @@ impl OffloadLayerBuilder {
         self.extract_limits = limits;
         self
     }
-    /// Binds offloaded files to tenants instead of MCP sessions: `partition`
+    /// The key of the MAC that binds offloaded files to their caller's
+    /// credentials or tenant (see [`BindingKey`]). Default: a random key
+    /// of this layer's own, so only this layer can read what it wrote;
+    /// replicas serving each other's files share one key.
+    pub fn binding_key(mut self, key: BindingKey) -> Self {
+        self.binding_key = Some(key);
+        self
+    }
+    /// Binds offloaded files to tenants instead of credentials: `partition`
     /// names the tenant of a request from its head (e.g. the authenticated
     /// principal an auth layer put in its extensions or headers). A file
     /// made for a request of tenant `t` can then be read (`lro_extract`,
     /// `lro_list`, `resources/read`) only by requests of tenant `t`. When it
-    /// returns `None`, the request's `Mcp-Session-Id` binds its files, if it
-    /// has one; with neither, the unguessable file name is the capability.
+    /// returns `None`, the request's credentials (its `Authorization`
+    /// header) bind its files, if it has any; with neither, the unguessable
+    /// file name is the capability.
     pub fn partition<F>(mut self, partition: F) -> Self
     where
         F: Fn(&http::request::Parts) -> Option<String> + Send + Sync + 'static,
@@ -378,7 +398,11 @@ impl OffloadLayerBuilder {
                 proxy_header: self.proxy_header,
                 max_request_bytes: self.max_request_bytes,
                 sessions: ProxySessions::new(self.max_proxy_sessions, self.proxy_session_ttl),
-                serving: Serving::new(self.extract_limits, self.partition),
+                serving: Serving::new(
+                    self.extract_limits,
+                    self.binding_key.unwrap_or_else(BindingKey::random),
+                    self.partition,
+                ),
                 ..Shared::new(offloader)
             }),
         }

@@ -47,6 +47,7 @@ pub use state::{
     DEFAULT_PROXY_SESSION_TTL,
 };
 
+pub use crate::answer::{BindingKey, BindingKeyError};
 pub use crate::engine::events::{EventHook, OffloadEvent, PassReason};
 pub use crate::engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
 pub use crate::engine::records::{Rebuild, RebuildError};

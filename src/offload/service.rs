@@ -157,7 +157,7 @@ impl<S> OffloadService<S> {
         let mut watched = shared.take_unanswered(&session);
         let (parts, body) = req.into_parts();
         if shared.serves() {
-            let caller = shared.serving.caller(&parts, Some(&session));
+            let caller = shared.serving.caller(&parts);
             Extra::from_caller(caller).apply(&mut watched);
         }
         let req = Request::from_parts(parts, RequestBody::original(body));
@@ -194,7 +194,7 @@ impl<S> OffloadService<S> {
             .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         let mut extra = Extra::default();
         if shared.serves() {
-            let caller = shared.serving.caller(&parts, session.as_deref());
+            let caller = shared.serving.caller(&parts);
             let over_cap = parts
                 .headers
                 .get(http::header::CONTENT_LENGTH)

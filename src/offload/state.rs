@@ -11,6 +11,7 @@ use super::budget::BufferBudget;
 use super::caller::Serving;
 use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
+use crate::answer::BindingKey;
 use crate::answer::manifest::{add_resources_capability, add_tools};
 use crate::cleanup::{CleanupHandle, Custodian};
 use crate::engine::Offloader;
@@ -166,7 +167,7 @@ impl Shared {
             tasks: TaskCalls::new(TASK_BOUNDS),
             unanswered: Unanswered::new(UNANSWERED_BOUNDS),
             cleanup: OnceLock::new(),
-            serving: Serving::new(ExtractLimits::default(), None),
+            serving: Serving::new(ExtractLimits::default(), BindingKey::random(), None),
         }
     }
 
