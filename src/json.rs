@@ -243,14 +243,24 @@ impl Style {
         if original.len() == minified.len() {
             return (original == minified).then_some(Style::Compact);
         }
-        Self::CANDIDATES.into_iter().skip(1).find(|style| {
-            let mut cmp = Compare {
-                rest: original.as_bytes(),
-                ok: true,
-            };
-            style.write(minified, &mut cmp);
-            cmp.ok && cmp.rest.is_empty()
-        })
+        Self::CANDIDATES
+            .into_iter()
+            .skip(1)
+            .find(|style| style.lays_out(original, minified))
+    }
+
+    /// Whether this style turns `minified` into exactly `original`,
+    /// compared as it is laid out, without building it.
+    pub(crate) fn lays_out(self, original: &str, minified: &str) -> bool {
+        if self == Style::Compact {
+            return original == minified;
+        }
+        let mut cmp = Compare {
+            rest: original.as_bytes(),
+            ok: true,
+        };
+        self.write(minified, &mut cmp);
+        cmp.ok && cmp.rest.is_empty()
     }
 
     /// Lays out minified JSON text in this style.

@@ -1775,3 +1775,42 @@ async fn python_sdk_files_follow_credentials_across_sessions() {
         assert_eq!(refusals[0], refusals[1], "{negotiation}: refusals differ");
     }
 }
+
+// ---- exact rebuilds of what servers in other languages write --------------
+
+/// A Python SDK server writes its records as Python, JavaScript and Go
+/// servers do (JSON lines with `", "`/`": "` separators, one `json.dumps`
+/// array, two-space indents, Go's escapes); through `lro gateway` each is
+/// offloaded, and `lro rebuild` of the file gives back the server's text
+/// byte for byte, not merely equal as JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuilds_are_byte_exact_for_the_layouts_servers_write() {
+    let Some(s) = stack() else {
+        return;
+    };
+    for kind in ["ndjson", "spaced", "indent2", "go"] {
+        let args = json!({"kind": kind, "count": 300});
+        let direct = rmcp_call(&s.upstream, None, "layout", args.clone()).await;
+        let via = rmcp_call(&s.gateway, None, "layout", args).await;
+        let via = serde_json::to_value(&via).unwrap();
+        let descriptor: Value =
+            serde_json::from_str(via["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(descriptor["offloaded"], true, "{kind}: {via:.300}");
+        let file = descriptor["file_path"].as_str().unwrap();
+        let out = Command::new(lro_bin())
+            .args(["rebuild", file])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{kind}: {out:?}");
+        let rebuilt: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let direct = serde_json::to_value(&direct).unwrap();
+        let want = direct["content"][0]["text"].as_str().unwrap();
+        let got = rebuilt["content"][0]["text"].as_str().unwrap();
+        assert!(
+            got == want,
+            "{kind}: not byte for byte\n  want {:?}\n   got {:?}",
+            &want[..want.len().min(160)],
+            &got[..got.len().min(160)]
+        );
+    }
+}

@@ -62,6 +62,26 @@ def records(count: int = 300) -> str:
 
 
 @mcp.tool()
+def layout(kind: str, count: int = 300) -> str:
+    """`count` records laid out as a server in another language writes them:
+    `ndjson` (Python's json.dumps per line: ", " and ": "), `spaced` (one
+    json.dumps array), `indent2` (Python indent=2, the same bytes as
+    JavaScript's JSON.stringify(v, null, 2)), `go` (Go's json.MarshalIndent
+    with two spaces: <, > and & escaped)."""
+    rows = [dict(r, name=r["name"] + " <b> & co") for r in make_records(count)]
+    if kind == "ndjson":
+        return "\n".join(json.dumps(r) for r in rows) + "\n"
+    if kind == "spaced":
+        return json.dumps(rows)
+    if kind == "indent2":
+        return json.dumps(rows, indent=2)
+    if kind == "go":
+        text = json.dumps(rows, indent=2, ensure_ascii=False)
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    raise ValueError(f"unknown layout {kind}")
+
+
+@mcp.tool()
 def records_list(count: int = 300) -> list[dict]:
     """Returns `count` records as a list."""
     return make_records(count)

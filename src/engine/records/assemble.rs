@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use crate::json::Style;
 use crate::wire::mcp::{BlockOut, MAX_CONTENT_BLOCKS, RawObject, RawResult};
 
 use super::shape::{JsonShape, json_shape, minified};
@@ -244,9 +245,10 @@ fn lay_out(
         Shape::Jsonl {
             trailing_newline,
             verbatim,
+            style,
         } => match (verbatim, exact) {
             (Some(v), true) => v.clone(),
-            _ => json_lines(recs, *trailing_newline),
+            _ => json_lines(recs, *trailing_newline, *style),
         },
         Shape::Lines {
             trailing_newline,
@@ -275,8 +277,15 @@ fn json_array(before: &str, recs: &[&str], after: &str) -> String {
 
 /// The records joined by `\n`, and a final `\n` when there was one (and
 /// any record is left).
-fn json_lines(recs: &[&str], trailing_newline: bool) -> String {
-    let mut s = recs.join("\n");
+fn json_lines(recs: &[&str], trailing_newline: bool, style: Option<Style>) -> String {
+    let mut s = match style {
+        Some(style) => recs
+            .iter()
+            .map(|r| style.apply(r))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => recs.join("\n"),
+    };
     if trailing_newline && !recs.is_empty() {
         s.push('\n');
     }

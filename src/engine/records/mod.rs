@@ -256,11 +256,15 @@ pub(crate) enum Shape {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         format: Option<TextFormat>,
     },
-    /// JSON lines joined by `\n` (compact lines only, else `verbatim`).
+    /// JSON lines joined by `\n`: compact lines, or every line laid out
+    /// in one `style` (Python's `json.dumps` default `", "` and `": "`
+    /// separators), else `verbatim`.
     Jsonl {
         trailing_newline: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         verbatim: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        style: Option<Style>,
     },
     /// Text lines joined by `\n`: one `{"line", "text"}` record per
     /// non-empty line, or per group of consecutive short lines (`text`

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use std::borrow::Cow;
 
-use crate::json::trim_parts;
+use crate::json::{Style, trim_parts};
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, ResultError};
 
 use super::lines;
@@ -281,24 +281,30 @@ impl Found {
     }
 
     /// JSON lines: one record per line. The text is kept verbatim unless it
-    /// is exactly its compact lines joined by `\n`, with at most a final `\n`.
+    /// is exactly its lines joined by `\n`, with at most a final `\n`, every
+    /// line compact or every line laid out in one [`Style`].
     fn jsonl_text(&mut self, block: usize, text: &str) {
         let (lead, core, trail) = trim_parts(text);
         let trailing_newline = trail == "\n";
         let mut budget = self.layout_budget;
         self.add(Some(block), |records| {
-            let start = records.body.len();
             records.reserve(core.len() + 1);
+            let mut lines = LineStyle::default();
             for line in jsonl_lines(core) {
+                let start = records.body.len();
                 records.push_minified(line);
+                lines.note(line, &records.body[start..records.body.len() - 1]);
             }
-            // The lines written, joined by `\n`: the text itself when exact.
-            let joined = &records.body[start..records.body.len() - 1];
-            let exact = lead.is_empty() && (trail.is_empty() || trailing_newline) && core == joined;
+            // The lines, joined by `\n`, are the text itself when no blank
+            // line, `\r` or other whitespace was left out between them.
+            let whole = lead.is_empty()
+                && (trail.is_empty() || trailing_newline)
+                && lines.bytes + lines.count.saturating_sub(1) == core.len();
+            let style = lines.style.filter(|_| whole && lines.uniform);
             // Else the text is kept as it was when it is short; a longer one
             // is rebuilt as its compact lines (equal as JSON lines, not
             // byte for byte: see `TextFormat`).
-            let verbatim = !exact && text.len() <= budget;
+            let verbatim = style.is_none() && text.len() <= budget;
             if verbatim {
                 budget -= text.len();
             }
@@ -306,6 +312,7 @@ impl Found {
                 trailing_newline,
                 // The text itself is moved in at the end (`take_source_texts`).
                 verbatim: verbatim.then(String::new),
+                style: style.filter(|s| *s != Style::Compact),
             }
         });
         self.layout_budget = budget;
@@ -620,4 +627,31 @@ fn envelope(
         RawValue::from_string(json).map_err(ResultError::NotJson)?,
         repeats,
     ))
+}
+
+/// The layout shared by the lines of a JSON lines text, learnt line by line.
+#[derive(Default)]
+struct LineStyle {
+    /// The style of the first line, when it has one.
+    style: Option<Style>,
+    /// Every line so far is laid out in `style`.
+    uniform: bool,
+    /// Lines seen.
+    count: usize,
+    /// Their bytes.
+    bytes: usize,
+}
+
+impl LineStyle {
+    /// Notes `line`, whose minified form is `minified`.
+    fn note(&mut self, line: &str, minified: &str) {
+        if self.count == 0 {
+            self.style = Style::detect(line, minified);
+            self.uniform = self.style.is_some();
+        } else if self.uniform {
+            self.uniform = self.style.is_some_and(|s| s.lays_out(line, minified));
+        }
+        self.count += 1;
+        self.bytes += line.len();
+    }
 }
