@@ -29,13 +29,16 @@
 //! ```json
 //! {"offloaded": true,
 //!  "summary": {"count": 200, "estimated_tokens": 64553, "operation": "recall",
-//!              "top_namespaces": ["_episodic/incidents", "..."], "score_range": [0.501, 0.999], "detail": "full"},
-//!  "file_path": "/tmp/lro/atlatl-recall-01M8018XC9SF16JQFWH6PFTB1R.jsonl",
-//!  "line_schema": {"type": "object", "properties": {"id": {"type": "string"}, "...": {}}},
+//!              "top_namespaces": ["_episodic/incidents", "_procedural/reviews", "…"],
+//!              "score_range": [0.501, 0.999], "detail": "full", "score_field": "provenance.confidence"},
+//!  "file_path": "/tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl",
+//!  "line_schema": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "…": {}}},
 //!  "jq_recipes": [{"description": "List titles with namespaces",
-//!                  "command": "tail -n +2 /tmp/lro/atlatl-recall-….jsonl | jq -r '[.title, .namespace] | @tsv'"}, "… 10 in all"],
-//!  "guidance": "Results offloaded to JSONL (200 memories, ~64553 tokens saved).\nFile: …",
-//!  "preview": "{\"id\":\"mem_00000_…"}
+//!                  "command": "tail -n +2 /tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl | jq -r '[.title, .namespace] | @tsv'"},
+//!                 "… 10 in all"],
+//!  "guidance": "Results offloaded to JSONL (200 memories, ~64553 tokens saved).\nDetail level: full\nUse the `lro_extract` tool to query this result set. Examples:\n- Browse: lro_extract(file_path=\"/tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl\", recipe=1)\n…",
+//!  "preview": "{\"id\":\"mem_00000_91948d23\",\"title\":\"The reporting job now depends on\",\"namespace\":\"_procedural/runbooks\",…",
+//!  "expires_after_seconds": 3600}
 //! ```
 //!
 //! Reading both back, as a client or a tool of your own would:
