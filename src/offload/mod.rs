@@ -63,10 +63,36 @@
 //! client, prints what the client received and exits; `--serve` keeps it
 //! running for your own MCP client).
 //!
-//! **On one route of an axum app** (`examples/axum_router.rs`): the
-//! crate's README shows it; `Router::route_service("/mcp",
-//! ServiceBuilder::new().layer(layer).service(mcp))`, other routes
-//! untouched.
+//! **On one route of an axum app** (`examples/axum_router.rs`):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use axum::{Router, routing::get};
+//! use rmcp::transport::streamable_http_server::{
+//!     StreamableHttpService, StreamableHttpServerConfig, session::local::LocalSessionManager,
+//! };
+//! use tower::ServiceBuilder;
+//! use tower_lro::offload::OffloadLayer;
+//!
+//! # #[derive(Clone)] struct MyServer;
+//! # impl rmcp::ServerHandler for MyServer {}
+//! # #[tokio::main] async fn main() -> std::io::Result<()> {
+//! let mcp = StreamableHttpService::new(
+//!     || Ok(MyServer),
+//!     Arc::new(LocalSessionManager::default()),
+//!     StreamableHttpServerConfig::default(),
+//! );
+//! let layer = OffloadLayer::builder()
+//!     .threshold_tokens(1600)          // the spec's default
+//!     .output_dir("/tmp/lro")          // default: a private per-user dir in the temp dir
+//!     .build();
+//! let app = Router::new()
+//!     .route("/health", get(|| async { "ok" }))    // not touched by the layer
+//!     .route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
 //!
 //! **rmcp's service served directly, no router** (`examples/rmcp_server.rs`):
 //!
@@ -177,8 +203,7 @@
 //! around it), holding the descriptor: the spec's
 //! [`OffloadResponse`](crate::descriptor::OffloadResponse), plus a
 //! `preview` of the first 200 characters of the data (`preview_chars`).
-//! The crate's README shows one; [`descriptor`](crate::descriptor) has the
-//! types.
+//! [`descriptor`](crate::descriptor) shows one and has the types.
 //!
 //! Image, audio and resource blocks, `isError`, `_meta` and `resultType`
 //! stay. When the records came from `structuredContent`, it stays with its
