@@ -230,12 +230,15 @@
 //!
 //! # How it treats traffic
 //!
-//! * A request is never held back for classification: it reaches the inner
-//!   service as it comes, and only the chunks of a `POST` body are kept, up
-//!   to a cap ([`DEFAULT_MAX_REQUEST_BYTES`],
+//! * Only `POST` bodies are read, up to a cap
+//!   ([`DEFAULT_MAX_REQUEST_BYTES`],
 //!   [`OffloadLayerBuilder::max_request_bytes`]); a larger body gets its
-//!   response passed through. `GET` (never-ending SSE streams), `DELETE`,
-//!   and any non-tool request stream through unbuffered. A `POST` goes to
+//!   response passed through. A JSON body is read before the inner service
+//!   is called (the layer may answer it itself: [Remote
+//!   clients](#remote-clients)) and played back unchanged; with extraction
+//!   off, the body reaches the inner service as it comes and the layer
+//!   keeps a reference to each chunk. `GET` (never-ending SSE streams),
+//!   `DELETE`, and any other request stream through unbuffered. A `POST` goes to
 //!   the inner service with `Accept-Encoding: identity` (the layer must
 //!   read its answer); an answer compressed all the same passes through
 //!   with an `encoded` event.
