@@ -18,6 +18,7 @@
 mod endpoint;
 mod events;
 mod future;
+#[allow(clippy::module_inception)]
 mod layer;
 mod rewrite;
 mod service;
