@@ -17,17 +17,65 @@
 //! one hour, first run at once) until the returned [`CleanupHandle`] is shut
 //! down or dropped.
 //!
+//! # Who runs it
+//!
+//! * **The layer, by default.** An [`OffloadLayer`](crate::offload::OffloadLayer)
+//!   starts the task itself, in the runtime of its first request (first run
+//!   at once, then every `cleanup_interval`), and stops it when the last
+//!   clone of the layer and its services is dropped. `auto_cleanup(false)`
+//!   turns this off.
+//! * **You, holding the handle.** [`OffloadLayer::spawn_cleanup`](crate::offload::OffloadLayer::spawn_cleanup)
+//!   starts one for the layer's files whose handle you keep
+//!   (`handle.shutdown().await` stops it; dropping the handle stops it too);
+//!   [`Custodian::for_offloader`] does the same for an engine used without
+//!   the layer.
+//! * **Your own scheduler.** [`Custodian::run_once`] is one scan, with a
+//!   [`CleanupReport`].
+//!
+//! Expiry does not wait for the cleanup: file headers carry `expires_at`,
+//! and [`rebuild_file`](crate::offload::rebuild_file),
+//! [`Offloader::rebuild_file`] (which also only reads regular files named
+//! like ours inside `output_dir`) and `lro_extract` refuse an expired file
+//! even before the cleanup has deleted it.
+//!
+//! Files of the history offload (module `history`, feature `history`) do
+//! not expire: do not point a custodian at its `store_dir`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! # let dir = tempfile::tempdir().unwrap();
+//! use tower_lro::offload::{EventHook, OffloadLayer};
+//!
+//! let (hook, mut events) = EventHook::channel(1024);
+//! let layer = OffloadLayer::builder()
+//! #   .output_dir(dir.path())
+//!     .event_hook(hook)                   // OffloadFileExpired for each deleted file
+//!     .auto_cleanup(false)                // own the cleanup task instead:
+//!     .build();
+//! let cleanup = layer.spawn_cleanup();    // keep the handle: dropping it stops the task
+//! // ... serve; events.recv().await gives each OffloadEvent ...
+//! cleanup.shutdown().await;
+//! # drop(events.try_recv());
+//! # }
+//! ```
+//!
+//! Without the layer:
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use std::time::Duration;
-//! use tower_lro::{OffloadConfig, Offloader};
-//! use tower_lro::Custodian;
+//! use tower_lro::cleanup::Custodian;
+//! use tower_lro::config::OffloadConfig;
+//! use tower_lro::offload::Offloader;
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
 //! let handle = Custodian::for_offloader(&offloader).spawn(Duration::from_secs(3600));
 //! // ... serve ...
 //! handle.shutdown().await;
+//!
+//! let report = Custodian::new(dir.path(), Duration::from_secs(3600)).run_once();
+//! assert!(report.errors.is_empty());
 //! # }
 //! ```
 

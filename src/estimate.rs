@@ -35,6 +35,26 @@
 //!
 //! Both built-in estimators work on bytes in one pass (no decoding, no
 //! allocation); see `benches/` for their throughput.
+//!
+//! # Example
+//!
+//! ```
+//! use tower_lro::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};
+//! use tower_lro::offload::OffloadLayer;
+//!
+//! assert_eq!(ScriptAwareEstimator.estimate("twelve chars"), 3);  // the spec's chars / 4
+//! let han = "漢".repeat(100);
+//! assert_eq!(CharsPerTokenEstimator.estimate(&han), 25);         // what chars / 4 would say
+//! assert!(ScriptAwareEstimator.estimate(&han) >= 70);            // about what o200k counts
+//!
+//! // An estimator of your own (an exact tokenizer, say), for the layer or the engine:
+//! struct Words;
+//! impl TokenEstimator for Words {
+//!     fn estimate(&self, text: &str) -> usize { text.split_whitespace().count() }
+//! }
+//! let layer = OffloadLayer::builder().estimator(Words).build();
+//! # drop(layer);
+//! ```
 
 /// Estimates how many LLM tokens a text costs.
 ///
@@ -137,6 +157,7 @@ fn count_chars_and_cjk(bytes: &[u8]) -> (usize, usize) {
 
 /// OpenAI's o200k BPE tokenizer, exact (feature `o200k`).
 #[cfg(feature = "o200k")]
+#[cfg_attr(docsrs, doc(cfg(feature = "o200k")))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct O200kEstimator;
 

@@ -8,7 +8,7 @@
 //! medium about 110 and light about 45.
 //!
 //! ```
-//! use tower_lro::Detail;
+//! use tower_lro::descriptor::Detail;
 //! use tower_lro::fixtures::MemoryGenerator;
 //! let memories = MemoryGenerator::new(7).memories(200, Detail::Full);
 //! assert_eq!(memories.len(), 200);

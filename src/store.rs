@@ -23,6 +23,57 @@
 //! shared, world-writable temp dir. The check runs before every write (a
 //! refused directory means the spec's fallback for that call) and once when
 //! a layer is built (an error in the log at start-up).
+//!
+//! # Names
+//!
+//! Files are named `atlatl-{operation}-{ulid}.jsonl` ([`FILE_PREFIX`],
+//! [`FILE_EXTENSION`], [`is_offload_file_name`]): the operation is the
+//! spec's (`recall`, `search`, ...) or the tool's name reduced to
+//! `[a-z0-9_]`, so a tool name can never steer a path out of the directory.
+//! Over MCP a file is the resource `lro://files/{name}` ([`resource_uri`],
+//! [`file_name_of_uri`]).
+//!
+//! # Example
+//!
+//! A store of your own, here one that counts the writes of an
+//! [`FsStore`] (a fault-injecting one fails instead), given to the engine
+//! (or to the layer with
+//! [`OffloadLayerBuilder::store`](crate::offload::OffloadLayerBuilder::store)):
+//!
+//! ```
+//! use std::path::{Path, PathBuf};
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use tower_lro::config::OffloadConfig;
+//! use tower_lro::offload::{Offloader, Outcome, ToolCall};
+//! use tower_lro::store::{FsStore, Store, StoreError, is_offload_file_name};
+//!
+//! struct Counting { inner: FsStore, writes: Arc<AtomicUsize> }
+//!
+//! impl Store for Counting {
+//!     fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+//!         self.writes.fetch_add(1, Ordering::Relaxed);
+//!         self.inner.write(file_name, contents)
+//!     }
+//!     fn dir(&self) -> &Path { self.inner.dir() }
+//!     fn check(&self) -> Result<(), StoreError> { self.inner.check() }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let writes = Arc::new(AtomicUsize::new(0));
+//! let offloader = Offloader::new(OffloadConfig::default())
+//!     .with_store(Counting { inner: FsStore::new(dir.path()), writes: writes.clone() });
+//!
+//! let rows: Vec<_> = (0..500).map(|i| serde_json::json!({"id": i, "msg": "worker started"})).collect();
+//! let result = serde_json::json!({"content": [{"type": "text", "text": serde_json::to_string(&rows)?}]});
+//! let outcome = offloader.process(&ToolCall::new("query_logs", None), result.to_string().as_bytes())?;
+//! let Outcome::Offloaded(offloaded) = outcome else { panic!("over the threshold") };
+//! assert_eq!(writes.load(Ordering::Relaxed), 1);
+//! let name = offloaded.file.path.file_name().unwrap().to_str().unwrap();
+//! assert!(name.starts_with("atlatl-query_logs-") && is_offload_file_name(name));
+//! # Ok(()) }
+//! ```
 
 use std::fs;
 use std::io::{self, Write};

@@ -1,9 +1,80 @@
-//! The specification's public types: the JSONL header, the descriptor that
-//! replaces an offloaded result, its summary and recipes, and the guidance.
+//! The specification's types: what an offloaded result becomes.
 //!
-//! Field names are exactly the specification's. Additions are marked as such
-//! and are skipped when empty, so a reader that knows only the spec's fields
-//! reads our files and descriptors unchanged.
+//! * [`OffloadResponse`] — the descriptor the client receives in place of
+//!   the result, as the JSON of a text block: `offloaded`, an
+//!   [`OffloadSummary`] (`count`, `estimated_tokens`, `operation`,
+//!   `top_namespaces`, `score_range`, `detail`), `file_path`, `line_schema`
+//!   (a JSON Schema of the record lines), ten [`JqRecipe`]s and
+//!   `guidance` ([`guidance`], or [`extract_guidance`] when the layer
+//!   serves `lro_extract`).
+//! * [`OffloadHeader`] — the first line of every offload file
+//!   (`"type": "lro_header"`, [`HEADER_TYPE`]): the operation, the count,
+//!   the schema version, when it was written, the tokens, the [`Detail`]
+//!   level; then one record per line.
+//! * [`OffloadedResult`] — the file as the engine wrote it (path, header,
+//!   ttl, creation time).
+//!
+//! Field names are exactly the specification's. Additions are marked as
+//! such in each field's docs (`preview`, `expires_after_seconds`, `page`
+//! ([`PageInfo`]) and `summary.score_field` in the descriptor; `tool`,
+//! `expires_at`, `rebuild`, `recipes` ([`RecipeProgram`]) and `owner` in
+//! the header) and are skipped when empty, so a reader that knows only the
+//! spec's fields reads our files and descriptors unchanged. The
+//! [`offload`](crate::offload) module docs say what the client receives
+//! around the descriptor (the other blocks, `structuredContent`, paged
+//! results).
+//!
+//! A descriptor, shortened (from `cargo run --example quickstart`):
+//!
+//! ```json
+//! {"offloaded": true,
+//!  "summary": {"count": 200, "estimated_tokens": 64553, "operation": "recall",
+//!              "top_namespaces": ["_episodic/incidents", "_procedural/reviews", "…"],
+//!              "score_range": [0.501, 0.999], "detail": "full", "score_field": "provenance.confidence"},
+//!  "file_path": "/tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl",
+//!  "line_schema": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "…": {}}},
+//!  "jq_recipes": [{"description": "List titles with namespaces",
+//!                  "command": "tail -n +2 /tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl | jq -r '[.title, .namespace] | @tsv'"},
+//!                 "… 10 in all"],
+//!  "guidance": "Results offloaded to JSONL (200 memories, ~64553 tokens saved).\nDetail level: full\nUse the `lro_extract` tool to query this result set. Examples:\n- Browse: lro_extract(file_path=\"/tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl\", recipe=1)\n…",
+//!  "preview": "{\"id\":\"mem_00000_91948d23\",\"title\":\"The reporting job now depends on\",\"namespace\":\"_procedural/runbooks\",…",
+//!  "expires_after_seconds": 3600}
+//! ```
+//!
+//! Reading both back, as a client or a tool of your own would:
+//!
+//! ```
+//! use tower_lro::config::OffloadConfig;
+//! use tower_lro::descriptor::{HEADER_TYPE, OffloadHeader, OffloadResponse};
+//! use tower_lro::offload::{Offloader, Outcome, ToolCall};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let rows: Vec<_> = (0..500)
+//!     .map(|i| serde_json::json!({"id": i, "level": "info", "msg": "worker started"}))
+//!     .collect();
+//! let result = serde_json::json!({"content": [{"type": "text", "text": serde_json::to_string(&rows)?}]});
+//!
+//! let offloader = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+//! let Outcome::Offloaded(offloaded) =
+//!     offloader.process(&ToolCall::new("query_logs", None), result.to_string().as_bytes())?
+//! else { panic!("500 rows are over the threshold") };
+//!
+//! // The client's side: the text block of the rewritten result.
+//! let sent: serde_json::Value = serde_json::from_str(&offloaded.result)?;
+//! let descriptor: OffloadResponse =
+//!     serde_json::from_str(sent["content"][0]["text"].as_str().unwrap())?;
+//! assert_eq!(descriptor.summary.count, 500);
+//! assert_eq!(descriptor.summary.operation, "query_logs");
+//! assert_eq!(descriptor.jq_recipes.len(), 10);
+//!
+//! // The file: the header line, then one record per line.
+//! let file = std::fs::read_to_string(&descriptor.file_path)?;
+//! let header: OffloadHeader = serde_json::from_str(file.lines().next().unwrap())?;
+//! assert_eq!(header.header_type, HEADER_TYPE);
+//! assert_eq!(header.count, 500);
+//! assert_eq!(file.lines().count(), 1 + 500);
+//! # Ok(()) }
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -101,7 +101,7 @@
 //!         assert_eq!(o.response.jq_recipes.len(), 10);
 //!         // Nothing is lost: the file alone gives the original back.
 //!         let file = std::fs::read_to_string(&o.file.path).unwrap();
-//!         let rebuilt: serde_json::Value = serde_json::from_str(&tower_lro::rebuild(&file).unwrap()).unwrap();
+//!         let rebuilt: serde_json::Value = serde_json::from_str(&tower_lro::offload::rebuild(&file).unwrap()).unwrap();
 //!         assert_eq!(rebuilt, result);
 //!     }
 //!     other => panic!("expected an offload, got {other:?}"),

@@ -119,7 +119,7 @@
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! use tower_lro::{Extractor, ExtractLimits, Paging, Query};
+//! use tower_lro::extract::{ExtractLimits, Extractor, Paging, Query};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let file = dir.path().join("atlatl-logs-01J0000000000000000000000.jsonl");

@@ -9,7 +9,16 @@
 //! rewritten, with a [`HistoryReport`] (tokens before and after, files
 //! written, answers compacted, groups compressed).
 //! [`HistoryOffloader::rewrite_body`] does the same on a whole request
-//! body, keeping every other byte of it.
+//! body, keeping every other byte of it. [`HistoryOffloadLayer`] does it
+//! in front of an HTTP service that receives chat requests ([The history
+//! offload layer](#the-history-offload-layer)).
+//!
+//! The three formats: OpenAI Chat Completions (`messages`, role `tool`,
+//! `tool_calls`), Anthropic Messages (`tool_use` / `tool_result` blocks,
+//! string or block content) and OpenAI Responses (`input`,
+//! `function_call` / `function_call_output`). Tokens are estimated with
+//! the crate's CJK-aware estimator, or any
+//! [`TokenEstimator`](crate::estimate::TokenEstimator).
 //!
 //! # Modes ([`HistoryConfig`], the spec's parameters and defaults)
 //!
@@ -31,6 +40,12 @@
 //!   `history-{chat_id}-{digest}.jsonl` holding them, one per line).
 //! * **auto** (the default): compact, then compress when tokens after
 //!   compaction / tokens before is above `compact_ratio_threshold` (0.75).
+//!
+//! [`HistoryConfig::load`] reads the same keys from a `[prompt.history]`
+//! TOML section and `ATLATL_PROMPT__HISTORY__*` variables
+//! (`working_summary_mode = "compress"`, `group_token_threshold = 4000`,
+//! ...), as [`OffloadConfig::load`](crate::config::OffloadConfig::load)
+//! does for `[prompt.offload]`.
 //!
 //! System messages (`system` / `developer`; Anthropic's `system` is not a
 //! message and is never touched) and the most recent messages are always
@@ -90,7 +105,7 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use tower_lro::{ChatFormat, HistoryConfig, HistoryOffloader, SummaryMode, POINTER_MARKER};
+//! use tower_lro::history::{ChatFormat, HistoryConfig, HistoryOffloader, SummaryMode, POINTER_MARKER};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let dir = tempfile::tempdir().unwrap();
@@ -124,6 +139,153 @@
 //! # }
 //! ```
 //!
+//! In an agent loop, and in a gateway:
+//!
+//! ```no_run
+//! use tower_lro::history::{ChatFormat, HistoryConfig, HistoryError, HistoryOffloader, SummaryMode};
+//!
+//! # async fn run(messages: Vec<serde_json::Value>, body: &[u8]) -> Result<(), HistoryError> {
+//! let offloader = HistoryOffloader::new(
+//!     HistoryConfig::default()
+//!         .mode(SummaryMode::Auto)
+//!         .store_dir("/var/lib/agent/history")
+//!         .chat_id("ticket-4711"),
+//! );
+//! // In an agent loop: the messages before each model call.
+//! let out = offloader.rewrite_messages(ChatFormat::OpenAiChat, messages).await?;
+//! println!("{} → {} tokens, {} files", out.report.tokens_before, out.report.tokens_after,
+//!          out.report.files_written.len());
+//! // In a gateway: a whole request body (format detected), other members kept byte for byte.
+//! let rewritten = offloader.rewrite_body(None, body).await?;
+//! # let _ = rewritten; Ok(()) }
+//! ```
+//!
+//! # The history offload layer
+//!
+//! [`HistoryOffloadLayer`] puts the history offload in front of an HTTP
+//! service that receives chat requests: a gateway in front of a model
+//! provider, or an agent's own endpoint. The inner service gets the request
+//! with its history already rewritten; nothing else changes.
+//! `examples/history_gateway.rs` runs it on 127.0.0.1: a stand-in chat
+//! endpoint (no model; it answers how many messages it got) behind the
+//! layer, a 40-turn history with ten large tool answers sent, then resent
+//! with one more turn; it prints the tokens before and after and the files
+//! written.
+//!
+//! ```no_run
+//! use axum::{Router, routing::post};
+//! use tower_lro::history::{HistoryConfig, HistoryOffloadLayer, HistoryOffloader, SummaryMode};
+//!
+//! # async fn forward_to_provider() -> &'static str { "" }
+//! # fn main() {
+//! let config = HistoryConfig::default()
+//!     .mode(SummaryMode::Auto)
+//!     .store_dir("/var/lib/gateway/history");
+//! let layer = HistoryOffloadLayer::builder(HistoryOffloader::new(config))
+//!     .event_hook(|event| eprintln!("history: {}", event.name()))
+//!     .build();
+//! let app: Router = Router::new()
+//!     .route("/v1/chat/completions", post(forward_to_provider))
+//!     .route("/v1/messages", post(forward_to_provider))
+//!     .route("/v1/responses", post(forward_to_provider))
+//!     .layer(layer);
+//! # }
+//! ```
+//!
+//! * **Which requests.** A `POST` whose path ends in `/chat/completions`
+//!   (OpenAI Chat Completions), `/messages` (Anthropic Messages) or
+//!   `/responses` (OpenAI Responses) is rewritten in that format; any other
+//!   `POST` with a JSON body is read and its format detected (a JSON body
+//!   that is no chat request goes on as it came, without an event). Other
+//!   methods and bodies reach the inner service at once, never read.
+//! * **What the inner service gets.** The body with its messages rewritten
+//!   (every other member keeps its bytes), `Content-Length` set to the new
+//!   length, `Transfer-Encoding` dropped. The same history always becomes
+//!   the same bytes ([The same rewrite every
+//!   turn](#the-same-rewrite-every-turn)), so a provider's prompt cache
+//!   still hits when the client resends it.
+//! * **Responses** are never looked at: a streamed answer
+//!   (`"stream": true`, `text/event-stream`) reaches the client chunk by
+//!   chunk as the inner service sends it.
+//! * **Never fails a request because of its own trouble.** A body over
+//!   `max_body_bytes` (default 32 MiB, [`DEFAULT_MAX_CHAT_BODY_BYTES`];
+//!   announced by `Content-Length`, or found while reading), bodies held by
+//!   all requests over `max_held_bytes` (default 256 MiB,
+//!   [`DEFAULT_MAX_HELD_CHAT_BYTES`]), a compressed body
+//!   (`Content-Encoding`), a body that is not a chat request in JSON on a
+//!   chat path, a broken body, a summarizer or file store that fails, a
+//!   rewrite over `rewrite_timeout` (default 120 s,
+//!   [`DEFAULT_REWRITE_TIMEOUT`]): the inner service gets the original
+//!   body, byte for byte, and a [`HistoryEvent::FellBack`] says why
+//!   ([`FallbackReason`]).
+//! * **Events.** [`HistoryEvent::Rewritten`] (with the engine's
+//!   [`HistoryReport`]: tokens before and after, files written, messages
+//!   compacted, groups compressed), `Unchanged`, `FellBack`; each also a
+//!   `tracing` event (target `tower_lro`, `event` = `HistoryRewritten` /
+//!   `HistoryUnchanged` / `HistoryFellBack`), and handed to the
+//!   [`event_hook`](HistoryOffloadLayerBuilder::event_hook) callback.
+//! * **Body type.** The inner service receives
+//!   `Request<`[`RequestBody<B>`](crate::offload::RequestBody)`>`, the same
+//!   body type as behind the offload layer, so both layers stack; the inner
+//!   service must be `Clone` (a chat request is read before the readied
+//!   service is called).
+//!
+//! # Summaries from a chat endpoint (feature `history-endpoint`)
+//!
+//! `EndpointSummarizer` makes the summaries of `compress` mode with any
+//! OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp's
+//! server, LiteLLM, ...): `POST {base_url}/chat/completions` with the
+//! model, a system prompt asking for a faithful summary that keeps tool
+//! names, identifiers, paths and numbers exactly (`DEFAULT_SUMMARY_PROMPT`,
+//! replaceable), the group's transcript as the user message, `max_tokens`
+//! set to the summary's budget and `temperature` 0.
+//!
+//! ```no_run
+//! # #[cfg(feature = "history-endpoint")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tower_lro::history::{EndpointSummarizer, HistoryConfig, HistoryOffloader, SummaryMode};
+//!
+//! let summarizer = EndpointSummarizer::new("http://127.0.0.1:8000/v1", "qwen2.5-7b-instruct")?
+//!     .api_key_env("LLM_API_KEY")? // or .api_key("sk-...")?
+//!     .timeout(Duration::from_secs(30));
+//! let offloader = HistoryOffloader::new(HistoryConfig::default().mode(SummaryMode::Auto))
+//!     .with_summarizer(Arc::new(summarizer));
+//! # Ok(()) }
+//! # #[cfg(not(feature = "history-endpoint"))]
+//! # fn main() {}
+//! ```
+//!
+//! * The key goes in `Authorization: Bearer`; it comes from the
+//!   configuration (`api_key`) or from an environment variable read once
+//!   (`api_key_env`), and never shows in `Debug` or in errors.
+//! * Each summary is bounded: `timeout` (default 60 s) for connecting,
+//!   asking and reading, and `max_answer_bytes` (default 1 MiB) of answer
+//!   read.
+//! * Errors are typed (`EndpointError`): `Transport`, `Timeout`, `Status`
+//!   (with the start of the answer, made safe for a log line), `BadAnswer`
+//!   (not JSON, no `choices[0].message`, no text, too long), `Config`.
+//!   Through the [`Summarizer`] trait they become `SummaryError::Endpoint`
+//!   or `BadAnswer`; in the layer, the request goes on with its original
+//!   body.
+//! * The default connector speaks plain HTTP (a model server on the same
+//!   host or network); for `https://` give a TLS connector with
+//!   `EndpointSummarizer::with_connector` (e.g. `hyper-rustls`).
+//! * The feature adds the `hyper` client and `hyper-util`; without it, none
+//!   of them is compiled.
+//!
+//! No real model was available to the tests. `tests/history_endpoint.rs`
+//! drives `EndpointSummarizer` against HTTP servers on 127.0.0.1 speaking
+//! the chat completions API: a stand-in endpoint
+//! (`examples/support/chat_endpoint.rs`) that checks the request's shape
+//! and key and answers a fixed completion built from the transcript, and
+//! small servers that answer an error status, text that is not a
+//! completion, an oversized answer, or nothing in time.
+//! `tests/history_layer.rs` puts the layer in front of the same stand-in
+//! endpoint and drives it with reqwest. Whether a given model's summaries
+//! are good is not tested here.
+//!
 //! # Files
 //!
 //! `offloader` (the offloader and the order of a rewrite), extended by
@@ -131,7 +293,8 @@
 //! modes); `render` (a group as a transcript); `format` (the three
 //! formats: shapes, pairing, where an answer's text is); `files`
 //! (content-addressed names, the idempotent store); `extractive` and
-//! `summarize` (summarizers); `config`; `report`.
+//! `summarize` (summarizers); `config`; `report`; `layer` (the tower
+//! layer, with `endpoint`, the chat-endpoint summarizer).
 
 mod body;
 mod compact;

@@ -17,14 +17,17 @@ use crate::engine::events::clean_label;
 use crate::history::{Summarizer, SummaryError, SummaryFuture, SummaryRequest};
 
 /// The default time allowed for one summary: connect, ask, read the answer.
+#[cfg_attr(docsrs, doc(cfg(feature = "history-endpoint")))]
 pub const DEFAULT_SUMMARY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The most bytes of an endpoint's answer read (an answer longer than this
 /// is an error, never held whole).
+#[cfg_attr(docsrs, doc(cfg(feature = "history-endpoint")))]
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// The default system prompt: a faithful summary that keeps what an agent
 /// needs to go on (tool names, identifiers, numbers, decisions).
+#[cfg_attr(docsrs, doc(cfg(feature = "history-endpoint")))]
 pub const DEFAULT_SUMMARY_PROMPT: &str = "You summarize part of a conversation between a user, \
 an AI assistant and its tools, so that the assistant can continue the task without the \
 original messages. Be faithful: state only what the transcript says, never guess or add. \
@@ -38,6 +41,7 @@ open. Write plain prose or short bullet points, no preamble.";
 /// address (for logs, never for a client).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+#[cfg_attr(docsrs, doc(cfg(feature = "history-endpoint")))]
 pub enum EndpointError {
     /// The summarizer's settings are unusable (base URL, key).
     #[error("endpoint settings: {0}")]
@@ -87,8 +91,8 @@ impl From<EndpointError> for SummaryError {
 /// `HttpsConnector`).
 ///
 /// ```no_run
-/// # fn main() -> Result<(), tower_lro::EndpointError> {
-/// use tower_lro::EndpointSummarizer;
+/// # fn main() -> Result<(), tower_lro::history::EndpointError> {
+/// use tower_lro::history::EndpointSummarizer;
 ///
 /// let summarizer = EndpointSummarizer::new("http://127.0.0.1:11434/v1", "llama3.2")?
 ///     .api_key_env("OPENAI_API_KEY")?;
@@ -97,6 +101,7 @@ impl From<EndpointError> for SummaryError {
 ///
 /// Its `Debug` never shows the key.
 #[derive(Clone)]
+#[cfg_attr(docsrs, doc(cfg(feature = "history-endpoint")))]
 pub struct EndpointSummarizer<C = HttpConnector> {
     client: Client<C, Full<Bytes>>,
     url: Uri,
