@@ -122,7 +122,7 @@ fn through_layer(
             Ok::<_, Infallible>(r)
         }
     });
-    let svc = OffloadLayer::builder().output_dir(dir).build().layer(inner);
+    let svc = OffloadLayer::new(OffloadConfig::default().output_dir(dir)).layer(inner);
     let req = Request::builder()
         .method(Method::POST)
         .uri("/mcp")

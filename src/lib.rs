@@ -80,7 +80,7 @@
 //!   [`CharsPerTokenEstimator`], `O200kEstimator` (feature `o200k`).
 //! * Storage: [`Store`], [`FsStore`], [`StoreError`], [`FILE_PREFIX`],
 //!   [`FILE_EXTENSION`], [`is_offload_file_name`], [`RESOURCE_URI_PREFIX`], [`resource_uri`], [`file_name_of_uri`].
-//! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`];
+//! * Lifecycle: [`Custodian`], [`CleanupHandle`], [`CleanupReport`], [`CleanupError`];
 //!   events: [`OffloadEvent`], [`EventHook`].
 //! * History offload (chat histories; see [`HistoryOffloader`]):
 //!   [`HistoryOffloader`], [`HistoryConfig`], [`SummaryMode`],
@@ -116,7 +116,7 @@ mod json;
 mod middleware;
 mod wire;
 
-pub use cleanup::{CleanupHandle, CleanupReport, Custodian};
+pub use cleanup::{CleanupError, CleanupHandle, CleanupReport, Custodian};
 pub use engine::config::{
     ConfigError, DEFAULT_CLEANUP_INTERVAL, DEFAULT_MAX_BUFFERED_BYTES, ENV_PREFIX, EffectivePolicy,
     OffloadConfig, ToolPolicy,

@@ -261,10 +261,11 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
         },
     );
-    let layer = tower_lro::OffloadLayer::builder()
-        .output_dir(&d)
-        .cleanup_interval(INTERVAL)
-        .build();
+    let layer = tower_lro::OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(&d)
+            .cleanup_interval(INTERVAL),
+    );
     let mut service = tower::Layer::layer(&layer, inner);
     assert!(first.exists(), "nothing runs before the layer is used");
     let req = || http::Request::get("/mcp").body(String::new()).unwrap();
@@ -301,10 +302,8 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
     );
 
     // Switched off: no task at all.
-    let layer = tower_lro::OffloadLayer::builder()
-        .output_dir(&d)
-        .auto_cleanup(false)
-        .build();
+    let layer =
+        tower_lro::OffloadLayer::new(OffloadConfig::default().output_dir(&d).auto_cleanup(false));
     let inner = tower::service_fn(
         |_req: http::Request<tower_lro::RequestBody<String>>| async {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
@@ -459,7 +458,8 @@ fn toml_section_environment_and_defaults() {
     assert!(!both.enabled);
     assert_eq!(both.ttl, Duration::from_secs(600), "file value kept");
     for t in ["a", "b", "c", "read_secret"] {
-        assert_eq!(both.tools[t].enabled, Some(false), "{t}");
+        assert!(both.excluded_tools.contains(t), "{t}");
+        assert!(!both.policy_for(t).enabled, "{t}");
     }
     assert_eq!(both.tools["query_logs"].threshold_tokens, Some(100));
     // An empty output_dir means the per-user default directory in the

@@ -19,6 +19,7 @@ use rmcp::model::{
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
+use tower_lro::OffloadConfig;
 use tower_lro::{Detail, OffloadLayer};
 
 type Client = RunningService<rmcp::RoleClient, ClientConfig>;
@@ -81,7 +82,7 @@ fn counts_of(line: &str) -> BTreeMap<String, usize> {
 }
 
 fn layer(dir: &std::path::Path) -> OffloadLayer {
-    OffloadLayer::builder().output_dir(dir).build()
+    OffloadLayer::new(OffloadConfig::default().output_dir(dir))
 }
 
 /// Every page of `args` (custom query) by `offset`, at most 50 pages.
