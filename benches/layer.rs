@@ -32,6 +32,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tower::{Layer, Service, ServiceExt};
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 use support::{Chunked, fmt_ns, median_ns, record};
@@ -139,10 +140,8 @@ fn with_without(c: &mut Criterion, group: &str, case: &Case, dir: &Path) {
     }
     let without = format!("{group}/{}/without", case.name);
     let with = format!("{group}/{}/with", case.name);
-    let layered = OffloadLayer::builder()
-        .output_dir(dir)
-        .build()
-        .layer(case.inner.clone());
+    let layered =
+        OffloadLayer::new(OffloadConfig::default().output_dir(dir)).layer(case.inner.clone());
     // Interleave: without, with, without, with, so drift hits both.
     for round in 0..2 {
         g.bench_function(
@@ -387,17 +386,13 @@ fn bench_large(c: &mut Criterion, dir: &Path, rows: &mut Vec<Vec<String>>) {
         });
         let out_dir = dir.join("out");
         std::fs::create_dir_all(&out_dir).unwrap();
-        let layered = OffloadLayer::builder()
-            .output_dir(&out_dir)
-            .build()
-            .layer(Canned {
+        let layered =
+            OffloadLayer::new(OffloadConfig::default().output_dir(&out_dir)).layer(Canned {
                 content_type: "application/json",
                 body: case.response.clone(),
             });
-        let layered_sse = OffloadLayer::builder()
-            .output_dir(&out_dir)
-            .build()
-            .layer(Canned {
+        let layered_sse =
+            OffloadLayer::new(OffloadConfig::default().output_dir(&out_dir)).layer(Canned {
                 content_type: "text/event-stream",
                 body: Bytes::from(sse(&case.response)),
             });

@@ -35,8 +35,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceBuilder;
-use tower_lro::offload::OffloadLayer;
-use tower_lro::offload::RequestBody;
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::{OffloadLayer, RequestBody};
 
 /// Longest a single request may take before the run is aborted.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -226,7 +226,7 @@ fn main() {
     ];
     let mut rows = Vec::new();
     rt.block_on(async {
-        let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+        let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
         // (without, with) for JSON and for event-stream answers.
         let mut servers = Vec::new();
         // On both sides rmcp gets axum's own body type, so both run the same

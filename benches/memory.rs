@@ -125,7 +125,7 @@ fn through_layer(
             }
         },
     );
-    let svc = OffloadLayer::builder().output_dir(dir).build().layer(inner);
+    let svc = OffloadLayer::new(OffloadConfig::default().output_dir(dir)).layer(inner);
     let req = Request::builder()
         .method(Method::POST)
         .uri("/mcp")

@@ -24,6 +24,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 async fn version() -> Json<Value> {
@@ -38,10 +39,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let offload = OffloadLayer::builder()
-        .threshold_tokens(1600)
-        .output_dir(&output_dir)
-        .build();
+    let offload = OffloadLayer::new(
+        OffloadConfig::default()
+            .threshold_tokens(1600)
+            .output_dir(&output_dir),
+    );
     // The layer wraps the MCP service only; the rest of the app is untouched.
     let app = Router::new()
         .route("/health", get(|| async { "ok" }))

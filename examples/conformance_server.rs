@@ -24,6 +24,7 @@ use conformance_server::ConformanceServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tower::ServiceBuilder;
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 #[tokio::main]
@@ -53,13 +54,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         config,
     );
     let app = if offload {
-        let mut builder = OffloadLayer::builder();
+        let mut config = OffloadConfig::default();
         if let Some(t) = value("--threshold") {
-            builder = builder.threshold_tokens(t.parse()?);
+            config = config.threshold_tokens(t.parse()?);
         }
         Router::new().route_service(
             "/mcp",
-            ServiceBuilder::new().layer(builder.build()).service(mcp),
+            ServiceBuilder::new()
+                .layer(OffloadLayer::new(config))
+                .service(mcp),
         )
     } else {
         Router::new().route_service("/mcp", mcp)

@@ -28,6 +28,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use serde_json::{Value, json};
 use tower::{Service, ServiceBuilder};
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 /// Largest request body the handler reads.
@@ -169,12 +170,11 @@ fn rows(count: u64) -> Value {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let output_dir = demo_client::output_dir("hyper_service");
     let service = ServiceBuilder::new()
-        .layer(
-            OffloadLayer::builder()
+        .layer(OffloadLayer::new(
+            OffloadConfig::default()
                 .threshold_tokens(1600)
-                .output_dir(&output_dir)
-                .build(),
-        )
+                .output_dir(&output_dir),
+        ))
         .service(McpHandler);
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceBuilder;
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::OffloadResponse;
 use tower_lro::offload::OffloadLayer;
 
@@ -44,10 +45,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     // The layer also runs the spec's offload_cleanup task (expired files go
     // every hour) from its first request until it is dropped.
-    let layer = OffloadLayer::builder()
-        .threshold_tokens(1600)
-        .output_dir(&output_dir)
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .threshold_tokens(1600)
+            .output_dir(&output_dir),
+    );
     let app = Router::new().route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;

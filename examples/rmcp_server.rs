@@ -27,18 +27,18 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceBuilder;
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let output_dir = demo_client::output_dir("rmcp_server");
     let service = ServiceBuilder::new()
-        .layer(
-            OffloadLayer::builder()
+        .layer(OffloadLayer::new(
+            OffloadConfig::default()
                 .threshold_tokens(1600)
-                .output_dir(&output_dir)
-                .build(),
-        )
+                .output_dir(&output_dir),
+        ))
         .service(StreamableHttpService::new(
             || Ok(MemoryServer),
             Arc::new(LocalSessionManager::default()),

@@ -48,11 +48,12 @@
 //!
 //! let (hook, mut events) = EventHook::channel(1024);
 //! let layer = OffloadLayer::builder()
-//! #   .output_dir(dir.path())
+//! #   .config(tower_lro::config::OffloadConfig::default().output_dir(dir.path()))
 //!     .event_hook(hook)                   // OffloadFileExpired for each deleted file
-//!     .auto_cleanup(false)                // own the cleanup task instead:
 //!     .build();
-//! let cleanup = layer.spawn_cleanup();    // keep the handle: dropping it stops the task
+//! // Own the layer's one cleanup task (it then starts none itself):
+//! let cleanup = layer.spawn_cleanup().expect("the first call, in a runtime");
+//! // keep the handle: dropping it stops the task
 //! // ... serve; events.recv().await gives each OffloadEvent ...
 //! cleanup.shutdown().await;
 //! # drop(events.try_recv());
@@ -262,7 +263,10 @@ impl Custodian {
 
     /// Runs [`run_once`](Self::run_once) on the blocking pool every
     /// `interval` (the first run at once) until the handle is shut down or
-    /// dropped. Must be called within a tokio runtime.
+    /// dropped. Must be called within a tokio runtime (it panics otherwise,
+    /// as `tokio::spawn` does). Each call starts a new task: for a layer's
+    /// files use [`OffloadLayer::spawn_cleanup`](crate::OffloadLayer::spawn_cleanup),
+    /// which never starts a second one.
     pub fn spawn(self, interval: Duration) -> CleanupHandle {
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let interval = interval.max(Duration::from_millis(1));
@@ -336,6 +340,21 @@ fn created_at(name: &str) -> Option<DateTime<Utc>> {
     debug_assert!(FILE_PREFIX.starts_with("atlatl") && FILE_EXTENSION == ".jsonl");
     let (_, ulid) = parse_file_name(name)?;
     Some(ulid.datetime().into())
+}
+
+/// Why [`OffloadLayer::spawn_cleanup`](crate::OffloadLayer::spawn_cleanup)
+/// started no task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CleanupError {
+    /// The layer's one cleanup task was started before: by the layer itself
+    /// (`auto_cleanup` on, at its first request) or by an earlier
+    /// `spawn_cleanup`. A layer never runs two.
+    #[error("the layer's cleanup task was already started")]
+    AlreadyStarted,
+    /// Called outside a tokio runtime.
+    #[error("no tokio runtime to run the cleanup task on")]
+    NoRuntime,
 }
 
 /// Handle of the task started by [`Custodian::spawn`]. Dropping it stops

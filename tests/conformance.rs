@@ -24,6 +24,7 @@ use common::{interop_dir, interop_setup, output_within, require};
 use conformance_server::ConformanceServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 /// One suite run may take this long before the test fails.
@@ -236,7 +237,9 @@ async fn conformance(mode: Mode) {
     let plain = serve_mcp(mcp_service(mode), None).await;
     let default = serve_mcp(
         mcp_service(mode),
-        Some(OffloadLayer::builder().output_dir(out.path()).build()),
+        Some(OffloadLayer::new(
+            OffloadConfig::default().output_dir(out.path()),
+        )),
     )
     .await;
     // Counts the results the eager layer judged and kept inline because
@@ -256,8 +259,11 @@ async fn conformance(mode: Mode) {
         mcp_service(mode),
         Some(
             OffloadLayer::builder()
-                .output_dir(out.path())
-                .threshold_tokens(1)
+                .config(
+                    OffloadConfig::default()
+                        .output_dir(out.path())
+                        .threshold_tokens(1),
+                )
                 .event_hook(hook)
                 .build(),
         ),

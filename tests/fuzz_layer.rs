@@ -36,6 +36,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tower::{Layer, ServiceExt, service_fn};
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::OffloadResponse;
 use tower_lro::offload::{
     EventHook, OffloadLayer, RebuildError, RequestBody, rebuild_file, rebuild_with,
@@ -1126,15 +1127,16 @@ fn check_sse(sent: &[u8], got: &[u8], ids: &[Value]) -> Result<(), TestCaseError
 
 /// Runs one case through the layer and checks the response.
 async fn run(case: Case, dir: &std::path::Path) -> Result<(), TestCaseError> {
-    let mut builder = OffloadLayer::builder()
+    let mut config = OffloadConfig::default()
         .output_dir(dir)
         .threshold_tokens(case.threshold)
         .auto_cleanup(false);
+    if let Some(cap) = case.max_buffered {
+        config = config.max_buffered_bytes(cap);
+    }
+    let mut builder = OffloadLayer::builder().config(config);
     if case.hook {
         builder = builder.event_hook(EventHook::callback(|_| {}));
-    }
-    if let Some(cap) = case.max_buffered {
-        builder = builder.max_buffered_bytes(cap);
     }
     let layer = builder.build();
     let (sent, content_type) = match &case.answer {
@@ -1295,11 +1297,12 @@ fn fuzz_layer() {
 /// `content_type` with `body`, to a `tools/call` with id 1.
 async fn through_layer(content_type: &'static str, body: &[u8]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
-        .threshold_tokens(1)
-        .auto_cleanup(false)
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(dir.path())
+            .threshold_tokens(1)
+            .auto_cleanup(false),
+    );
     let body = Bytes::copy_from_slice(body);
     let inner = service_fn(move |req: Request<RequestBody<Scripted>>| {
         let body = body.clone();

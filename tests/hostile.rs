@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceBuilder;
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::{EventHook, OffloadEvent, OffloadLayer, PassReason, RequestBody};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -87,7 +88,7 @@ async fn layer_in_front(
 ) -> (SocketAddr, tokio::sync::mpsc::Receiver<OffloadEvent>) {
     let (hook, events) = EventHook::channel(64);
     let layer = OffloadLayer::builder()
-        .output_dir(dir)
+        .config(OffloadConfig::default().output_dir(dir))
         .event_hook(hook)
         .build();
     let client: Client<HttpConnector, RequestBody<Incoming>> =

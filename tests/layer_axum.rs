@@ -15,6 +15,7 @@ use axum::routing::post as on_post;
 use common::descriptor;
 use common::mcp::tools_call;
 use serde_json::{Value, json};
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 use tower_lro::offload::{OffloadLayer, rebuild_file};
@@ -225,7 +226,7 @@ async fn same_with_and_without(
 
 fn layer(dir: &std::path::Path) -> OffloadLayer {
     OffloadLayer::builder()
-        .output_dir(dir)
+        .config(OffloadConfig::default().output_dir(dir))
         .max_request_bytes(64 * 1024)
         .build()
 }

@@ -18,6 +18,7 @@ use common::mcp::{
 use common::try_descriptor;
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::memory_tool_result;
 use tower_lro::offload::{EventHook, OffloadEvent, OffloadLayer, PassReason, rebuild_file};
@@ -40,7 +41,7 @@ fn names_in(dir: &Path) -> Vec<String> {
 async fn concurrent_large_calls(mode: Mode) {
     const CALLS: u64 = 200;
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let addr = serve_mcp(mcp_service(mode), Some(layer.clone())).await;
     let client = reqwest::Client::new();
     let mut tasks = Vec::new();
@@ -141,8 +142,11 @@ async fn past_the_buffer_cap_a_response_passes_through_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let (hook, seen) = collecting_hook();
         let layer = OffloadLayer::builder()
-            .output_dir(dir.path())
-            .max_buffered_bytes(64 * 1024)
+            .config(
+                OffloadConfig::default()
+                    .output_dir(dir.path())
+                    .max_buffered_bytes(64 * 1024),
+            )
             .event_hook(hook)
             .build();
         let with = serve_mcp(mcp_service(mode), Some(layer.clone())).await;
@@ -175,8 +179,11 @@ async fn the_buffer_cap_holds_across_concurrent_responses() {
     let (hook, seen) = collecting_hook();
     // Room for about three ~300 KB responses at once.
     let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
-        .max_buffered_bytes(1 << 20)
+        .config(
+            OffloadConfig::default()
+                .output_dir(dir.path())
+                .max_buffered_bytes(1 << 20),
+        )
         .event_hook(hook)
         .build();
     let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer.clone())).await;
@@ -220,7 +227,7 @@ async fn a_failed_write_still_answers_with_a_truncated_result() {
     let (hook, seen) = collecting_hook();
     // A path under a regular file cannot be a directory (root or not).
     let layer = OffloadLayer::builder()
-        .output_dir(file.path().join("lro"))
+        .config(OffloadConfig::default().output_dir(file.path().join("lro")))
         .event_hook(hook)
         .build();
     for mode in [Mode::StatelessJson, Mode::StatelessSse] {
@@ -440,7 +447,7 @@ async fn forwarder(upstream: SocketAddr, dir: &Path, with_layer: bool) -> Socket
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build_http();
     let app = if with_layer {
-        let layer = OffloadLayer::builder().output_dir(dir).build();
+        let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir));
         Router::new().route_service(
             "/mcp",
             ServiceBuilder::new()

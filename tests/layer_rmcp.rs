@@ -12,6 +12,7 @@ use common::mcp::{
 use common::{check_recipe6, checked_descriptor, descriptor, require_jq};
 use rmcp::model::{CallToolResult, ProtocolVersion};
 use serde_json::{Value, json};
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::memory_tool_result;
 use tower_lro::offload::{OffloadLayer, rebuild_file};
@@ -302,10 +303,11 @@ async fn images_stay_beside_the_descriptor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabled_layer_is_a_pure_pass_through() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder()
-        .enabled(false)
-        .output_dir(dir.path())
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .enabled(false)
+            .output_dir(dir.path()),
+    );
     let (with, without) = serve_pair(Mode::StatelessJson, layer).await;
     let body = tools_call(1, "recall_memories", json!({"count": 300}), None);
     assert_eq!(

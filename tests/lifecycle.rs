@@ -263,10 +263,11 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
         },
     );
-    let layer = tower_lro::offload::OffloadLayer::builder()
-        .output_dir(&d)
-        .cleanup_interval(INTERVAL)
-        .build();
+    let layer = tower_lro::offload::OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(&d)
+            .cleanup_interval(INTERVAL),
+    );
     let mut service = tower::Layer::layer(&layer, inner);
     assert!(first.exists(), "nothing runs before the layer is used");
     let req = || http::Request::get("/mcp").body(String::new()).unwrap();
@@ -303,10 +304,9 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
     );
 
     // Switched off: no task at all.
-    let layer = tower_lro::offload::OffloadLayer::builder()
-        .output_dir(&d)
-        .auto_cleanup(false)
-        .build();
+    let layer = tower_lro::offload::OffloadLayer::new(
+        OffloadConfig::default().output_dir(&d).auto_cleanup(false),
+    );
     let inner = tower::service_fn(
         |_req: http::Request<tower_lro::offload::RequestBody<String>>| async {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
@@ -316,6 +316,108 @@ async fn the_layer_starts_its_cleanup_and_stops_it_with_its_last_clone() {
     service.oneshot(req()).await.unwrap();
     tokio::time::sleep(3 * INTERVAL).await;
     assert!(third.exists(), "auto_cleanup(false) starts nothing");
+}
+
+/// A layer with auto cleanup on (the default), and a service of it.
+fn cleaning_layer(
+    dir: &Path,
+    interval: Duration,
+) -> (
+    tower_lro::offload::OffloadLayer,
+    impl tower::Service<
+        http::Request<String>,
+        Response = http::Response<tower_lro::offload::OffloadBody<String>>,
+        Error = std::convert::Infallible,
+    > + Clone,
+) {
+    let inner = tower::service_fn(
+        |_req: http::Request<tower_lro::offload::RequestBody<String>>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        },
+    );
+    let layer = tower_lro::offload::OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(dir)
+            .cleanup_interval(interval),
+    );
+    let service = tower::Layer::layer(&layer, inner);
+    (layer, service)
+}
+
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+#[tokio::test(start_paused = true)]
+async fn spawn_cleanup_claims_the_layers_one_cleanup_task() {
+    use tower::ServiceExt;
+    const INTERVAL: Duration = Duration::from_secs(3600);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    let req = || http::Request::get("/mcp").body(String::new()).unwrap();
+
+    // Claimed before the first request: the layer, auto cleanup on, starts
+    // no task of its own beside it (it used to start a second one).
+    let (layer, service) = cleaning_layer(&d, INTERVAL);
+    let handle = layer.spawn_cleanup().expect("the layer's first task");
+    assert!(matches!(
+        layer.spawn_cleanup(),
+        Err(tower_lro::cleanup::CleanupError::AlreadyStarted)
+    ));
+    let first = d.join(name_aged(2 * HOUR_MS, 1));
+    touch(&first);
+    settle().await;
+    tokio::time::advance(INTERVAL).await;
+    common::eventually("expired file deleted by the claimed task", || {
+        !first.exists()
+    })
+    .await;
+    for _ in 0..3 {
+        service.clone().oneshot(req()).await.unwrap();
+    }
+    settle().await;
+    assert_eq!(alive_tasks(), 1, "one cleanup task, the claimed one");
+    // Its handle stops it, and the layer does not start another.
+    handle.shutdown().await;
+    service.clone().oneshot(req()).await.unwrap();
+    settle().await;
+    assert_eq!(alive_tasks(), 0, "none after the claimed task stopped");
+    let second = d.join(name_aged(2 * HOUR_MS, 2));
+    touch(&second);
+    tokio::time::sleep(3 * INTERVAL).await;
+    assert!(second.exists(), "no run after the claimed task stopped");
+    drop((layer, service));
+
+    // Started by the layer's first request: a claim is refused, and the
+    // layer's own task goes on alone.
+    let (layer, service) = cleaning_layer(&d, INTERVAL);
+    service.clone().oneshot(req()).await.unwrap();
+    common::eventually("expired file deleted by the layer's own task", || {
+        !second.exists()
+    })
+    .await;
+    assert!(matches!(
+        layer.spawn_cleanup(),
+        Err(tower_lro::cleanup::CleanupError::AlreadyStarted)
+    ));
+    settle().await;
+    assert_eq!(alive_tasks(), 1, "one cleanup task, the layer's own");
+    drop((layer, service));
+    settle().await;
+    assert_eq!(alive_tasks(), 0);
+}
+
+#[test]
+fn spawn_cleanup_outside_a_runtime_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let layer =
+        tower_lro::offload::OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
+    assert!(matches!(
+        layer.spawn_cleanup(),
+        Err(tower_lro::cleanup::CleanupError::NoRuntime)
+    ));
 }
 
 #[test]
@@ -461,7 +563,8 @@ fn toml_section_environment_and_defaults() {
     assert!(!both.enabled);
     assert_eq!(both.ttl, Duration::from_secs(600), "file value kept");
     for t in ["a", "b", "c", "read_secret"] {
-        assert_eq!(both.tools[t].enabled, Some(false), "{t}");
+        assert!(both.excluded_tools.contains(t), "{t}");
+        assert!(both.is_excluded(t), "{t}");
     }
     assert_eq!(both.tools["query_logs"].threshold_tokens, Some(100));
     // An empty output_dir means the per-user default directory in the
@@ -616,6 +719,108 @@ fn per_tool_policy_and_the_byte_trigger() {
         outcome(&one_short, "other", &small),
         Outcome::Inline(PassReason::UnderThreshold { .. })
     ));
+}
+
+#[test]
+fn an_excluded_tool_stays_excluded_whatever_policy_comes_before_or_after() {
+    // `exclude_tools(["x"])` then `tool_policy("x", ...)` used to replace
+    // the exclusion with the policy and offload x again.
+    let dir = tempfile::tempdir().unwrap();
+    let big = large_result(30); // ~6,000 tokens
+    let eager = || ToolPolicy::new().threshold_tokens(50).enabled(true);
+    let configs = [
+        OffloadConfig::default()
+            .exclude_tools(["x"])
+            .tool_policy("x", eager()),
+        OffloadConfig::default()
+            .tool_policy("x", eager())
+            .exclude_tools(["x"]),
+        OffloadConfig::from_toml_str(
+            "[prompt.offload]\nexclude_tools = [\"x\"]\n\
+             [prompt.offload.tools.x]\nenabled = true\nthreshold_tokens = 50\n",
+        )
+        .unwrap(),
+        OffloadConfig::default()
+            .apply_env_vars([
+                ("ATLATL_PROMPT__OFFLOAD__EXCLUDE_TOOLS", "x"),
+                ("ATLATL_PROMPT__OFFLOAD__TOOLS__x__ENABLED", "1"),
+                ("ATLATL_PROMPT__OFFLOAD__TOOLS__x__THRESHOLD_TOKENS", "50"),
+            ])
+            .unwrap(),
+        // Excluded in the file, a policy for it in code afterwards.
+        OffloadConfig::from_toml_str("[prompt.offload]\nexclude_tools = [\"x\"]\n")
+            .unwrap()
+            .tool_policy("x", eager()),
+    ];
+    for (i, config) in configs.into_iter().enumerate() {
+        let o = Offloader::new(config.output_dir(dir.path()));
+        assert!(
+            matches!(
+                outcome(&o, "x", &big),
+                Outcome::Inline(PassReason::Excluded)
+            ),
+            "case {i}"
+        );
+        assert!(
+            matches!(outcome(&o, "y", &big), Outcome::Offloaded(_)),
+            "case {i}"
+        );
+    }
+}
+
+#[test]
+fn the_builder_takes_the_configuration_whole_and_its_own_setters_touch_none_of_it() {
+    // The builder has no setter of a configuration value (a doctest on
+    // `OffloadLayerBuilder` checks that `.threshold_tokens(..)` does not
+    // compile there), so nothing set before `.config(c)` can be lost and
+    // nothing set after it can change `c`.
+    let dir = tempfile::tempdir().unwrap();
+    let config = OffloadConfig::default()
+        .output_dir(dir.path())
+        .threshold_tokens(4321)
+        .ttl(Duration::from_secs(77))
+        .trust_output_dir(true)
+        .schema_version("1.0")
+        .preview_chars(12)
+        .offload_errors(true)
+        .max_tool_output_bytes(Some(999))
+        .exclude_tools(["secret"])
+        .tool_policy("logs", ToolPolicy::new().threshold_tokens(9))
+        .cleanup_interval(Duration::from_secs(5))
+        .auto_cleanup(false)
+        .max_buffered_bytes(1 << 20)
+        .extraction(false);
+    assert_ne!(config, OffloadConfig::default());
+    let layer_setters = |b: tower_lro::offload::OffloadLayerBuilder| {
+        b.proxy_header(http::HeaderName::from_static("x-raw"))
+            .max_request_bytes(1234)
+            .proxy_sessions(3, Duration::from_secs(9))
+            .estimator(tower_lro::estimate::CharsPerTokenEstimator)
+            .store(FsStore::new(dir.path()))
+            .extract_limits(tower_lro::extract::ExtractLimits::default())
+            .partition(|_| None)
+            .event_hook(EventHook::callback(|_| {}))
+    };
+    let before = layer_setters(tower_lro::offload::OffloadLayer::builder())
+        .config(config.clone())
+        .build();
+    let after =
+        layer_setters(tower_lro::offload::OffloadLayer::builder().config(config.clone())).build();
+    assert_eq!(before.offloader().config(), &config);
+    assert_eq!(after.offloader().config(), &config);
+    assert_eq!(
+        tower_lro::offload::OffloadLayer::new(config.clone())
+            .offloader()
+            .config(),
+        &config
+    );
+    // A second `config` replaces the first, whole.
+    let other = OffloadConfig::default().output_dir(dir.path());
+    let twice = tower_lro::offload::OffloadLayer::builder()
+        .config(config)
+        .config(other.clone())
+        .build();
+    assert_eq!(twice.offloader().config(), &other);
 }
 
 #[test]

@@ -22,6 +22,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower::{Layer, ServiceExt, service_fn};
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::{Detail, OffloadResponse};
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 use tower_lro::offload::{
@@ -418,7 +419,7 @@ fn json_answering(
 #[tokio::test]
 async fn the_request_reaches_the_inner_service_chunk_for_chunk_and_is_still_classified() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let id = json!("req-7");
     let request = tools_call(
@@ -468,7 +469,7 @@ async fn the_request_reaches_the_inner_service_chunk_for_chunk_and_is_still_clas
 #[tokio::test]
 async fn a_request_in_one_byte_chunks_is_classified() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let id = json!(41);
     let request = tools_call(id.clone(), "recall_memories", json!({"query": "x"})).to_string();
@@ -505,7 +506,7 @@ async fn a_request_over_the_cap_reaches_the_inner_service_whole_and_its_response
     const CAP: usize = 4096;
     let dir = tempfile::tempdir().unwrap();
     let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
+        .config(OffloadConfig::default().output_dir(dir.path()))
         .max_request_bytes(CAP)
         .build();
     let original = memories(150, Detail::Medium);
@@ -548,7 +549,7 @@ async fn a_request_over_the_cap_reaches_the_inner_service_whole_and_its_response
 #[tokio::test]
 async fn an_inner_service_that_does_not_read_the_request_to_its_end_gets_its_response_through() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let answer_text = answer(&json!(5), &original).to_string();
     let request = tools_call(json!(5), "recall_memories", json!({"query": "q"})).to_string();
@@ -661,7 +662,7 @@ async fn sse_call(
 #[tokio::test]
 async fn events_before_the_result_reach_the_client_before_it_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let id = json!(2);
     let (tx, stream) = channel();
@@ -750,10 +751,11 @@ fn awkward_stream(id: &Value, result: &Value) -> (Vec<String>, usize) {
 #[tokio::test]
 async fn sse_framing_is_kept_and_only_the_result_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
-        .threshold_tokens(200)
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(dir.path())
+            .threshold_tokens(200),
+    );
     let original = memories(20, Detail::Medium);
     let id = json!("call-2");
     let (events, at) = awkward_stream(&id, &original);
@@ -794,7 +796,7 @@ async fn sse_framing_is_kept_and_only_the_result_changes() {
 #[tokio::test]
 async fn an_upstream_error_reaches_the_client_after_the_events_before_it() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let id = json!(9);
     let request = tools_call(id.clone(), "recall_memories", json!({}));
@@ -867,7 +869,7 @@ async fn an_upstream_error_reaches_the_client_after_the_events_before_it() {
 #[tokio::test]
 async fn a_server_request_with_the_calls_id_is_not_taken_for_its_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let id = json!(2);
     let request = tools_call(id.clone(), "recall_memories", json!({}));
@@ -902,10 +904,11 @@ async fn a_server_request_with_the_calls_id_is_not_taken_for_its_answer() {
 #[tokio::test]
 async fn two_watched_results_in_one_stream_are_both_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
-        .threshold_tokens(200)
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(dir.path())
+            .threshold_tokens(200),
+    );
     let original = memories(20, Detail::Medium);
     let small = json!({"content": [{"type": "text", "text": "small"}]});
     // A legacy batch: two large calls and a small one.
@@ -1016,10 +1019,11 @@ fn one_event_stream_cut_anywhere_gives_the_same_events() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
-        .threshold_tokens(10)
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .output_dir(dir.path())
+            .threshold_tokens(10),
+    );
     let (id, stream) = cut_stream();
     let original = tiny_result();
 
@@ -1203,8 +1207,11 @@ async fn debug_shows_settings_and_counts_never_sessions_arguments_or_data() {
     let events = Arc::new(Mutex::new(Vec::<OffloadEvent>::new()));
     let sink = events.clone();
     let builder = OffloadLayer::builder()
-        .output_dir(dir.path())
-        .threshold_tokens(1234)
+        .config(
+            OffloadConfig::default()
+                .output_dir(dir.path())
+                .threshold_tokens(1234),
+        )
         .max_request_bytes(98_765)
         .event_hook(EventHook::callback(move |e| {
             sink.lock().unwrap().push(e.clone())
@@ -1406,7 +1413,7 @@ fn rebuild_and_recipe_debug_show_no_result_data() {
 #[tokio::test]
 async fn a_result_replayed_on_a_resumed_get_stream_is_offloaded() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let original = memories(150, Detail::Medium);
     let id = json!(5);
     let request = tools_call(id.clone(), "recall_memories", json!({"query": "q"}));

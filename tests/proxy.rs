@@ -15,6 +15,7 @@ use std::time::Duration;
 use common::mcp::{Mode, memories, serve_with_and_without};
 use common::{check_recipe6, checked_descriptor, interop_setup, output_within};
 use serde_json::Value;
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::Detail;
 
 /// How long one client run may take.
@@ -318,9 +319,9 @@ async fn a_server_request_is_relayed_both_ways() {
         config,
     );
     let server_dir = tempfile::tempdir().unwrap();
-    let layer = tower_lro::offload::OffloadLayer::builder()
-        .output_dir(server_dir.path())
-        .build();
+    let layer = tower_lro::offload::OffloadLayer::new(
+        OffloadConfig::default().output_dir(server_dir.path()),
+    );
     let addr = common::mcp::serve_mcp(service, Some(layer)).await;
     let proxy_dir = tempfile::tempdir().unwrap();
     let python = dir.join(".venv/bin/python");

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::mcp::{Mode, mcp_service, post, serve_mcp, tools_call};
 use serde_json::{Value, json};
+use tower_lro::config::OffloadConfig;
 use tower_lro::extract::ExtractLimits;
 use tower_lro::offload::OffloadLayer;
 
@@ -42,7 +43,7 @@ fn extract(id: u64, file: &str, query: &str) -> Value {
 async fn files_are_bound_to_the_tenant_the_partition_names() {
     let dir = tempfile::tempdir().unwrap();
     let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
+        .config(OffloadConfig::default().output_dir(dir.path()))
         .partition(|parts| {
             let tenant = parts.headers.get("x-tenant")?;
             tenant.to_str().ok().map(str::to_owned)
@@ -86,7 +87,7 @@ async fn files_are_bound_to_the_tenant_the_partition_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_sessions_the_file_name_is_the_capability() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;
     let recall = tools_call(1, "recall_memories", json!({"count": 200}), None);
     let file = file_path(&answer(addr, &recall, &[]).await);
@@ -105,7 +106,7 @@ async fn hostile_queries_get_tool_errors_and_others_are_served_meanwhile() {
         .max_concurrent(2)
         .queue_wait(Duration::from_millis(500));
     let layer = OffloadLayer::builder()
-        .output_dir(dir.path())
+        .config(OffloadConfig::default().output_dir(dir.path()))
         .extract_limits(limits)
         .build();
     let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;

@@ -20,6 +20,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::Detail;
 use tower_lro::offload::OffloadLayer;
 
@@ -93,7 +94,7 @@ fn counts_of(line: &str) -> BTreeMap<String, usize> {
 }
 
 fn layer(dir: &std::path::Path) -> OffloadLayer {
-    OffloadLayer::builder().output_dir(dir).build()
+    OffloadLayer::new(OffloadConfig::default().output_dir(dir))
 }
 
 /// Every page of `args` (custom query) by `offset`, at most 50 pages.

@@ -1,6 +1,12 @@
 //! [`OffloadLayer`] and its builder.
+//!
+//! The builder holds what is not configuration (estimator, store, event
+//! hook, tenant partition, extraction limits, request-side transport
+//! bounds) and one [`OffloadConfig`], given whole: every offload setting is
+//! set there and only there. A layer runs at most one cleanup task, started
+//! by itself (`auto_cleanup`) or by [`OffloadLayer::spawn_cleanup`],
+//! never both.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,8 +21,8 @@ use super::state::{
     DEFAULT_PROXY_SESSION_TTL, Shared,
 };
 use crate::answer::BindingKey;
-use crate::cleanup::{CleanupHandle, Custodian};
-use crate::config::{OffloadConfig, ToolPolicy};
+use crate::cleanup::{CleanupError, CleanupHandle};
+use crate::config::OffloadConfig;
 use crate::engine::Offloader;
 use crate::engine::events::EventHook;
 use crate::estimate::TokenEstimator;
@@ -61,7 +67,7 @@ use crate::store::{Store, StoreError};
 ///
 /// A descriptor's `file_path` is on the server's disk, out of reach of a
 /// remote agent. So, unless `extraction` is off
-/// ([`OffloadLayerBuilder::extraction`]), the layer also serves the files
+/// ([`OffloadConfig::extraction`]), the layer also serves the files
 /// through MCP itself:
 ///
 /// * `tools/call` of `lro_extract` (the spec's native extraction: a recipe
@@ -103,13 +109,15 @@ use crate::store::{Store, StoreError};
 ///
 /// ```no_run
 /// use axum::{Router, routing::post};
-/// use tower_lro::OffloadLayer;
+/// use tower_lro::config::OffloadConfig;
+/// use tower_lro::offload::OffloadLayer;
 ///
 /// # async fn handler() -> &'static str { "" }
-/// let layer = OffloadLayer::builder()
-///     .threshold_tokens(1600)
-///     .output_dir("/tmp/lro")
-///     .build();
+/// let layer = OffloadLayer::new(
+///     OffloadConfig::default()
+///         .threshold_tokens(1600)
+///         .output_dir("/tmp/lro"),
+/// );
 /// let app: Router = Router::new().route("/mcp", post(handler)).layer(layer);
 /// ```
 ///
@@ -128,12 +136,14 @@ impl Default for OffloadLayer {
 }
 
 impl OffloadLayer {
-    /// A layer with the spec's defaults and `config`.
+    /// A layer with `config` and the layer's defaults for the rest (the
+    /// same as `OffloadLayer::builder().config(config).build()`).
     pub fn new(config: OffloadConfig) -> Self {
         OffloadLayer::builder().config(config).build()
     }
 
-    /// A builder with the spec's defaults.
+    /// A builder with the spec's defaults; give it an [`OffloadConfig`]
+    /// with [`OffloadLayerBuilder::config`].
     pub fn builder() -> OffloadLayerBuilder {
         OffloadLayerBuilder::default()
     }
@@ -143,15 +153,20 @@ impl OffloadLayer {
         &self.shared.offloader
     }
 
-    /// Starts an `offload_cleanup` task for this layer's files, every
-    /// `cleanup_interval` of the configuration (default one hour; the first
-    /// run at once). It stops when the handle is shut down or dropped. Must
-    /// be called within a tokio runtime. The layer starts one by itself
-    /// unless `auto_cleanup` is off: use this to hold the task's handle
-    /// yourself (e.g. to await its shutdown).
-    pub fn spawn_cleanup(&self) -> CleanupHandle {
-        let offloader = &self.shared.offloader;
-        Custodian::for_offloader(offloader).spawn(offloader.config().cleanup_interval)
+    /// Starts this layer's cleanup task (`offload_cleanup` of its files,
+    /// every `cleanup_interval` of the configuration, the first run at
+    /// once) and gives you its handle: it stops when the handle is shut
+    /// down or dropped.
+    ///
+    /// A layer runs at most one cleanup task, whatever is called: once this
+    /// succeeded, the layer starts none by itself (even with `auto_cleanup`
+    /// on), and a second call is refused. Call it right after building the
+    /// layer, before it serves a request: with `auto_cleanup` on, the first
+    /// request starts the layer's own task, and this is then refused with
+    /// [`CleanupError::AlreadyStarted`] (the running task goes on). Outside a
+    /// tokio runtime it is refused with [`CleanupError::NoRuntime`].
+    pub fn spawn_cleanup(&self) -> Result<CleanupHandle, CleanupError> {
+        self.shared.hand_out_cleanup()
     }
 
     /// Bytes of responses buffered at this moment, across all services of
@@ -169,8 +184,41 @@ impl<S> Layer<S> for OffloadLayer {
     }
 }
 
-/// Builder of [`OffloadLayer`]. Cloning it shares the estimator, store and
-/// event hook set so far.
+/// Builder of [`OffloadLayer`].
+///
+/// Every offload setting (threshold, output directory, ttl, tool policy,
+/// cleanup, extraction on or off, buffer cap...) lives in [`OffloadConfig`],
+/// the one place it is set, loaded or read: build one and give it whole
+/// with [`config`](Self::config). The builder's own setters are what a
+/// configuration file cannot hold: the estimator, the store, the event
+/// hook, the tenant partition, the extraction limits and the request-side
+/// transport bounds (proxy header, request cap, proxy sessions). So no
+/// setter here can change or undo a configuration value, and the order of
+/// the calls does not matter (a second `config` replaces the first, as
+/// any second call of one setter does).
+///
+/// ```
+/// use tower_lro::config::OffloadConfig;
+/// use tower_lro::offload::OffloadLayer;
+///
+/// let config = OffloadConfig::default()
+///     .threshold_tokens(4000)
+///     .output_dir(std::env::temp_dir().join("lro-doc"))
+///     .exclude_tools(["read_secret"]);
+/// let layer = OffloadLayer::builder()
+///     .config(config.clone())
+///     .max_request_bytes(256 << 10)
+///     .build();
+/// assert_eq!(layer.offloader().config(), &config);
+/// ```
+///
+/// The builder has no copies of the configuration's setters:
+///
+/// ```compile_fail
+/// let layer = tower_lro::offload::OffloadLayer::builder().threshold_tokens(4000).build();
+/// ```
+///
+/// Cloning it shares the estimator, store and event hook set so far.
 #[derive(Clone)]
 pub struct OffloadLayerBuilder {
     config: OffloadConfig,
@@ -187,6 +235,7 @@ pub struct OffloadLayerBuilder {
 }
 
 impl Default for OffloadLayerBuilder {
+    /// The spec's defaults ([`OffloadConfig::default`]) and the layer's.
     fn default() -> Self {
         OffloadLayerBuilder {
             config: OffloadConfig::default(),
@@ -217,29 +266,11 @@ impl std::fmt::Debug for OffloadLayerBuilder {
 }
 
 impl OffloadLayerBuilder {
-    /// Replaces the whole engine configuration.
+    /// Sets the offload configuration, every setting of it (default
+    /// [`OffloadConfig::default`]). It is the only way to set one: nothing
+    /// else of the builder touches it.
     pub fn config(mut self, config: OffloadConfig) -> Self {
         self.config = config;
-        self
-    }
-    /// Enables or disables offloading (disabled: a pure pass-through).
-    pub fn enabled(mut self, enabled: bool) -> Self {
-        self.config.enabled = enabled;
-        self
-    }
-    /// Token threshold above which results are offloaded (default 1600).
-    pub fn threshold_tokens(mut self, tokens: usize) -> Self {
-        self.config.threshold_tokens = tokens;
-        self
-    }
-    /// Directory for the JSONL files (default: the system temp dir).
-    pub fn output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.config.output_dir = dir.into();
-        self
-    }
-    /// Time-to-live of the files (default one hour).
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.config.ttl = ttl;
         self
     }
     /// Name of the request header that asks for untouched responses
@@ -255,66 +286,23 @@ impl OffloadLayerBuilder {
         self.max_request_bytes = bytes;
         self
     }
-    /// Bound and idle expiry of the remembered proxy sessions.
+    /// Bound and idle expiry of the remembered proxy sessions (default
+    /// [`DEFAULT_MAX_PROXY_SESSIONS`], [`DEFAULT_PROXY_SESSION_TTL`]).
     pub fn proxy_sessions(mut self, capacity: usize, ttl: Duration) -> Self {
         self.max_proxy_sessions = capacity;
         self.proxy_session_ttl = ttl;
         self
     }
-    /// Replaces the token estimator.
+    /// Replaces the token estimator (default
+    /// [`ScriptAwareEstimator`](crate::estimate::ScriptAwareEstimator)).
     pub fn estimator(mut self, estimator: impl TokenEstimator) -> Self {
         self.estimator = Some(Arc::new(estimator));
         self
     }
-    /// Replaces the file store.
+    /// Replaces the file store (default: an [`FsStore`](crate::FsStore) of
+    /// the configuration's `output_dir`).
     pub fn store(mut self, store: impl Store) -> Self {
         self.store = Some(Arc::new(store));
-        self
-    }
-    /// Excludes tools: their results always pass through.
-    pub fn exclude_tools<I, S>(mut self, tools: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.config = self.config.exclude_tools(tools);
-        self
-    }
-    /// Sets the policy of one tool (its own threshold, byte trigger,
-    /// `isError` offloading, or exclusion).
-    pub fn tool_policy(mut self, tool: impl Into<String>, policy: ToolPolicy) -> Self {
-        self.config = self.config.tool_policy(tool, policy);
-        self
-    }
-    /// Byte trigger beside the token threshold (`maxToolOutputBytes`;
-    /// `None`: off, the default).
-    pub fn max_tool_output_bytes(mut self, bytes: Option<usize>) -> Self {
-        self.config = self.config.max_tool_output_bytes(bytes);
-        self
-    }
-    /// Whether results with `isError: true` may be offloaded (default false).
-    pub fn offload_errors(mut self, allow: bool) -> Self {
-        self.config.offload_errors = allow;
-        self
-    }
-    /// Cap on the response bytes buffered at once across all in-flight
-    /// responses (default 512 MiB); past it a response passes through
-    /// untouched, with a `PassedThrough` event.
-    pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
-        self.config.max_buffered_bytes = bytes;
-        self
-    }
-    /// Whether the layer starts the cleanup task by itself, with its first
-    /// request (default true; see [`OffloadConfig::auto_cleanup`]).
-    pub fn auto_cleanup(mut self, on: bool) -> Self {
-        self.config.auto_cleanup = on;
-        self
-    }
-    /// Whether the layer serves offloaded data over MCP: the `lro_extract`
-    /// and `lro_list` tools and `resources/read` of offload files (default
-    /// true; see [`OffloadConfig::extraction`]).
-    pub fn extraction(mut self, on: bool) -> Self {
-        self.config.extraction = on;
         self
     }
     /// Limits of the queries `lro_extract` runs (time, memory, output,
@@ -347,21 +335,9 @@ impl OffloadLayerBuilder {
         self.partition = Some(Arc::new(partition));
         self
     }
-    /// Interval of the cleanup task (started by the layer itself, or by
-    /// [`OffloadLayer::spawn_cleanup`]).
-    pub fn cleanup_interval(mut self, interval: Duration) -> Self {
-        self.config.cleanup_interval = interval;
-        self
-    }
     /// Sends every event to `hook` too (see [`OffloadEvent`](crate::offload::OffloadEvent)).
     pub fn event_hook(mut self, hook: EventHook) -> Self {
         self.hook = Some(hook);
-        self
-    }
-    /// Sets [`OffloadConfig::trust_output_dir`]: use the output directory
-    /// even when it is not private (see [`FsStore`](crate::store::FsStore)).
-    pub fn trust_output_dir(mut self, trusted: bool) -> Self {
-        self.config.trust_output_dir = trusted;
         self
     }
     /// Builds the layer, after checking that its output directory can be

@@ -20,6 +20,7 @@
 //! use http_body_util::{BodyExt, Full};
 //! use serde_json::{Value, json};
 //! use tower::{BoxError, ServiceBuilder, ServiceExt};
+//! use tower_lro::config::OffloadConfig;
 //! use tower_lro::offload::{OffloadLayer, RequestBody};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
@@ -36,7 +37,7 @@
 //!         .body(Full::new(Bytes::from(answer.to_string())))?)
 //! });
 //! let service = ServiceBuilder::new()
-//!     .layer(OffloadLayer::builder().output_dir(dir.path()).build())
+//!     .layer(OffloadLayer::new(OffloadConfig::default().output_dir(dir.path())))
 //!     .service(server);
 //!
 //! let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -72,7 +73,7 @@
 //!     StreamableHttpService, StreamableHttpServerConfig, session::local::LocalSessionManager,
 //! };
 //! use tower::ServiceBuilder;
-//! use tower_lro::offload::OffloadLayer;
+//! use tower_lro::{OffloadConfig, OffloadLayer};
 //!
 //! # #[derive(Clone)] struct MyServer;
 //! # impl rmcp::ServerHandler for MyServer {}
@@ -82,10 +83,11 @@
 //!     Arc::new(LocalSessionManager::default()),
 //!     StreamableHttpServerConfig::default(),
 //! );
-//! let layer = OffloadLayer::builder()
-//!     .threshold_tokens(1600)          // the spec's default
-//!     .output_dir("/tmp/lro")          // default: a private per-user dir in the temp dir
-//!     .build();
+//! let layer = OffloadLayer::new(
+//!     OffloadConfig::default()
+//!         .threshold_tokens(1600)      // the spec's default
+//!         .output_dir("/tmp/lro"),     // default: a private per-user dir in the temp dir
+//! );
 //! let app = Router::new()
 //!     .route("/health", get(|| async { "ok" }))    // not touched by the layer
 //!     .route_service("/mcp", ServiceBuilder::new().layer(layer).service(mcp));
@@ -102,12 +104,12 @@
 //! #     StreamableHttpService, StreamableHttpServerConfig, session::local::LocalSessionManager,
 //! # };
 //! # use tower::ServiceBuilder;
-//! # use tower_lro::offload::OffloadLayer;
+//! # use tower_lro::{OffloadConfig, OffloadLayer};
 //! # #[derive(Clone)] struct MyServer;
 //! # impl rmcp::ServerHandler for MyServer {}
 //! # #[tokio::main] async fn main() -> std::io::Result<()> {
 //! let service = ServiceBuilder::new()
-//!     .layer(OffloadLayer::builder().output_dir("/tmp/lro").build())
+//!     .layer(OffloadLayer::new(OffloadConfig::default().output_dir("/tmp/lro")))
 //!     .service(StreamableHttpService::new(|| Ok(MyServer), Arc::new(LocalSessionManager::default()),
 //!                                         StreamableHttpServerConfig::default()));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
@@ -136,7 +138,7 @@
 //! use http_body::Body;
 //! use http_body_util::{BodyExt, Full};
 //! use tower::{BoxError, Service, ServiceBuilder};
-//! use tower_lro::offload::OffloadLayer;
+//! use tower_lro::{OffloadConfig, OffloadLayer};
 //!
 //! #[derive(Clone)]
 //! struct McpHandler; // answers initialize, tools/list, tools/call as JSON-RPC
@@ -278,7 +280,7 @@
 //! A descriptor's `file_path` is on the server's disk; an agent on another
 //! machine, or one without a shell, cannot run its jq recipes. So the layer
 //! also serves the files through MCP itself (on by default; `extraction =
-//! false` in `[prompt.offload]`, or [`OffloadLayerBuilder::extraction`]
+//! false` in `[prompt.offload]`, or [`OffloadConfig::extraction`](crate::config::OffloadConfig::extraction)
 //! with `false`, turns it off):
 //!
 //! * **`lro_extract`** (the spec's native extraction tool): `file_path`
@@ -359,7 +361,7 @@
 //!
 //! let (hook, mut events) = EventHook::channel(1024);
 //! let layer = OffloadLayer::builder()
-//! #   .output_dir(dir.path())
+//! #   .config(tower_lro::config::OffloadConfig::default().output_dir(dir.path()))
 //!     .event_hook(hook)
 //!     .build();
 //! // ... serve; each event as it happens:

@@ -13,7 +13,7 @@ use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
 use crate::answer::BindingKey;
 use crate::answer::manifest::{add_resources_capability, add_tools};
-use crate::cleanup::{CleanupHandle, Custodian};
+use crate::cleanup::{CleanupError, CleanupHandle, Custodian};
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
 use crate::extract::ExtractLimits;
@@ -41,9 +41,11 @@ pub(crate) struct Shared {
     pub tasks: TaskCalls,
     pub unanswered: Unanswered,
     pub buffers: BufferBudget,
-    /// The cleanup task started by the first request (when the
-    /// configuration's `auto_cleanup` is on); stopped when this is dropped.
-    pub cleanup: OnceLock<CleanupHandle>,
+    /// The layer's one cleanup task, once started: by the first request
+    /// (when the configuration's `auto_cleanup` is on; stopped when this is
+    /// dropped) or by `spawn_cleanup` (its handle given to the caller).
+    /// Set once, so no second task is ever started.
+    pub cleanup: OnceLock<CleanupTask>,
     /// What serving offloaded data over MCP needs.
     pub serving: Serving,
 }
@@ -63,6 +65,18 @@ impl std::fmt::Debug for Shared {
             .field("serving", &self.serving)
             .finish()
     }
+}
+
+/// Who holds the layer's one cleanup task.
+#[derive(Debug)]
+pub(crate) enum CleanupTask {
+    /// Started by the layer itself; stopped when the layer's state is dropped.
+    Held(
+        // Never read: kept for its `Drop`, which stops the task.
+        #[allow(dead_code)] CleanupHandle,
+    ),
+    /// Started by `OffloadLayer::spawn_cleanup`; the caller holds the handle.
+    HandedOut,
 }
 
 /// A response the layer waits for: the JSON-RPC id of a watched request and
@@ -199,8 +213,10 @@ impl Shared {
         }
     }
 
-    /// Starts the cleanup task, once, if the configuration asks for it and
-    /// a tokio runtime is running here (else it is tried again next time).
+    /// Starts the cleanup task, once, if the configuration asks for it, no
+    /// task was started before (by this or by [`Self::hand_out_cleanup`])
+    /// and a tokio runtime is running here (else it is tried again next
+    /// time).
     pub(crate) fn ensure_cleanup(&self) {
         if self.cleanup.get().is_some() || !self.offloader.config().auto_cleanup {
             return;
@@ -208,9 +224,29 @@ impl Shared {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let interval = self.offloader.config().cleanup_interval;
         self.cleanup
-            .get_or_init(|| Custodian::for_offloader(&self.offloader).spawn(interval));
+            .get_or_init(|| CleanupTask::Held(self.start_cleanup()));
+    }
+
+    /// Starts the layer's one cleanup task and hands its handle out; the
+    /// layer then starts none itself. Refused when a task was started
+    /// before (by the layer or an earlier call) or outside a runtime.
+    pub(crate) fn hand_out_cleanup(&self) -> Result<CleanupHandle, CleanupError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(CleanupError::NoRuntime);
+        }
+        let mut handed = None;
+        self.cleanup.get_or_init(|| {
+            handed = Some(self.start_cleanup());
+            CleanupTask::HandedOut
+        });
+        handed.ok_or(CleanupError::AlreadyStarted)
+    }
+
+    /// A new cleanup task of the engine's files, on its configured interval.
+    fn start_cleanup(&self) -> CleanupHandle {
+        let interval = self.offloader.config().cleanup_interval;
+        Custodian::for_offloader(&self.offloader).spawn(interval)
     }
 
     /// The watched requests of a body, ready for the response (a

@@ -19,6 +19,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tower::{Layer, Service};
+use tower_lro::config::OffloadConfig;
 use tower_lro::offload::{OffloadLayer, OffloadService};
 
 #[path = "../../examples/support/memory_server.rs"]
@@ -54,7 +55,11 @@ pub fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessi
 /// Serves the memory server in `mode` twice on 127.0.0.1: behind an
 /// `OffloadLayer` writing into `dir`, and without it. Returns (with, without).
 pub async fn serve_with_and_without(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
-    serve_pair(mode, OffloadLayer::builder().output_dir(dir).build()).await
+    serve_pair(
+        mode,
+        OffloadLayer::new(OffloadConfig::default().output_dir(dir)),
+    )
+    .await
 }
 
 /// Serves the memory server in `mode` twice on 127.0.0.1: behind `layer`,

@@ -158,9 +158,8 @@ impl Gateway {
         if !health.starts_with('/') || health == &*path {
             return Err(GatewayError::BadHealthPath(options.health_path));
         }
-        let mut config = options.config;
-        let auto_cleanup = std::mem::replace(&mut config.auto_cleanup, false);
-        let mut layer = OffloadLayer::builder().config(config);
+        let auto_cleanup = options.config.auto_cleanup;
+        let mut layer = OffloadLayer::builder().config(options.config);
         if let Some(n) = options.max_request_bytes {
             layer = layer.max_request_bytes(n);
         }
@@ -190,7 +189,10 @@ impl Gateway {
                 health: options.health_path.into(),
             },
             limits: options.limits,
-            cleanup: auto_cleanup.then(|| layer.spawn_cleanup()),
+            // The layer's one cleanup task, held to stop it on shutdown: the
+            // layer is new (no request started its own) and this runs in a
+            // runtime, so it is not refused.
+            cleanup: auto_cleanup.then(|| layer.spawn_cleanup().ok()).flatten(),
             local_addr,
         })
     }
