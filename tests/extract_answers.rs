@@ -67,10 +67,7 @@ fn is_error(result: &CallToolResult) -> bool {
 /// The quickstart's setup: the memory server behind a layer with a
 /// threshold of `threshold` tokens, a client, and the descriptor of
 /// `recall_memories` for 200 full-detail memories.
-async fn quickstart(
-    dir: &std::path::Path,
-    threshold: usize,
-) -> (Client, OffloadResponse) {
+async fn quickstart(dir: &std::path::Path, threshold: usize) -> (Client, OffloadResponse) {
     let layer = OffloadLayer::builder()
         .threshold_tokens(threshold)
         .output_dir(dir)
@@ -155,4 +152,323 @@ async fn measure_tokens_per_page() {
         );
     }
     let _ = client.cancel().await;
+}
+
+/// Every `type` in `schema`, at any depth, with its JSON pointer.
+fn types(schema: &Value, at: &str, out: &mut Vec<(String, Value)>) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if k == "type" {
+                    out.push((at.to_owned(), v.clone()));
+                }
+                types(v, &format!("{at}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                types(v, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The layer's tools as a client lists them: one type per property
+/// (no `["integer", "null"]`), only `file_path` required.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_schemas_have_one_type_per_property() {
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let addr = serve_mcp(mcp_service(Mode::StatefulSse), Some(layer)).await;
+    let client = connect(addr).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let mut seen = Vec::new();
+    for tool in tools.iter().filter(|t| t.name.starts_with("lro_")) {
+        seen.push(tool.name.to_string());
+        let schema = serde_json::to_value(&tool.input_schema).unwrap();
+        let mut found = Vec::new();
+        types(&schema, "", &mut found);
+        assert!(!found.is_empty(), "{}: {schema}", tool.name);
+        for (at, t) in &found {
+            assert!(t.is_string(), "{}: type at {at:?} is {t}", tool.name);
+        }
+        if tool.name == "lro_extract" {
+            assert_eq!(schema["required"], json!(["file_path"]), "{schema}");
+            for p in ["recipe", "query", "params", "offset", "limit", "slurp"] {
+                assert!(schema["properties"][p].is_object(), "{p}: {schema}");
+            }
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["lro_extract", "lro_list"]);
+    let _ = client.cancel().await;
+}
+
+/// What the MCP Inspector CLI (0.15) and models send: numbers as strings,
+/// `params` as JSON text. Answered as the typed arguments are; strings that
+/// are not what they should be get the typed refusal, saying what was got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_and_params_as_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, d) = quickstart(dir.path(), 1600).await;
+    let file = &d.file_path;
+    let ns = d.summary.top_namespaces[0].clone();
+    let same = [
+        (
+            json!({"file_path": file, "recipe": "4", "offset": "10", "limit": "5"}),
+            json!({"file_path": file, "recipe": 4, "offset": 10, "limit": 5}),
+        ),
+        (
+            json!({"file_path": file, "recipe": "2",
+                   "params": json!({"namespace": ns}).to_string()}),
+            json!({"file_path": file, "recipe": 2, "params": {"namespace": ns}}),
+        ),
+        (
+            json!({"file_path": file, "query": ".id", "offset": " 3", "limit": "2"}),
+            json!({"file_path": file, "query": ".id", "offset": 3, "limit": 2}),
+        ),
+    ];
+    for (strings, typed) in same {
+        let a = call(&client, "lro_extract", strings.clone()).await;
+        let b = call(&client, "lro_extract", typed).await;
+        assert!(!is_error(&a), "{strings}: {:?}", texts(&a));
+        assert_eq!(texts(&a), texts(&b), "{strings}");
+        assert!(!texts(&a)[0].is_empty(), "{strings}");
+    }
+    let page = texts(
+        &call(
+            &client,
+            "lro_extract",
+            json!({"file_path": file, "recipe": "4", "offset": "10", "limit": "5"}),
+        )
+        .await,
+    );
+    assert_eq!(page[0].lines().count(), 5, "{page:?}");
+    let r = call(
+        &client,
+        "lro_extract",
+        json!({"file_path": file, "recipe": 2, "params": "{\"namespace\":\"x\"}"}),
+    )
+    .await;
+    assert!(!is_error(&r), "{:?}", texts(&r));
+    assert!(texts(&r)[1].contains("printed nothing"), "{:?}", texts(&r));
+    let refused = [
+        (
+            json!({"recipe": "four"}),
+            "recipe must be an integer from 1 to 10, got \"four\"",
+        ),
+        (
+            json!({"recipe": 2, "params": "{not json"}),
+            "params must be an object, or a JSON string holding one",
+        ),
+        (json!({"recipe": 2, "params": "{not json"}), "(not JSON)"),
+        (
+            json!({"recipe": 2, "params": "[1]"}),
+            "got the string \"[1]\" (JSON an array, not an object)",
+        ),
+        (
+            json!({"recipe": 2, "offset": "ten"}),
+            "offset must be a non-negative integer",
+        ),
+        (
+            json!({"recipe": 2, "limit": "0"}),
+            "limit must be an integer from 1 to",
+        ),
+    ];
+    for (mut args, want) in refused {
+        args["file_path"] = json!(file);
+        let r = call(&client, "lro_extract", args.clone()).await;
+        assert!(is_error(&r), "{args}: {:?}", texts(&r));
+        assert!(texts(&r)[0].contains(want), "{args}: {:?}", texts(&r));
+    }
+    let _ = client.cancel().await;
+}
+
+/// `command` (a descriptor's shell recipe, `tail -n +2 FILE | jq ...`)
+/// with `-c`: what lro_extract prints.
+fn compact(command: &str) -> String {
+    assert!(command.contains("| jq "), "{command}");
+    command.replacen("| jq ", "| jq -c ", 1)
+}
+
+/// Pages, over many page sizes and offsets, end on whole values and add up
+/// to exactly `jq -c`'s output of the same query over the file (real jq).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_end_on_whole_values_and_add_up_to_jq_c() {
+    require_jq();
+    for threshold in [400, 1600] {
+        let dir = tempfile::tempdir().unwrap();
+        let (client, d) = quickstart(dir.path(), threshold).await;
+        let file = &d.file_path;
+        let ns = d.summary.top_namespaces[0].clone();
+        let custom = "select(.provenance.confidence > 0.5) | {id, title, tags}";
+        let asks = [
+            (
+                json!({"file_path": file, "recipe": 1}),
+                compact(&d.jq_recipes[0].command),
+            ),
+            (
+                json!({"file_path": file, "recipe": 2, "params": {"namespace": ns}}),
+                compact(&d.jq_recipes[1].command).replace("_semantic", &ns),
+            ),
+            (
+                json!({"file_path": file, "recipe": 4}),
+                compact(&d.jq_recipes[3].command),
+            ),
+            (
+                json!({"file_path": file, "recipe": 6}),
+                compact(&d.jq_recipes[5].command),
+            ),
+            (
+                json!({"file_path": file, "query": custom}),
+                format!("tail -n +2 '{file}' | jq -c '{custom}'"),
+            ),
+        ];
+        for (args, command) in &asks {
+            let jq = run_recipe(command);
+            let want: Vec<&str> = jq.lines().collect();
+            assert!(!want.is_empty(), "{command}");
+            let raw = command.contains(" -r ");
+            for limit in [None, Some(3), Some(7)] {
+                for start in [0, 5] {
+                    let mut a = args.clone();
+                    if let Some(l) = limit {
+                        a["limit"] = json!(l);
+                    }
+                    let w = walk(&client, &a, start as u64).await;
+                    let mut got = String::new();
+                    for p in &w.pages {
+                        assert!(p[0].is_empty() || p[0].ends_with('\n'), "{a}: {p:?}");
+                        if !raw {
+                            for line in p[0].lines() {
+                                assert!(
+                                    serde_json::from_str::<Value>(line).is_ok(),
+                                    "{a}: a page line is one whole value: {line}"
+                                );
+                            }
+                        }
+                        if let Some(l) = limit {
+                            assert!(p[0].lines().count() <= l, "{a}: {p:?}");
+                        }
+                        assert!(
+                            p.get(1).is_none_or(|t| !t.contains("was cut")),
+                            "{a} (threshold {threshold}): {p:?}"
+                        );
+                        got.push_str(&p[0]);
+                    }
+                    let rest = want.get(start..).unwrap_or_default();
+                    let expected: String = rest.iter().map(|l| format!("{l}\n")).collect();
+                    assert_eq!(
+                        got, expected,
+                        "{a} from {start} (threshold {threshold}): all pages are jq -c's output"
+                    );
+                }
+            }
+        }
+        let _ = client.cancel().await;
+    }
+}
+
+/// A value alone over the page budget: cut, the trailer says so and how to
+/// read an array an element at a time; that way gives jq -c's output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_over_the_budget_is_cut_and_said() {
+    require_jq();
+    let dir = tempfile::tempdir().unwrap();
+    let (client, d) = quickstart(dir.path(), 1600).await;
+    let file = &d.file_path;
+    // Recipe 8: the 200 records sorted, one array.
+    let r = call(
+        &client,
+        "lro_extract",
+        json!({"file_path": file, "recipe": 8}),
+    )
+    .await;
+    let t = texts(&r);
+    assert!(!is_error(&r), "{t:?}");
+    let jq = run_recipe(&compact(&d.jq_recipes[7].command));
+    assert_eq!(jq.lines().count(), 1);
+    assert!(
+        jq.starts_with(t[0].trim_end()),
+        "the page is the value's start"
+    );
+    assert!(t[0].len() < jq.len());
+    assert!(
+        t[1].contains("Value 1 alone is longer than the answer budget")
+            && t[1].contains("sort_by(.created) | .[]")
+            && t[1].contains("slurp=true"),
+        "{t:?}"
+    );
+    let spread = json!({"file_path": file, "query": "sort_by(.created) | .[]", "slurp": true});
+    let w = walk(&client, &spread, 0).await;
+    let got: String = w.pages.iter().map(|p| p[0].as_str()).collect();
+    assert!(w.pages.len() > 1);
+    assert_eq!(
+        got,
+        run_recipe(&format!(
+            "tail -n +2 '{file}' | jq -c -s 'sort_by(.created) | .[]'"
+        ))
+    );
+    let _ = client.cancel().await;
+}
+
+/// The extractor's paging by values: a raw string's line breaks stay in
+/// its entry, offsets count values, and a first value longer than the page
+/// cap comes cut rather than as an error (by lines it is an error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extractor_pages_by_values() {
+    use tower_lro::extract::{ExtractError, ExtractLimits, Extractor, Paging, Query};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("atlatl-notes-01J0000000000000000000000.jsonl");
+    let long = "é".repeat(400);
+    let records = [
+        json!({"text": "one\ntwo"}),
+        json!({"text": "three"}),
+        json!({"text": long}),
+    ];
+    let mut content = String::from("{\"type\":\"lro_header\"}\n");
+    for r in &records {
+        content.push_str(&format!("{r}\n"));
+    }
+    std::fs::write(&file, content).unwrap();
+    let x = Extractor::new(ExtractLimits::default().max_page_bytes(101));
+    let raw = Query::new(".text").raw(true).compact(true);
+    let all = Paging {
+        offset: 0,
+        limit: 2,
+    };
+    let by_lines = x.extract(&file, &raw, all).await.unwrap();
+    assert_eq!(by_lines.lines, ["one", "two"]);
+    let by_values = x
+        .extract(&file, &raw.clone().by_value(true), all)
+        .await
+        .unwrap();
+    assert_eq!(by_values.lines, ["one\ntwo", "three"]);
+    assert_eq!(by_values.text(), "one\ntwo\nthree\n");
+    assert!(by_values.more && !by_values.cut);
+    let third = Paging {
+        offset: 2,
+        limit: 5,
+    };
+    let cut = x
+        .extract(&file, &raw.clone().by_value(true), third)
+        .await
+        .unwrap();
+    assert!(cut.cut && cut.more, "{cut:?}");
+    assert_eq!(cut.lines, ["é".repeat(50)], "cut on a character boundary");
+    assert!(matches!(
+        x.extract(
+            &file,
+            &raw,
+            Paging {
+                offset: 3,
+                limit: 1
+            }
+        )
+        .await,
+        Err(ExtractError::LineTooLong { .. })
+    ));
 }
