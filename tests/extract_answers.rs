@@ -472,3 +472,86 @@ async fn the_extractor_pages_by_values() {
         Err(ExtractError::LineTooLong { .. })
     ));
 }
+
+/// The MCP Inspector CLI 0.15.0 (`tests/interop/package.json`; the CLI
+/// that `npx @modelcontextprotocol/inspector --cli` runs), which sends
+/// every `--tool-arg` as a string unless the tool's schema gives the
+/// property one type: with the portable schema it calls `lro_extract`
+/// with a recipe number, paging and `params`, and gets what rmcp gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_cli_calls_lro_extract() {
+    let Some(interop) = common::interop_setup() else {
+        return;
+    };
+    let cli = interop.join("node_modules/@modelcontextprotocol/inspector-cli/build/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::builder()
+        .threshold_tokens(1600)
+        .output_dir(dir.path())
+        .build();
+    // Stateless: the Inspector CLI opens a session per call, and a file is
+    // readable in the session (here: the absence of one) that made it.
+    let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;
+    let client = connect(addr).await;
+    let args = json!({"query": "cache design", "count": 200, "detail": "full"});
+    let d = checked_descriptor(&call(&client, "recall_memories", args).await, "inspector");
+    let ns = d.summary.top_namespaces[0].clone();
+    let url = format!("http://{addr}/mcp");
+    let inspector = |tool_args: Vec<String>| {
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(&cli)
+            .arg(&url)
+            .args(["--transport", "http", "--method", "tools/call"])
+            .args(["--tool-name", "lro_extract", "--tool-arg"])
+            .arg(format!("file_path={}", d.file_path))
+            .args(tool_args);
+        cmd
+    };
+    let asks = [
+        (
+            vec!["recipe=4".into(), "offset=10".into(), "limit=5".into()],
+            json!({"file_path": d.file_path, "recipe": 4, "offset": 10, "limit": 5}),
+        ),
+        (
+            vec![
+                "recipe=2".into(),
+                format!("params={}", json!({"namespace": ns})),
+            ],
+            json!({"file_path": d.file_path, "recipe": 2, "params": {"namespace": ns}}),
+        ),
+        (
+            vec![
+                "query=group_by(.namespace) | map(length)".into(),
+                "slurp=true".into(),
+            ],
+            json!({"file_path": d.file_path, "query": "group_by(.namespace) | map(length)",
+                   "slurp": true}),
+        ),
+    ];
+    for (tool_args, same) in asks {
+        let out = common::output_within(
+            inspector(tool_args.clone()),
+            Duration::from_secs(60),
+            "the Inspector CLI",
+        )
+        .await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{tool_args:?}: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: Value = serde_json::from_str(&stdout).expect("the CLI prints the result");
+        assert_ne!(result["isError"], json!(true), "{tool_args:?}: {result}");
+        let got: Vec<&str> = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap())
+            .collect();
+        let want = texts(&call(&client, "lro_extract", same).await);
+        assert_eq!(got, want, "{tool_args:?}");
+        assert!(!got[0].is_empty(), "{tool_args:?}");
+    }
+    let _ = client.cancel().await;
+}
