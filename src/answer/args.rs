@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::engine::descriptor::RecipeProgram;
 use crate::extract::{JqFlags, Paging, Query};
 
-/// Lines of output a page shows at most when the call names no `limit`
+/// Output values a page shows at most when the call names no `limit`
 /// (the threshold may cut it shorter).
 pub(crate) const DEFAULT_LIMIT: usize = 500;
 /// Largest `limit` accepted.
@@ -21,7 +21,7 @@ pub(crate) struct ExtractArgs {
     pub what: Wanted,
     /// `params`: recipe parameters, as sent.
     pub params: Map<String, Value>,
-    /// `offset` and `limit` over the output lines.
+    /// `offset` and `limit` over the output values.
     pub paging: Paging,
     /// `slurp`: a custom query sees all records as one array (jq's `-s`).
     pub slurp: bool,
@@ -68,23 +68,57 @@ impl ExtractArgs {
             what: wanted(args)?,
             params: params(args)?,
             paging: paging(args)?,
-            slurp: match args.get("slurp") {
-                None | Some(Value::Null) => false,
+            slurp: match given(args, "slurp") {
+                None => false,
                 Some(Value::Bool(b)) => *b,
+                Some(Value::String(s)) if s.trim() == "true" => true,
+                Some(Value::String(s)) if s.trim() == "false" => false,
                 Some(_) => return err("slurp must be true or false"),
             },
         })
     }
 }
 
+/// The argument `key`, unless it is absent, `null` or a blank string (what
+/// some clients send for an optional argument left empty).
+fn given<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    match args.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(v) => Some(v),
+    }
+}
+
+/// A non-negative whole number, given as a JSON number (`4`, `4.0`) or as
+/// a string of decimal digits (`"4"`: what the MCP Inspector CLI sends for
+/// `--tool-arg recipe=4`, and what models send too).
+fn whole_number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 2f64.powi(53))
+                .map(|f| f as u64)
+        }),
+        Value::String(s) => {
+            let s = s.trim();
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            // All digits: only too many of them fails; saturate.
+            Some(s.parse::<u64>().unwrap_or(u64::MAX))
+        }
+        _ => None,
+    }
+}
+
 /// `recipe` or `query`, exactly one of them.
 fn wanted(args: &Map<String, Value>) -> Result<Wanted, ArgError> {
-    let recipe = args.get("recipe").filter(|v| !v.is_null());
+    let recipe = given(args, "recipe");
     let query = args.get("query").filter(|v| !v.is_null());
     match (recipe, query) {
         (Some(_), Some(_)) => err("give either recipe or query, not both"),
         (None, None) => err("give a recipe number (1-10) or a jq query"),
-        (Some(r), None) => match r.as_u64() {
+        (Some(r), None) => match whole_number(r) {
             Some(n @ 1..=10) => Ok(Wanted::Recipe(n as usize)),
             _ => err(format!(
                 "recipe must be an integer from 1 to 10, got {}",
@@ -97,40 +131,86 @@ fn wanted(args: &Map<String, Value>) -> Result<Wanted, ArgError> {
     }
 }
 
-/// `params`: an object whose values are strings or numbers.
+/// What `params` must be, for the messages.
+const PARAMS_SHAPE: &str =
+    "params must be an object, or a JSON string holding one, e.g. {\"keyword\": \"cache\"}";
+
+/// `params`: an object whose values are strings or numbers, or the same
+/// object as JSON text (clients that cannot send an object send that).
 fn params(args: &Map<String, Value>) -> Result<Map<String, Value>, ArgError> {
-    match args.get("params") {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => {
-            for (k, v) in m {
-                if !(v.is_string() || v.is_number()) {
+    let parsed;
+    let map = match given(args, "params") {
+        None => return Ok(Map::new()),
+        Some(Value::Object(m)) => m,
+        Some(Value::String(text)) => {
+            parsed = match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(m)) => m,
+                Ok(other) => {
                     return err(format!(
-                        "params.{}: values must be strings or numbers",
-                        cut(k)
+                        "{PARAMS_SHAPE}; got the string {} (JSON {}, not an object)",
+                        cut(&Value::from(text.as_str()).to_string()),
+                        kind(&other)
                     ));
                 }
-            }
-            Ok(m.clone())
+                Err(_) => {
+                    return err(format!(
+                        "{PARAMS_SHAPE}; got the string {} (not JSON)",
+                        cut(&Value::from(text.as_str()).to_string())
+                    ));
+                }
+            };
+            &parsed
         }
-        Some(_) => err("params must be an object, e.g. {\"keyword\": \"cache\"}"),
+        Some(other) => return err(format!("{PARAMS_SHAPE}; got {}", kind(other))),
+    };
+    for (k, v) in map {
+        if !(v.is_string() || v.is_number()) {
+            return err(format!(
+                "params.{}: values must be strings or numbers",
+                cut(k)
+            ));
+        }
+    }
+    Ok(map.clone())
+}
+
+/// "an array", "a number"… for messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
 /// `offset` (default 0) and `limit` (default [`DEFAULT_LIMIT`], at most
-/// [`MAX_LIMIT`]).
+/// [`MAX_LIMIT`]), numbers or strings of digits.
 fn paging(args: &Map<String, Value>) -> Result<Paging, ArgError> {
-    let offset = match args.get("offset") {
-        None | Some(Value::Null) => 0,
-        Some(v) => match v.as_u64() {
+    let offset = match given(args, "offset") {
+        None => 0,
+        Some(v) => match whole_number(v) {
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-            None => return err("offset must be a non-negative integer (an output line number)"),
+            None => {
+                return err(format!(
+                    "offset must be a non-negative integer (the output value to start at), got {}",
+                    cut(&v.to_string())
+                ));
+            }
         },
     };
-    let limit = match args.get("limit") {
-        None | Some(Value::Null) => DEFAULT_LIMIT,
-        Some(v) => match v.as_u64() {
+    let limit = match given(args, "limit") {
+        None => DEFAULT_LIMIT,
+        Some(v) => match whole_number(v) {
             Some(n @ 1..) => usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
-            _ => return err(format!("limit must be an integer from 1 to {MAX_LIMIT}")),
+            _ => {
+                return err(format!(
+                    "limit must be an integer from 1 to {MAX_LIMIT}, got {}",
+                    cut(&v.to_string())
+                ));
+            }
         },
     };
     Ok(Paging { offset, limit })
@@ -261,7 +341,37 @@ mod tests {
                 json!({"file_path": "f", "recipe": 11}),
                 "from 1 to 10, got 11",
             ),
-            (json!({"file_path": "f", "recipe": "2"}), "from 1 to 10"),
+            (
+                json!({"file_path": "f", "recipe": "four"}),
+                "from 1 to 10, got \"four\"",
+            ),
+            (json!({"file_path": "f", "recipe": "-2"}), "from 1 to 10"),
+            (json!({"file_path": "f", "recipe": "11"}), "from 1 to 10"),
+            (json!({"file_path": "f", "recipe": 2.5}), "from 1 to 10"),
+            (
+                json!({"file_path": "f", "recipe": 2, "params": "{not json"}),
+                "(not JSON)",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "params": "[1]"}),
+                "JSON an array, not an object",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "params": "{\"a\": true}"}),
+                "params.a",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "offset": "ten"}),
+                "offset must be a non-negative integer",
+            ),
+            (
+                json!({"file_path": "f", "recipe": 2, "limit": "0"}),
+                "limit must be an integer from 1",
+            ),
+            (
+                json!({"file_path": "f", "query": ".", "slurp": "yes"}),
+                "slurp must be true or false",
+            ),
             (
                 json!({"file_path": "f", "query": 5}),
                 "query must be a string",
@@ -298,6 +408,50 @@ mod tests {
                 offset: 0,
                 limit: MAX_LIMIT
             }
+        );
+    }
+
+    #[test]
+    fn numbers_and_params_may_come_as_strings() {
+        let ok = parse(json!({
+            "file_path": "f", "recipe": " 4 ", "offset": "10", "limit": "5",
+            "params": "{\"namespace\": \"x\"}", "query": null
+        }))
+        .unwrap();
+        assert_eq!(ok.what, Wanted::Recipe(4));
+        assert_eq!(
+            ok.paging,
+            Paging {
+                offset: 10,
+                limit: 5
+            }
+        );
+        assert_eq!(ok.params, *json!({"namespace": "x"}).as_object().unwrap());
+        // Blank optional arguments are absent ones; 4.0 is 4.
+        let ok = parse(json!({
+            "file_path": "f", "recipe": 4.0, "offset": "", "limit": " ", "params": "",
+            "query": ".", "slurp": "true"
+        }));
+        assert_eq!(ok.unwrap_err(), "give either recipe or query, not both");
+        let ok = parse(json!({
+            "file_path": "f", "recipe": "", "offset": "", "limit": " ", "params": "",
+            "query": ".", "slurp": "true"
+        }))
+        .unwrap();
+        assert_eq!(ok.what, Wanted::Query(".".into()));
+        assert!(ok.slurp && ok.params.is_empty());
+        assert_eq!(
+            ok.paging,
+            Paging {
+                offset: 0,
+                limit: DEFAULT_LIMIT
+            }
+        );
+        assert_eq!(
+            parse(json!({"file_path": "f", "recipe": 4.0}))
+                .unwrap()
+                .what,
+            Wanted::Recipe(4)
         );
     }
 

@@ -14,6 +14,14 @@ pub(crate) const EXTRACT_TOOL: &str = "lro_extract";
 pub(crate) const LIST_TOOL: &str = "lro_list";
 
 /// The definition of `lro_extract` (the spec's parameters, plus paging).
+///
+/// Its input schema is the plainest JSON Schema, so that every client can
+/// use it: one `type` per property (no type arrays such as
+/// `["integer", "null"]`, which some clients warn about or cannot fill
+/// in), optional properties simply not `required`. The arguments are read
+/// more leniently than the schema says (`answer::args`): numbers also as
+/// strings of digits, `params` also as JSON text, `null` or a blank string
+/// as absent.
 pub(crate) fn extract_tool() -> serde_json::Value {
     json!({
         "name": EXTRACT_TOOL,
@@ -21,18 +29,18 @@ pub(crate) fn extract_tool() -> serde_json::Value {
         "description": "Query a large tool result that was offloaded to a JSONL file (its descriptor \
             has 'offloaded': true and a file_path). Run one of the descriptor's 10 jq recipes \
             (recipe, with params for its parameters) or a custom jq filter (query, applied to each \
-            record; output one value per line). Output is paged by lines: when more follows, the \
-            answer says which offset to ask for next.",
+            record). Output is compact JSON, one value per line, paged by values: when more \
+            follows, the answer says which offset to ask for next.",
         "inputSchema": {
             "type": "object",
             "properties": {
                 "file_path": {"type": "string", "description": "file_path from the offloaded result's descriptor (or the bare file name)"},
-                "recipe": {"type": ["integer", "null"], "minimum": 1, "maximum": 10, "description": "Standard recipe number (1-10) to run, as listed in the descriptor's jq_recipes. Mutually exclusive with query."},
-                "query": {"type": ["string", "null"], "description": "A jq filter run on each record, e.g. select(.namespace == 'x') | .title. Mutually exclusive with recipe."},
+                "recipe": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Standard recipe number (1-10) to run, as listed in the descriptor's jq_recipes. Give either recipe or query."},
+                "query": {"type": "string", "description": "A jq filter run on each record, e.g. select(.namespace == \"x\") | .title. Give either recipe or query."},
                 "slurp": {"type": "boolean", "description": "With query: run it once on the array of all records (jq -s), e.g. group_by(.namespace) | map({namespace: .[0].namespace, count: length})."},
-                "params": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "number"]}, "description": "Parameters of a parameterized recipe, e.g. keyword: caching."},
-                "offset": {"type": "integer", "minimum": 0, "description": "Output lines to skip (for the next page)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Output lines to return at most."}
+                "params": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Parameters of a parameterized recipe, e.g. {\"namespace\": \"_semantic\"} or {\"keyword\": \"caching\"}."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Output values to skip (for the next page)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Output values to return at most."}
             },
             "required": ["file_path"]
         },
@@ -48,7 +56,7 @@ pub(crate) fn list_tool() -> serde_json::Value {
         "title": "List offloaded results",
         "description": "List the offloaded tool results this client may read with lro_extract, \
             newest first: file, tool, record count, estimated tokens, expiry.",
-        "inputSchema": {"type": "object", "properties": {}},
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
         "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
     })
 }
@@ -187,6 +195,40 @@ mod tests {
         for bad in [r#"{"tools":3}"#, "[]", r#"{"x":1}"#] {
             assert!(add_tools(bad).is_none(), "{bad}");
         }
+    }
+
+    /// Every `type` in `schema`, at any depth, with where it is.
+    fn types(schema: &Value, at: &str, out: &mut Vec<(String, Value)>) {
+        match schema {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    if k == "type" {
+                        out.push((at.to_owned(), v.clone()));
+                    }
+                    types(v, &format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    types(v, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn input_schemas_have_one_type_per_property() {
+        for tool in [extract_tool(), list_tool()] {
+            let mut found = Vec::new();
+            types(&tool["inputSchema"], "", &mut found);
+            assert!(!found.is_empty());
+            for (at, t) in found {
+                assert!(t.is_string(), "{}: {at}: {t}", tool["name"]);
+            }
+        }
+        let schema = &extract_tool()["inputSchema"];
+        assert_eq!(schema["required"], serde_json::json!(["file_path"]));
     }
 
     #[test]

@@ -12,13 +12,18 @@
 //!
 //! # Pages never flood the context
 //!
-//! An `lro_extract` answer is at most the offload threshold in estimated
-//! tokens (the same estimator and threshold as offloading). Past it, the
-//! answer holds the whole lines that fit and a trailer giving the `offset`
-//! of the next page: paging rather than offloading the answer again, since
-//! a second file would need a second extraction to read, and the agent
-//! asked for exactly this part. A single line longer than the budget is cut
-//! and the trailer says so (narrow the query to read it whole).
+//! An `lro_extract` answer prints compact values, one per line, as `jq -c`
+//! does (with `-r` too when the recipe has it): the descriptor's shell
+//! recipes keep the spec's text, which pretty-prints, but a model reading
+//! over MCP pays for every indentation and line break. It is at most the
+//! offload threshold in estimated tokens (the same estimator and threshold
+//! as offloading). Past it, the answer holds the whole values that fit and
+//! a trailer giving the `offset` of the next page: paging by values, so a
+//! page never ends inside a record, rather than offloading the answer
+//! again, since a second file would need a second extraction to read, and
+//! the agent asked for exactly this part. A single value longer than the
+//! budget is cut and the trailer says so (narrow the query to read it
+//! whole; an array can be read an element at a time with `| .[]`).
 
 mod access;
 mod args;
@@ -98,11 +103,13 @@ pub(crate) async fn extract(
         Ok(q) => q,
         Err(message) => return ToolAnswer::error(message),
     };
+    let query = query.compact(true).by_value(true);
     match extractor.extract(&file.path, &query, args.paging).await {
         Ok(page) => {
             let budget = offloader.config().threshold_tokens;
+            let spread = spread_hint(&query);
             ToolAnswer {
-                blocks: page::answer(&page, &*offloader.estimator, budget),
+                blocks: page::answer(&page, &*offloader.estimator, budget, spread.as_deref()),
                 is_error: false,
             }
         }
@@ -125,6 +132,22 @@ fn query_of(args: &ExtractArgs, file: &Readable) -> Result<Query, String> {
         Wanted::Recipe(_) if args.slurp => Err("slurp applies to queries only".into()),
         Wanted::Recipe(n) => recipe_query(&file.header.recipes, *n, &args.params).map_err(|e| e.0),
     }
+}
+
+/// The arguments that read the elements of an array `query` prints one
+/// value at a time (`FILTER | .[]`), when a custom query can say it (a
+/// query takes no variables).
+fn spread_hint(query: &Query) -> Option<String> {
+    if !query.vars().is_empty() || query.jq_flags().raw {
+        return None;
+    }
+    let filter = Value::from(format!("{} | .[]", query.filter()));
+    let slurp = if query.jq_flags().slurp {
+        ", slurp=true"
+    } else {
+        ""
+    };
+    Some(format!("query={filter}{slurp}"))
 }
 
 /// [`open_readable`] on the blocking pool.

@@ -175,6 +175,7 @@ pub struct Query {
     filter: String,
     flags: JqFlags,
     vars: Vec<(String, serde_json::Value)>,
+    by_value: bool,
 }
 
 impl Query {
@@ -184,6 +185,7 @@ impl Query {
             filter: filter.into(),
             flags: JqFlags::default(),
             vars: Vec::new(),
+            by_value: false,
         }
     }
 
@@ -209,6 +211,23 @@ impl Query {
     pub fn compact(mut self, on: bool) -> Query {
         self.flags.compact = on;
         self
+    }
+
+    /// Pages count output values rather than lines: each entry of
+    /// [`Page::lines`] is one whole value as printed (with `-c`, one line;
+    /// with `-r`, a string's own line breaks stay inside its entry), so a
+    /// page never ends inside a value, and [`Paging`] counts values. A
+    /// first value of a page longer than [`ExtractLimits::max_page_bytes`]
+    /// comes cut to that length ([`Page::cut`]) rather than as an error.
+    /// The text of the whole output is the same either way.
+    pub fn by_value(mut self, on: bool) -> Query {
+        self.by_value = on;
+        self
+    }
+
+    /// Whether pages count values (see [`by_value`](Self::by_value)).
+    pub fn is_by_value(&self) -> bool {
+        self.by_value
     }
 
     /// The variable `$name` holds `value` (jq's `--argjson name value`; a
@@ -297,9 +316,14 @@ impl Default for Paging {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Page {
-    /// The page's lines, without their line breaks. jq's output is these
-    /// lines, each followed by `\n` (see [`Page::text`]).
+    /// The page's lines, without their line breaks (whole values, with
+    /// [`Query::by_value`]). jq's output is these lines, each followed by
+    /// `\n` (see [`Page::text`]).
     pub lines: Vec<String>,
+    /// With [`Query::by_value`]: the page's only entry is the start of a
+    /// value longer than [`ExtractLimits::max_page_bytes`], cut there (on
+    /// a character boundary).
+    pub cut: bool,
     /// Index of the first line of the page.
     pub offset: usize,
     /// Lines in the whole output, when the evaluation ran to its end.
@@ -673,7 +697,7 @@ impl Job {
             stack_bytes: self.limits.stack_bytes.saturating_sub(STACK_MARGIN),
             cancel: self.cancel.clone(),
         };
-        let mut pager = Pager::new(self.paging, &self.limits);
+        let mut pager = Pager::new(self.paging, &self.limits, self.query.by_value);
         let stopped =
             match guard::run_guarded(budget, || run::evaluate(&compiled, inputs, &mut pager)) {
                 Ok(Ok(())) => None,
@@ -705,6 +729,7 @@ impl Job {
         let shown_end = self.paging.offset.saturating_add(pager.lines.len());
         Ok(Page {
             more: total.is_none_or(|t| t > shown_end),
+            cut: pager.cut,
             offset: self.paging.offset,
             total_lines: total,
             lines: pager.lines,

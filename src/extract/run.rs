@@ -202,13 +202,18 @@ pub(crate) struct Pager {
     pub finished: bool,
     pub errors: Vec<String>,
     pub error_count: usize,
+    /// Entries are whole values, not lines (`Query::by_value`).
+    by_value: bool,
+    /// The page's only entry is a value's start, cut at `max_page_bytes`.
+    pub cut: bool,
 }
 
 /// How many error messages a page keeps (the others are only counted).
 const KEPT_ERRORS: usize = 10;
 
 impl Pager {
-    pub fn new(paging: Paging, limits: &super::ExtractLimits) -> Pager {
+    /// A pager for `paging`; `by_value`: entries are whole values.
+    pub fn new(paging: Paging, limits: &super::ExtractLimits, by_value: bool) -> Pager {
         let end = paging.offset.saturating_add(paging.limit);
         Pager {
             offset: paging.offset,
@@ -226,6 +231,8 @@ impl Pager {
             finished: false,
             errors: Vec::new(),
             error_count: 0,
+            by_value,
+            cut: false,
         }
     }
 
@@ -250,7 +257,21 @@ impl Pager {
                 }
             },
         }
+        if self.by_value {
+            // The value ends here, whatever line breaks a raw string held.
+            self.count_printed(1)?;
+            return self.end_line();
+        }
         self.put(b"\n")
+    }
+
+    /// Counts `n` more bytes printed; stops past `max_output_bytes`.
+    fn count_printed(&mut self, n: usize) -> Result<(), TooLong> {
+        self.printed += n;
+        if self.printed > self.max_output_bytes {
+            return self.stop(Full::Output);
+        }
+        Ok(())
     }
 
     /// Passes on what the printer left in `pending`.
@@ -288,13 +309,33 @@ impl Pager {
 
     fn take(&mut self, seg: &[u8]) -> Result<(), TooLong> {
         if self.in_page() {
+            let room = self.max_page_bytes.saturating_sub(self.page_bytes);
             self.page_bytes += seg.len();
             if self.page_bytes > self.max_page_bytes {
+                if self.by_value && self.lines.is_empty() {
+                    self.keep_cut(&seg[..room.min(seg.len())]);
+                }
                 return self.stop(Full::PageBytes);
             }
             self.current.extend_from_slice(seg);
         }
         Ok(())
+    }
+
+    /// The page's first value is longer than the page may be: its start,
+    /// `seg` completing it to `max_page_bytes` (less a split character),
+    /// is the page's only entry.
+    fn keep_cut(&mut self, seg: &[u8]) {
+        let mut start = std::mem::take(&mut self.current);
+        start.extend_from_slice(seg);
+        if let Err(e) = std::str::from_utf8(&start)
+            && e.error_len().is_none()
+        {
+            start.truncate(e.valid_up_to());
+        }
+        self.lines
+            .push(String::from_utf8_lossy(&start).into_owned());
+        self.cut = true;
     }
 
     fn end_line(&mut self) -> Result<(), TooLong> {
@@ -332,9 +373,9 @@ impl Sink for &mut Pager {
 
 impl Pager {
     fn put(&mut self, bytes: &[u8]) -> Result<(), TooLong> {
-        self.printed += bytes.len();
-        if self.printed > self.max_output_bytes {
-            return self.stop(Full::Output);
+        self.count_printed(bytes.len())?;
+        if self.by_value {
+            return self.take(bytes);
         }
         let mut rest = bytes;
         while let Some(i) = memchr::memchr(b'\n', rest) {
