@@ -21,6 +21,7 @@ use rmcp::model::{
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
+use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::OffloadResponse;
 use tower_lro::offload::OffloadLayer;
 
@@ -68,10 +69,11 @@ fn is_error(result: &CallToolResult) -> bool {
 /// threshold of `threshold` tokens, a client, and the descriptor of
 /// `recall_memories` for 200 full-detail memories.
 async fn quickstart(dir: &std::path::Path, threshold: usize) -> (Client, OffloadResponse) {
-    let layer = OffloadLayer::builder()
-        .threshold_tokens(threshold)
-        .output_dir(dir)
-        .build();
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .threshold_tokens(threshold)
+            .output_dir(dir),
+    );
     let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;
     let client = connect(addr).await;
     let args = json!({"query": "cache design", "count": 200, "detail": "full"});
@@ -179,7 +181,7 @@ fn types(schema: &Value, at: &str, out: &mut Vec<(String, Value)>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_schemas_have_one_type_per_property() {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder().output_dir(dir.path()).build();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
     let addr = serve_mcp(mcp_service(Mode::StatefulSse), Some(layer)).await;
     let client = connect(addr).await;
     let tools = client.list_all_tools().await.unwrap();
@@ -485,12 +487,13 @@ async fn the_inspector_cli_calls_lro_extract() {
     };
     let cli = interop.join("node_modules/@modelcontextprotocol/inspector-cli/build/index.js");
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::builder()
-        .threshold_tokens(1600)
-        .output_dir(dir.path())
-        .build();
-    // Stateless: the Inspector CLI opens a session per call, and a file is
-    // readable in the session (here: the absence of one) that made it.
+    let layer = OffloadLayer::new(
+        OffloadConfig::default()
+            .threshold_tokens(1600)
+            .output_dir(dir.path()),
+    );
+    // The Inspector CLI opens a session per call and sends no credentials:
+    // the file name is the capability.
     let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;
     let client = connect(addr).await;
     let args = json!({"query": "cache design", "count": 200, "detail": "full"});
