@@ -48,10 +48,6 @@
 //!    layer ([`HistoryOffloadLayer`]: chat requests rewritten by the
 //!    `history` engine, read with `serve`'s reader and handed on as
 //!    `request_body`'s body); and `cleanup` — the custodial task.
-//! 5. `command` (feature `cli`) — what the `lro` binary runs, on top of
-//!    the layer: the local stdio proxy (`command::proxy`) with its OAuth
-//!    sign-in (`command::auth`), the gateway (`command::gateway`), and the
-//!    upstream client both use (`command::connect`: TLS, `TCP_NODELAY`).
 //!
 //! All modules are private; the public surface below is re-exported here,
 //! once.
@@ -104,8 +100,6 @@
 #![warn(missing_docs)]
 
 mod cleanup;
-#[cfg(feature = "cli")]
-pub mod command;
 mod engine;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
@@ -114,6 +108,7 @@ mod fuzz;
 mod history;
 mod json;
 mod middleware;
+pub mod sse;
 mod wire;
 
 pub use cleanup::{CleanupHandle, CleanupReport, Custodian};

@@ -1,5 +1,5 @@
 //! The HTTP client the `lro` command opens upstream connections with, shared
-//! by [`gateway`](super::gateway) and [`proxy`](super::proxy): `http://` and
+//! by [`gateway`](crate::gateway) and [`proxy`](crate::proxy): `http://` and
 //! `https://` (rustls with the `ring` provider, the system's root
 //! certificates plus an optional private CA file), `TCP_NODELAY` on every
 //! socket it opens, and a connect timeout.

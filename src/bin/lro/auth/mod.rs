@@ -33,7 +33,7 @@ use url::Url;
 
 pub use store::default_dir;
 
-use crate::command::http::{FetchError, HttpClient};
+use crate::fetch::{FetchError, HttpClient};
 use discovery::{Challenge, ServerMeta, discover, usable_endpoint};
 use flow::{Callback, Pkce, derived_port, open_browser, random_text};
 use store::{TokenStore, key_of};

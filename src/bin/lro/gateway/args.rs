@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use tower_lro::OffloadConfig;
-use tower_lro::command::gateway::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
+use super::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
 
 /// `lro gateway`.
 #[derive(Debug, Args)]
@@ -120,7 +120,7 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
         config.ttl = Duration::from_secs(s);
     }
     let mut options = GatewayOptions::new(upstream, args.listen);
-    options.headers = crate::proxy::headers(&args.headers, &[])?;
+    options.headers = crate::proxy::args::headers(&args.headers, &[])?;
     options.config = config;
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert;

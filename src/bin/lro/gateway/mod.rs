@@ -38,6 +38,7 @@
 //! # }
 //! ```
 
+pub mod args;
 mod forward;
 mod limits;
 mod listen;
@@ -60,8 +61,8 @@ pub use shutdown::shutdown_signal;
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::route::Router;
-use super::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
-use crate::{CleanupHandle, OffloadConfig, OffloadLayer, StoreError};
+use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
+use tower_lro::{CleanupHandle, OffloadConfig, OffloadLayer, StoreError};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type flowing through the gateway in both directions.

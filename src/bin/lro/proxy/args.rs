@@ -9,8 +9,8 @@ use clap::Args;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tower_lro::OffloadConfig;
-use tower_lro::command::auth::{AuthOptions, default_dir};
-use tower_lro::command::proxy::{self, ProxyOptions};
+use super::ProxyOptions;
+use crate::auth::{AuthOptions, default_dir};
 
 /// `lro proxy`.
 #[derive(Debug, Args)]
@@ -195,7 +195,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     runtime
-        .block_on(proxy::run(options, tokio::io::stdin(), tokio::io::stdout()))
+        .block_on(super::run(options, tokio::io::stdin(), tokio::io::stdout()))
         .map_err(|e| e.to_string())
 }
 

@@ -39,7 +39,10 @@
 //! Tools the user hid (`hidden_tools`) are refused here and left out of
 //! `tools/list` answers.
 //!
-//! [`auth`]: crate::command::auth
+//! [`auth`]: crate::auth
+
+pub mod args;
+mod hidden_tools;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,14 +59,14 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 use tower_service::Service;
 
-use super::announce::{announce_in_headers, announce_in_initialize};
-use super::auth::{Auth, AuthError, AuthOptions};
-use super::connect::{ConnectError, ConnectOptions, failure_kind, upstream_client};
-use super::hidden_tools::HiddenTools;
-use super::http::HttpClient;
-use crate::middleware::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
-use crate::wire::sse::{EventSplitter, event_data};
-use crate::{OffloadConfig, StoreError};
+use crate::announce::{announce_in_headers, announce_in_initialize};
+use crate::auth::{Auth, AuthError, AuthOptions};
+use crate::connect::{ConnectError, ConnectOptions, failure_kind, upstream_client};
+use self::hidden_tools::HiddenTools;
+use crate::fetch::HttpClient;
+use tower_lro::{OffloadBody, OffloadLayer, OffloadService, RequestBody};
+use tower_lro::sse::{EventSplitter, event_data};
+use tower_lro::{OffloadConfig, StoreError};
 
 /// The header carrying the session id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -209,7 +212,7 @@ where
 /// http only on loopback unless it was allowed.
 fn check_upstream(options: &ProxyOptions) -> Result<(), ProxyError> {
     let upstream = &options.upstream;
-    super::connect::check_upstream(upstream)?;
+    crate::connect::check_upstream(upstream)?;
     let Some(host) = upstream
         .host()
         .filter(|_| upstream.scheme_str() == Some("http"))
@@ -996,7 +999,7 @@ impl Shared {
             return;
         }
         if text.contains('\n') || text.contains('\r') {
-            self.send_answer(&crate::json::minify(text), method);
+            self.send_answer(&one_line(text), method);
         } else {
             self.send_answer(text, method);
         }
@@ -1051,4 +1054,11 @@ impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
             shared.send_upstream(parts, bytes).await
         })
     }
+}
+
+/// A JSON text on one line: a JSON text holds CR and LF only as whitespace
+/// between tokens (inside strings they are escaped), so each becomes a
+/// space and the value is the same.
+fn one_line(json: &str) -> String {
+    json.replace(['\r', '\n'], " ")
 }
