@@ -42,7 +42,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How upstream connections are opened.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ConnectOptions {
     /// A PEM file of CA certificates trusted besides the system's roots
     /// (a private CA of the upstream server).
@@ -62,7 +61,6 @@ impl Default for ConnectOptions {
 
 /// Why no client could be made, or an upstream URL is not usable.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConnectError {
     /// The CA file cannot be read or holds no PEM certificate.
     #[error("CA certificate file {path:?}: {why}")]

@@ -248,3 +248,36 @@ fn not_private(meta: &fs::Metadata) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_directory_is_made_private_and_a_foreign_one_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("a").join("auth");
+        ensure_private_dir(&dir).unwrap();
+        assert!(dir.is_dir());
+        ensure_private_dir(&dir).unwrap();
+        let file = temp.path().join("file");
+        fs::write(&file, b"").unwrap();
+        let refused = ensure_private_dir(&file).unwrap_err();
+        assert!(refused.contains("not a directory"), "{refused}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |d: &Path| fs::metadata(d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir), 0o700);
+            let link = temp.path().join("link");
+            std::os::unix::fs::symlink(&dir, &link).unwrap();
+            let refused = ensure_private_dir(&link).unwrap_err();
+            assert!(refused.contains("symbolic link"), "{refused}");
+            let open = temp.path().join("open");
+            fs::create_dir(&open).unwrap();
+            fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+            let refused = ensure_private_dir(&open).unwrap_err();
+            assert!(refused.contains("writable by group or others"), "{refused}");
+        }
+    }
+}

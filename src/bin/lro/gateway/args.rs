@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
 use clap::{Args, ValueEnum};
 use tower_lro::OffloadConfig;
-use super::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
 
 /// `lro gateway`.
 #[derive(Debug, Args)]

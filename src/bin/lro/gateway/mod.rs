@@ -73,7 +73,6 @@ pub const DEFAULT_HEALTH_PATH: &str = "/healthz";
 
 /// What the gateway serves and forwards to.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct GatewayOptions {
     /// The upstream MCP endpoint (`http://` or `https://`); the gateway
     /// serves the same path.
@@ -117,7 +116,6 @@ impl GatewayOptions {
 
 /// Why the gateway cannot start.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum GatewayError {
     /// The upstream URL or the TLS setup is not usable.
     #[error(transparent)]
