@@ -4,18 +4,9 @@
 //! certificates plus an optional private CA file), `TCP_NODELAY` on every
 //! socket it opens, and a connect timeout.
 //!
-//! ```no_run
-//! # fn main() -> Result<(), tower_lro::command::connect::ConnectError> {
-//! use http_body_util::Full;
-//! use tower_lro::command::connect::{ConnectOptions, upstream_client};
-//!
-//! let mut options = ConnectOptions::default();
-//! options.ca_cert = Some("private-ca.pem".into());
-//! let client = upstream_client::<Full<bytes::Bytes>>(&options)?;
-//! # let _ = client;
-//! # Ok(())
-//! # }
-//! ```
+//! [`upstream_client`] makes one from [`ConnectOptions`] (the `--ca-cert`
+//! and `--connect-timeout` flags); [`failure_kind`] and [`error_chain`] say
+//! what went wrong without (for the agent) or with (for the log) addresses.
 
 use std::error::Error as _;
 use std::path::PathBuf;

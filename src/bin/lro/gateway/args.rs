@@ -1,5 +1,6 @@
-//! `lro gateway`: the offload layer in front of a remote MCP server, for
-//! agents that reach it over HTTP.
+//! The `lro gateway` command line: its flags over the offload
+//! configuration make the [`GatewayOptions`]; [`run`] serves until SIGINT
+//! or SIGTERM, logging on stderr (text or JSON lines).
 
 use std::io::Write as _;
 use std::net::SocketAddr;

@@ -25,18 +25,14 @@
 //! shutdown, requests in flight finish (within [`Limits::shutdown_grace`])
 //! and the cleanup task stops.
 //!
-//! ```no_run
-//! # async fn run() -> Result<(), tower_lro::command::gateway::GatewayError> {
-//! use tower_lro::command::gateway::{Gateway, GatewayOptions, shutdown_signal};
-//!
-//! let upstream = "https://mcp.example.com/mcp".parse().unwrap();
-//! let options = GatewayOptions::new(upstream, "127.0.0.1:9000".parse().unwrap());
-//! let gateway = Gateway::bind(options).await?;
-//! println!("listening on {}", gateway.local_addr());
-//! gateway.serve(shutdown_signal()).await;
-//! # Ok(())
-//! # }
-//! ```
+//! [`args`] turns the `lro gateway` command line into [`GatewayOptions`];
+//! [`Gateway::bind`] checks them and binds, [`Gateway::serve`] runs until
+//! [`shutdown_signal`]. The files, one per concern: [`listen`] (accept,
+//! `TCP_NODELAY`, the connection cap), [`limits`], [`route`] (health,
+//! the served path, `404`), [`forward`] (the request upstream and its
+//! answer back), [`serve`] (hyper's connections, the graceful end),
+//! [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway of
+//! their own put `tower_lro::OffloadLayer` in front of their proxy.
 
 pub mod args;
 mod forward;

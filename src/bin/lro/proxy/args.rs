@@ -1,6 +1,7 @@
-//! `lro proxy`: the spec's local LRO proxy, stdio to the agent. Its command
-//! line is `mcp-remote`'s (the flags it takes are taken the same way; those
-//! that make no sense here are refused by name), plus LRO's own.
+//! The `lro proxy` command line: `mcp-remote`'s (the flags it takes are
+//! taken the same way; those that make no sense here are refused by name),
+//! plus LRO's own. [`run`] turns them into [`ProxyOptions`] and the sign-in's
+//! [`AuthOptions`], and runs the proxy on stdin and stdout.
 
 use std::path::PathBuf;
 use std::time::Duration;
