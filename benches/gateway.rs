@@ -1,9 +1,9 @@
 //! What `lro gateway` and `lro proxy` add to a request, over loopback.
 //!
 //! A real rmcp server (the memory server, stateless, answering in JSON)
-//! on 127.0.0.1; in front of it the gateway of `tower_lro::command::gateway`
-//! (the code `lro gateway` runs) twice: offloading on, and offloading off
-//! (`enabled = false`, the same hop without the layer's work). A keep-alive
+//! on 127.0.0.1; in front of it `lro gateway` (the built binary, logs off)
+//! twice: offloading on, and offloading off (`enabled = false`, the same
+//! hop without the layer's work). A keep-alive
 //! client sends each request as SDK clients do, the head and the body in
 //! two writes (`TCP_NODELAY` on, as Node's); latency is request sent →
 //! whole answer read. Kinds: pass-through (`ping`, `initialize`) and a
@@ -11,8 +11,9 @@
 //!
 //! Ratios: gateway on / gateway off (target ≤ 1.05, p50 and p99) and
 //! gateway on / direct (the price of the extra hop, reported). Then `lro
-//! proxy` (`command::proxy::run` on in-memory stdin/stdout) against the same
-//! call sent directly: the time the proxy adds to a small call.
+//! proxy` (the built binary, one line on its stdin, one line read from its
+//! stdout) against the same call sent directly: the time the proxy adds to
+//! a small call.
 //!
 //! `LRO_BENCH_QUICK=1` shortens the run; criterion flags apply
 //! (`-- --warm-up-time 1 --measurement-time 3`).
@@ -23,6 +24,8 @@ mod memory_server;
 mod support;
 
 use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,9 +38,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tower_lro::command::gateway::{Gateway, GatewayOptions};
-use tower_lro::command::proxy::{self, ProxyOptions};
-use tower_lro::config::OffloadConfig;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Longest one request may take before the run is aborted.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -65,16 +66,50 @@ async fn upstream() -> SocketAddr {
     addr
 }
 
-/// The library gateway in front of `upstream`, offloading on or off.
-async fn gateway(upstream: SocketAddr, offload: bool, dir: &std::path::Path) -> SocketAddr {
-    let url = format!("http://{upstream}/mcp").parse().unwrap();
-    let mut options = GatewayOptions::new(url, "127.0.0.1:0".parse().unwrap());
-    options.config = OffloadConfig::default().output_dir(dir);
-    options.config.enabled = offload;
-    let gateway = Gateway::bind(options).await.unwrap();
-    let addr = gateway.local_addr();
-    tokio::spawn(gateway.serve(std::future::pending()));
-    addr
+/// The built `lro` with `args`, logs off (as the library gateway ran
+/// without a log subscriber before it moved into the binary), killed when
+/// dropped; stdin and stdout piped.
+fn lro(args: &[&str], offload: bool) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(args)
+        .env("RUST_LOG", "off")
+        .env("ATLATL_PROMPT__OFFLOAD__ENABLED", offload.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("lro starts")
+}
+
+/// `lro gateway` in front of `upstream`, offloading on or off: the child
+/// (kept to be killed at the end) and the address it says it listens on.
+async fn gateway(upstream: SocketAddr, offload: bool, dir: &Path) -> (Child, SocketAddr) {
+    let url = format!("http://{upstream}/mcp");
+    let args = [
+        "gateway",
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ];
+    let mut child = lro(&args, offload);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(REQUEST_TIMEOUT, stdout.read_line(&mut line))
+        .await
+        .expect("lro gateway starts in time")
+        .unwrap();
+    // "lro gateway listening on http://127.0.0.1:PORT/mcp"
+    let addr = line
+        .trim()
+        .rsplit_once("http://")
+        .and_then(|(_, url)| url.split_once('/'))
+        .and_then(|(addr, _)| addr.parse().ok())
+        .unwrap_or_else(|| panic!("lro gateway said {line:?}"));
+    (child, addr)
 }
 
 /// A keep-alive HTTP/1.1 client that writes a request's head and body
@@ -225,23 +260,31 @@ fn criterion_kind(
     group.finish();
 }
 
-/// One line through `command::proxy::run` on in-memory stdin/stdout,
-/// answered; the proxy is started once and reused.
+/// One line through `lro proxy` (its stdin and stdout), answered; the
+/// proxy is started once and reused.
 struct ProxyPipe {
-    input: tokio::io::DuplexStream,
-    output: BufReader<tokio::io::DuplexStream>,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    _child: Child,
 }
 
 impl ProxyPipe {
-    fn start(upstream: SocketAddr, dir: &std::path::Path) -> ProxyPipe {
-        let (input, proxy_in) = tokio::io::duplex(1 << 20);
-        let (proxy_out, output) = tokio::io::duplex(1 << 20);
-        let mut options = ProxyOptions::new(format!("http://{upstream}/mcp").parse().unwrap());
-        options.config = OffloadConfig::default().output_dir(dir);
-        tokio::spawn(proxy::run(options, proxy_in, proxy_out));
+    fn start(upstream: SocketAddr, dir: &Path) -> ProxyPipe {
+        let url = format!("http://{upstream}/mcp");
+        let auth = dir.join("auth");
+        let args = [
+            "proxy",
+            &url,
+            "--output-dir",
+            dir.to_str().unwrap(),
+            "--auth-dir",
+            auth.to_str().unwrap(),
+        ];
+        let mut child = lro(&args, true);
         ProxyPipe {
-            input,
-            output: BufReader::new(output),
+            input: child.stdin.take().unwrap(),
+            output: BufReader::new(child.stdout.take().unwrap()),
+            _child: child,
         }
     }
 
@@ -260,7 +303,7 @@ impl ProxyPipe {
 /// p50/p99 of a small call through the proxy and directly, alternating.
 async fn proxy_percentiles(
     upstream: SocketAddr,
-    dir: &std::path::Path,
+    dir: &Path,
     rounds: usize,
     n: usize,
 ) -> [[f64; 2]; 2] {
@@ -291,13 +334,11 @@ fn main() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let sides = rt.block_on(async {
+    let (sides, _gateways) = rt.block_on(async {
         let up = upstream().await;
-        [
-            up,
-            gateway(up, false, dir.path()).await,
-            gateway(up, true, dir.path()).await,
-        ]
+        let (off, off_addr) = gateway(up, false, dir.path()).await;
+        let (on, on_addr) = gateway(up, true, dir.path()).await;
+        ([up, off_addr, on_addr], [off, on])
     });
     let mut c = Criterion::default().configure_from_args();
     let mut rows = Vec::new();

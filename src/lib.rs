@@ -92,8 +92,6 @@
 
 mod answer;
 pub mod cleanup;
-#[cfg(feature = "cli")]
-pub mod command;
 pub mod config;
 mod engine;
 pub mod estimate;
@@ -108,6 +106,7 @@ mod fuzz;
 pub mod history;
 mod json;
 pub mod offload;
+pub mod sse;
 pub mod store;
 mod wire;
 

@@ -184,18 +184,6 @@ impl FsStore {
         self
     }
 
-    /// Creates `dir` (`0700`) if needed and checks that it is private to
-    /// this user, as the store does before its first write (the `lro`
-    /// command keeps its OAuth tokens in such a directory too).
-    #[cfg(feature = "cli")]
-    pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
-        FsStore {
-            dir: dir.to_path_buf(),
-            trusted: false,
-        }
-        .ensure_dir()
-    }
-
     /// Creates the directory if needed and checks that it is private.
     fn ensure_dir(&self) -> Result<(), StoreError> {
         let err = |source| StoreError::Directory {

@@ -1,6 +1,6 @@
 //! The `lro` command's file tools, run as a user runs them: the real
 //! binary on files the engine wrote, checked against the engine and the
-//! real `jq`.
+//! real `jq`; and which subcommands read the offload configuration.
 
 mod common;
 
@@ -212,4 +212,69 @@ fn rebuild_takes_the_rewritten_result_for_what_the_file_leaves_to_it() {
         rewritten.to_str().unwrap(),
     ]));
     assert_eq!(serde_json::from_str::<Value>(out.trim()).unwrap(), original);
+}
+
+/// `lro ARGS` with `VAR=VALUE` in its environment; a child still running
+/// after a bounded wait (a gateway that started) is killed and `None`.
+fn lro_with_env(args: &[&str], var: &str, value: &str) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(args)
+        .env_remove("ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR")
+        .env(var, value)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("lro runs");
+    for _ in 0..600 {
+        if child.try_wait().expect("lro's status").is_some() {
+            return Some(child.wait_with_output().expect("lro's output"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn only_the_subcommands_that_offload_read_the_offload_configuration() {
+    const VAR: &str = "ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS";
+    let dir = tempfile::tempdir().unwrap();
+    let (file, original) = offloaded(dir.path(), 60);
+    let file = file.to_str().unwrap();
+    // The file tools that read only their file do not care.
+    let out = lro_with_env(&["rebuild", file], VAR, "abc").expect("rebuild ends");
+    let rebuilt: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(rebuilt, serde_json::from_str::<Value>(&original).unwrap());
+    let out = lro_with_env(&["inspect", file], VAR, "abc").expect("inspect ends");
+    assert!(stdout(&out).contains("Records   60"));
+    let out = lro_with_env(
+        &["extract", file, "--query", ".id", "--limit", "1"],
+        VAR,
+        "abc",
+    )
+    .expect("extract ends");
+    assert_eq!(stdout(&out).lines().count(), 1);
+    // Those that offload or clean up refuse it, naming the variable.
+    let dir_arg = dir.path().to_str().unwrap();
+    for args in [
+        &[
+            "gateway",
+            "--upstream",
+            "http://127.0.0.1:9/mcp",
+            "--listen",
+            "127.0.0.1:0",
+        ][..],
+        &["cleanup", dir_arg, "--dry-run"][..],
+    ] {
+        let out = lro_with_env(args, VAR, "abc").expect("a refusal, not a running command");
+        assert!(!out.status.success(), "{args:?} accepted a bad {VAR}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("lro: configuration:") && stderr.contains(VAR),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
 }

@@ -836,6 +836,18 @@ async fn after_a_sleep_an_expired_token_and_a_dropped_session_both_recover() {
     let Some((world, mut agent, first)) = agent_after_a_call(2).await else {
         return;
     };
+    // A large result, offloaded by the proxy to a local file.
+    let recall = json!({"count": 200});
+    agent
+        .say(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                    "params": {"name": "recall_memories", "arguments": recall}}))
+        .await;
+    let large = agent.answer(10).await;
+    let text = large["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let descriptor: Value = serde_json::from_str(text).unwrap_or_else(|_| panic!("{large:.300}"));
+    assert_eq!(descriptor["offloaded"], true, "{large:.300}");
     let (_, before) = stored(&world, "_tokens.json");
     for id in world.session_ids().await {
         world.sessions.close_session(&id).await.unwrap();
@@ -844,6 +856,19 @@ async fn after_a_sleep_an_expired_token_and_a_dropped_session_both_recover() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let again = agent.status(3).await;
     assert_eq!(again["result"], first["result"], "{again}");
+    // With a new token and a new session, the file made before is still
+    // the agent's: files follow the agent, not the session or token.
+    let extract = json!({"file_path": descriptor["file_path"], "query": ".id", "limit": 1});
+    agent
+        .say(json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                    "params": {"name": "lro_extract", "arguments": extract}}))
+        .await;
+    let read = agent.answer(11).await;
+    assert_ne!(read["result"]["isError"], true, "{read:.300}");
+    assert!(
+        read["result"]["content"][0]["text"].is_string(),
+        "{read:.300}"
+    );
     let (_, after) = stored(&world, "_tokens.json");
     assert_ne!(after["access_token"], before["access_token"], "refreshed");
     assert_eq!(world.session_ids().await.len(), 1, "a new session");

@@ -9,8 +9,19 @@
 use bytes::{Bytes, BytesMut};
 
 /// Cuts a stream of bytes into raw SSE events.
+///
+/// [`push`](EventSplitter::push) the bytes as they arrive, in chunks of any
+/// size; [`next_event`](EventSplitter::next_event) then hands back each
+/// complete event (up to and including the blank line that ends it) as the
+/// exact bytes received. Scanning resumes where it stopped, so no byte is
+/// looked at twice, and an event is never copied once it is whole. At the
+/// end of the stream, [`finish_event`](EventSplitter::finish_event) takes
+/// a last event that ends in a lone CR, and
+/// [`take_rest`](EventSplitter::take_rest) whatever incomplete bytes are
+/// left. Memory: the bytes of one incomplete event (bound them with
+/// [`buffered`](EventSplitter::buffered) when the peer is not trusted).
 #[derive(Debug, Default)]
-pub(crate) struct EventSplitter {
+pub struct EventSplitter {
     buf: BytesMut,
     /// Where scanning resumes.
     scan: usize,
@@ -148,10 +159,12 @@ fn field(line: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
-/// The event's data: its `data` lines joined by `\n` (`None` without any).
-/// One data line (what servers send) is returned as a slice of `event`,
-/// without copying it.
-pub(crate) fn event_data(event: &Bytes) -> Option<Bytes> {
+/// The data of one event (as [`EventSplitter::next_event`] returns it): its
+/// `data` lines joined by `\n`, one optional space after `data:` removed;
+/// `None` when it has no `data` line (a comment, or an event of `id:`,
+/// `event:` or `retry:` only). One data line (what servers send) is
+/// returned as a slice of `event`, without copying it.
+pub fn event_data(event: &Bytes) -> Option<Bytes> {
     let mut first: Option<&[u8]> = None;
     let mut joined: Option<Vec<u8>> = None;
     for (line, _) in lines(event) {

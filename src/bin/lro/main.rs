@@ -1,47 +1,72 @@
-//! `lro`: Large Result Offloading from the command line.
+//! `lro`: Large Result Offloading (LRO) for MCP from the command line.
 //!
-//! File tools for people working with offloaded results:
+//! One binary, three uses (see `README.md` beside this file):
 //!
-//! ```text
-//! lro inspect FILE                 # header, count, fields, expiry, recipes
-//! lro rebuild FILE                 # the original CallToolResult JSON
-//! lro extract FILE --recipe 6      # a recipe of the file, as lro_extract runs it
-//! lro extract FILE --recipe 2 --param namespace=_semantic
-//! lro extract FILE --query 'select(.confidence > 0.8)' [--offset N] [--limit N]
-//! lro cleanup [DIR] [--ttl SECONDS] [--dry-run]
-//! ```
+//! * `lro gateway` ([`gateway`]) — an HTTP reverse proxy that puts the
+//!   offload layer in front of any remote streamable-http MCP server, for
+//!   agents that reach it over the network:
 //!
-//! And the spec's local LRO proxy, for an agent's MCP configuration:
+//!   ```text
+//!   lro gateway --upstream https://server/mcp --listen 127.0.0.1:9000
+//!   ```
 //!
-//! ```text
-//! lro proxy http://server:8000/mcp [--header 'Authorization: Bearer ...']
-//! ```
+//! * `lro proxy` ([`proxy`]) — the spec's local LRO proxy: MCP over stdio
+//!   to the agent, streamable HTTP to the remote server, large results in
+//!   files on the agent's own disk; a drop-in for `mcp-remote` (its flags,
+//!   its OAuth sign-in: [`auth`]):
 //!
-//! And a gateway in front of a remote server, for agents that reach it over
-//! HTTP:
+//!   ```text
+//!   lro proxy https://server/mcp [--header 'Authorization: Bearer ${TOKEN}']
+//!   ```
 //!
-//! ```text
-//! lro gateway --upstream https://server/mcp --listen 127.0.0.1:9000
-//! ```
+//! * the file tools ([`files`]) for people working with offloaded results:
 //!
-//! `--config FILE` reads the `[prompt.offload]` section of a TOML file;
-//! `ATLATL_PROMPT__OFFLOAD__*` variables apply over it; flags win.
+//!   ```text
+//!   lro inspect FILE                 # header, count, fields, expiry, recipes
+//!   lro rebuild FILE                 # the original CallToolResult JSON
+//!   lro extract FILE --recipe 6      # a recipe of the file, as lro_extract runs it
+//!   lro extract FILE --query 'select(.confidence > 0.8)' [--offset N] [--limit N]
+//!   lro cleanup [DIR] [--ttl SECONDS] [--dry-run]
+//!   ```
+//!
+//! The subcommands that offload or clean up (`gateway`, `proxy`, `cleanup`)
+//! read the offload configuration: `--config FILE`'s `[prompt.offload]`
+//! section, then the `ATLATL_PROMPT__OFFLOAD__*` variables over it, then
+//! their flags. `inspect`, `rebuild` and `extract` read only the file they
+//! are given, never the configuration.
+//!
+//! The binary is built on the library's public API only; besides it,
+//! [`connect`] is the upstream HTTP client the gateway and the proxy share
+//! (TLS, `TCP_NODELAY`), [`fetch`] the OAuth requests' bounded reads on it,
+//! and [`announce`] how both register upstream as an LRO proxy.
 
+mod announce;
+mod auth;
+mod connect;
+mod fetch;
 mod files;
 mod gateway;
 mod proxy;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Large Result Offloading (LRO) for MCP: the file tools.
+/// Large Result Offloading (LRO) for MCP: tool results too large for an
+/// agent's context become JSONL files and a compact descriptor.
+///
+/// `lro gateway` puts the offloading in front of a remote MCP server for
+/// agents on the network; `lro proxy` is a local stdio proxy to a remote
+/// server (a drop-in for mcp-remote, OAuth sign-in included) that keeps the
+/// files on the agent's machine; `inspect`, `rebuild`, `extract` and
+/// `cleanup` work on the offloaded files.
 #[derive(Debug, Parser)]
 #[command(name = "lro", version)]
 struct Cli {
     /// A TOML file whose `[prompt.offload]` section configures LRO
-    /// (environment variables ATLATL_PROMPT__OFFLOAD__* apply over it).
+    /// (environment variables ATLATL_PROMPT__OFFLOAD__* apply over it);
+    /// read by gateway, proxy and cleanup only.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(subcommand)]
@@ -62,33 +87,37 @@ enum Command {
     Cleanup(files::CleanupArgs),
     /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
     /// the remote server; large results become files on this machine.
-    Proxy(Box<proxy::ProxyArgs>),
+    Proxy(Box<proxy::args::ProxyArgs>),
     /// A gateway in front of a remote MCP server for agents on the
     /// network: large results become files served by lro_extract.
-    Gateway(gateway::GatewayArgs),
+    Gateway(gateway::args::GatewayArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match tower_lro::config::OffloadConfig::load(cli.config.as_deref()) {
-        Ok(config) => config,
-        Err(e) => return fail(&format!("configuration: {e}")),
-    };
+    let config = || offload_config(cli.config.as_deref());
     let done = match cli.command {
         Command::Inspect(args) => files::inspect(&args),
         Command::Rebuild(args) => files::rebuild(&args),
         Command::Extract(args) => files::extract(&args),
-        Command::Cleanup(args) => files::cleanup(&args, &config),
-        Command::Proxy(args) => {
+        Command::Cleanup(args) => config().and_then(|c| files::cleanup(&args, &c)),
+        Command::Proxy(args) => config().and_then(|c| {
             logs(args.log_filter(), false);
-            proxy::run(*args, config)
-        }
-        Command::Gateway(args) => gateway::run(args, config),
+            proxy::args::run(*args, c)
+        }),
+        Command::Gateway(args) => config().and_then(|c| gateway::args::run(args, c)),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fail(&message),
     }
+}
+
+/// The offload configuration: the `[prompt.offload]` section of `file`,
+/// then the `ATLATL_PROMPT__OFFLOAD__*` variables (only the subcommands that
+/// offload or clean up read it, so a bad variable cannot stop the others).
+fn offload_config(file: Option<&Path>) -> Result<tower_lro::config::OffloadConfig, String> {
+    tower_lro::config::OffloadConfig::load(file).map_err(|e| format!("configuration: {e}"))
 }
 
 /// Logs on stderr (stdout is the agent's, or free), filtered by `RUST_LOG`,

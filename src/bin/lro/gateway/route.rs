@@ -12,7 +12,7 @@ use tower_service::Service;
 
 use super::forward::Forward;
 use super::{BoxError, GatewayBody, text_response};
-use crate::offload::OffloadService;
+use tower_lro::offload::OffloadService;
 
 /// The gateway's request router, shared by all connections.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use crate::offload::DEFAULT_PROXY_HEADER;
+use tower_lro::offload::DEFAULT_PROXY_HEADER;
 
 /// Adds the proxy header to a request's headers.
 pub(crate) fn announce_in_headers(headers: &mut HeaderMap) {

@@ -1,13 +1,14 @@
-//! `lro gateway`: the offload layer in front of a remote MCP server, for
-//! agents that reach it over HTTP.
+//! The `lro gateway` command line: its flags over the offload
+//! configuration make the [`GatewayOptions`]; [`run`] serves until SIGINT
+//! or SIGTERM, logging on stderr (text or JSON lines).
 
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
 use clap::{Args, ValueEnum};
-use tower_lro::command::gateway::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
 use tower_lro::config::OffloadConfig;
 
 /// `lro gateway`.
@@ -120,7 +121,7 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
         config.ttl = Duration::from_secs(s);
     }
     let mut options = GatewayOptions::new(upstream, args.listen);
-    options.headers = crate::proxy::headers(&args.headers, &[])?;
+    options.headers = crate::proxy::args::headers(&args.headers, &[])?;
     options.config = config;
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert;

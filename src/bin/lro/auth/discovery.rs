@@ -12,7 +12,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::AuthError;
-use crate::command::http::{HttpClient, fetch};
+use crate::fetch::{HttpClient, fetch};
 
 /// What a `401` challenge says (RFC 6750 §3, RFC 9728 §5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

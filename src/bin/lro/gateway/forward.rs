@@ -19,8 +19,8 @@ use http_body_util::{BodyExt, Full};
 use tower_service::Service;
 
 use super::{BoxError, GatewayBody, text_response};
-use crate::command::announce::{announce_in_headers, announce_in_initialize, may_be_initialize};
-use crate::command::connect::{UpstreamClient, error_chain, failure_kind};
+use crate::announce::{announce_in_headers, announce_in_initialize, may_be_initialize};
+use crate::connect::{UpstreamClient, error_chain, failure_kind};
 
 /// Request bodies up to this size are read whole to find an `initialize`
 /// to announce the proxy in (an `initialize` is a few hundred bytes).

@@ -1,17 +1,17 @@
 //! The client type of the `lro` proxy's upstream side, made by
-//! [`super::connect::upstream_client`] (TCP or TLS): the proxy's MCP
+//! [`crate::connect::upstream_client`] (TCP or TLS): the proxy's MCP
 //! requests and the OAuth requests (discovery, registration, tokens) share
 //! it; [`fetch`] reads an OAuth answer whole, bounded.
 
 use std::time::Duration;
 
-use super::connect::UpstreamClient;
+use crate::connect::UpstreamClient;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 
 /// The client every upstream request goes through (`http://` and
-/// `https://`, see [`super::connect`]).
+/// `https://`, see [`crate::connect`]).
 pub(crate) type HttpClient = UpstreamClient<Full<Bytes>>;
 
 /// The largest answer [`fetch`] reads (OAuth metadata and tokens are small).

@@ -13,8 +13,6 @@ use serde::de::DeserializeOwned;
 use sha2::Digest;
 
 use super::AuthError;
-use crate::FsStore;
-use crate::store::private_file;
 
 /// How often a waiting instance tries the lock again.
 const LOCK_POLL: Duration = Duration::from_millis(200);
@@ -116,7 +114,7 @@ impl TokenStore {
     }
 
     fn ensure_dir(&self) -> Result<(), AuthError> {
-        FsStore::ensure_private_dir(&self.dir).map_err(|e| AuthError::Store(e.to_string()))
+        ensure_private_dir(&self.dir).map_err(AuthError::Store)
     }
 
     /// Takes the sign-in lock, waiting at most `wait` for another instance
@@ -176,5 +174,110 @@ fn open_private(path: &Path, fresh: bool) -> io::Result<fs::File> {
     } else {
         options.create(true).truncate(false);
     }
-    private_file(&mut options).open(path)
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Readable by this user only, and never through a symbolic link:
+        // our files are never reached through one.
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// Creates `dir` (`0700`, its parents as needed) unless it exists, then
+/// checks it is private to this user, as the offload store checks its
+/// output directory: a directory, not a symbolic link, owned by this user,
+/// not writable by group or others. The error names the directory.
+fn ensure_private_dir(dir: &Path) -> Result<(), String> {
+    let failed = |e: io::Error| format!("token directory {}: {e}", dir.display());
+    match fs::symlink_metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent() {
+                fs::create_dir_all(parent).map_err(failed)?;
+            }
+            let mut builder = fs::DirBuilder::new();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                builder.mode(0o700);
+            }
+            match builder.create(dir) {
+                // Someone made it meanwhile: vetted below like any other.
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(failed(e)),
+                _ => {}
+            }
+        }
+        Err(e) => return Err(failed(e)),
+    }
+    let meta = fs::symlink_metadata(dir).map_err(failed)?;
+    match not_private(&meta) {
+        Some(reason) => Err(format!(
+            "token directory {} is not private: {reason}; use a directory of your own (mode 0700)",
+            dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What makes a directory's own entry (not followed if a link) unfit to
+/// hold tokens, if anything.
+fn not_private(meta: &fs::Metadata) -> Option<String> {
+    if meta.file_type().is_symlink() {
+        return Some("it is a symbolic link".into());
+    }
+    if !meta.is_dir() {
+        return Some("it is not a directory".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = rustix::process::geteuid().as_raw();
+        if meta.uid() != me {
+            return Some(format!(
+                "it is owned by uid {}, not by this user ({me})",
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Some(format!(
+                "it is writable by group or others (mode {:o})",
+                meta.mode() & 0o7777
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_directory_is_made_private_and_a_foreign_one_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("a").join("auth");
+        ensure_private_dir(&dir).unwrap();
+        assert!(dir.is_dir());
+        ensure_private_dir(&dir).unwrap();
+        let file = temp.path().join("file");
+        fs::write(&file, b"").unwrap();
+        let refused = ensure_private_dir(&file).unwrap_err();
+        assert!(refused.contains("not a directory"), "{refused}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |d: &Path| fs::metadata(d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir), 0o700);
+            let link = temp.path().join("link");
+            std::os::unix::fs::symlink(&dir, &link).unwrap();
+            let refused = ensure_private_dir(&link).unwrap_err();
+            assert!(refused.contains("symbolic link"), "{refused}");
+            let open = temp.path().join("open");
+            fs::create_dir(&open).unwrap();
+            fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+            let refused = ensure_private_dir(&open).unwrap_err();
+            assert!(refused.contains("writable by group or others"), "{refused}");
+        }
+    }
 }

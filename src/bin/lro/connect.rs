@@ -1,21 +1,12 @@
 //! The HTTP client the `lro` command opens upstream connections with, shared
-//! by [`gateway`](super::gateway) and [`proxy`](super::proxy): `http://` and
+//! by [`gateway`](crate::gateway) and [`proxy`](crate::proxy): `http://` and
 //! `https://` (rustls with the `ring` provider, the system's root
 //! certificates plus an optional private CA file), `TCP_NODELAY` on every
 //! socket it opens, and a connect timeout.
 //!
-//! ```no_run
-//! # fn main() -> Result<(), tower_lro::command::connect::ConnectError> {
-//! use http_body_util::Full;
-//! use tower_lro::command::connect::{ConnectOptions, upstream_client};
-//!
-//! let mut options = ConnectOptions::default();
-//! options.ca_cert = Some("private-ca.pem".into());
-//! let client = upstream_client::<Full<bytes::Bytes>>(&options)?;
-//! # let _ = client;
-//! # Ok(())
-//! # }
-//! ```
+//! [`upstream_client`] makes one from [`ConnectOptions`] (the `--ca-cert`
+//! and `--connect-timeout` flags); [`failure_kind`] and [`error_chain`] say
+//! what went wrong without (for the agent) or with (for the log) addresses.
 
 use std::error::Error as _;
 use std::path::PathBuf;
@@ -42,7 +33,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How upstream connections are opened.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ConnectOptions {
     /// A PEM file of CA certificates trusted besides the system's roots
     /// (a private CA of the upstream server).
@@ -62,7 +52,6 @@ impl Default for ConnectOptions {
 
 /// Why no client could be made, or an upstream URL is not usable.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConnectError {
     /// The CA file cannot be read or holds no PEM certificate.
     #[error("CA certificate file {path:?}: {why}")]

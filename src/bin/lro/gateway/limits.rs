@@ -5,7 +5,6 @@ use std::time::Duration;
 
 /// Limits and timeouts of a [`Gateway`](super::Gateway).
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Limits {
     /// Client connections served at once; further clients wait in the
     /// listen backlog until one ends (default 256).

@@ -1,15 +1,16 @@
-//! `lro proxy`: the spec's local LRO proxy, stdio to the agent. Its command
-//! line is `mcp-remote`'s (the flags it takes are taken the same way; those
-//! that make no sense here are refused by name), plus LRO's own.
+//! The `lro proxy` command line: `mcp-remote`'s (the flags it takes are
+//! taken the same way; those that make no sense here are refused by name),
+//! plus LRO's own. [`run`] turns them into [`ProxyOptions`] and the sign-in's
+//! [`AuthOptions`], and runs the proxy on stdin and stdout.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::ProxyOptions;
+use crate::auth::{AuthOptions, default_dir};
 use clap::Args;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use tower_lro::command::auth::{AuthOptions, default_dir};
-use tower_lro::command::proxy::{self, ProxyOptions};
 use tower_lro::config::OffloadConfig;
 
 /// `lro proxy`.
@@ -195,7 +196,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     runtime
-        .block_on(proxy::run(options, tokio::io::stdin(), tokio::io::stdout()))
+        .block_on(super::run(options, tokio::io::stdin(), tokio::io::stdout()))
         .map_err(|e| e.to_string())
 }
 
@@ -276,40 +277,39 @@ fn seconds(flag: &str, value: Option<f64>) -> Result<Option<Duration>, String> {
 /// The sign-in options of the flags.
 fn auth_options(args: &ProxyArgs) -> Result<AuthOptions, String> {
     let o = &args.oauth;
-    let mut auth = AuthOptions::default();
-    auth.store_dir = o.auth_dir.clone().unwrap_or_else(default_dir);
-    auth.callback_port = args.callback_port;
-    if let Some(host) = &o.host {
-        auth.callback_host = host.clone();
+    let defaults = AuthOptions::default();
+    if let Some(path) = &o.callback_path
+        && !path.starts_with('/')
+    {
+        return Err(format!("--callback-path {path:?}: must start with /"));
     }
-    if let Some(path) = &o.callback_path {
-        if !path.starts_with('/') {
-            return Err(format!("--callback-path {path:?}: must start with /"));
-        }
-        auth.callback_path = path.clone();
-    }
-    if let Some(s) = o.auth_timeout {
-        auth.auth_timeout = Duration::from_secs(s.max(1));
-    }
-    auth.success_url = o.auth_success_url.clone();
-    auth.resource = o.resource.clone().filter(|r| !r.trim().is_empty());
-    auth.send_resource = !o.disable_resource_parameter;
-    auth.authorize_params = authorize_params(&o.authorize_param)?;
-    auth.static_client_metadata = o
-        .static_oauth_client_metadata
-        .as_deref()
-        .map(|v| json_arg("--static-oauth-client-metadata", v))
-        .transpose()?;
-    auth.static_client_info = o
-        .static_oauth_client_info
-        .as_deref()
-        .map(|v| json_arg("--static-oauth-client-info", v).and_then(expand_json))
-        .transpose()?;
-    auth.client_credentials = o.client_credentials;
-    auth.token_endpoint = o.token_endpoint.clone();
-    auth.use_id_token = o.use_id_token;
-    auth.allow_http = args.remote.allow_http;
-    Ok(auth)
+    Ok(AuthOptions {
+        store_dir: o.auth_dir.clone().unwrap_or_else(default_dir),
+        callback_port: args.callback_port,
+        callback_host: o.host.clone().unwrap_or(defaults.callback_host),
+        callback_path: o.callback_path.clone().unwrap_or(defaults.callback_path),
+        auth_timeout: o
+            .auth_timeout
+            .map_or(defaults.auth_timeout, |s| Duration::from_secs(s.max(1))),
+        success_url: o.auth_success_url.clone(),
+        resource: o.resource.clone().filter(|r| !r.trim().is_empty()),
+        send_resource: !o.disable_resource_parameter,
+        authorize_params: authorize_params(&o.authorize_param)?,
+        static_client_metadata: o
+            .static_oauth_client_metadata
+            .as_deref()
+            .map(|v| json_arg("--static-oauth-client-metadata", v))
+            .transpose()?,
+        static_client_info: o
+            .static_oauth_client_info
+            .as_deref()
+            .map(|v| json_arg("--static-oauth-client-info", v).and_then(expand_json))
+            .transpose()?,
+        client_credentials: o.client_credentials,
+        token_endpoint: o.token_endpoint.clone(),
+        use_id_token: o.use_id_token,
+        allow_http: args.remote.allow_http,
+    })
 }
 
 /// `KEY=VALUE` pairs; the flow's own parameters are refused.

@@ -33,7 +33,7 @@ use url::Url;
 
 pub use store::default_dir;
 
-use crate::command::http::{FetchError, HttpClient};
+use crate::fetch::{FetchError, HttpClient};
 use discovery::{Challenge, ServerMeta, discover, usable_endpoint};
 use flow::{Callback, Pkce, derived_port, open_browser, random_text};
 use store::{TokenStore, key_of};
@@ -50,7 +50,6 @@ const LOCK_MARGIN: Duration = Duration::from_secs(30);
 
 /// How the proxy signs in to a protected server.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct AuthOptions {
     /// Where tokens are stored (default: [`default_dir`]).
     pub store_dir: PathBuf,
@@ -112,7 +111,6 @@ impl Default for AuthOptions {
 
 /// Why signing in or renewing a token failed.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum AuthError {
     /// The authorization server or its metadata cannot be found or used.
     #[error("discovery: {0}")]

@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 
 use super::Gateway;
 use super::listen::Accepted;
-use crate::CleanupHandle;
+use tower_lro::cleanup::CleanupHandle;
 
 impl Gateway {
     /// Serves until `shutdown` resolves (e.g. [`shutdown_signal`]), then

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::AuthError;
 use super::discovery::ServerMeta;
-use crate::command::http::{HttpClient, fetch};
+use crate::fetch::{HttpClient, fetch};
 
 /// Who the proxy is at the authorization server.
 #[derive(Debug, Clone, Serialize, Deserialize)]

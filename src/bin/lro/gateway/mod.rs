@@ -25,19 +25,16 @@
 //! shutdown, requests in flight finish (within [`Limits::shutdown_grace`])
 //! and the cleanup task stops.
 //!
-//! ```no_run
-//! # async fn run() -> Result<(), tower_lro::command::gateway::GatewayError> {
-//! use tower_lro::command::gateway::{Gateway, GatewayOptions, shutdown_signal};
-//!
-//! let upstream = "https://mcp.example.com/mcp".parse().unwrap();
-//! let options = GatewayOptions::new(upstream, "127.0.0.1:9000".parse().unwrap());
-//! let gateway = Gateway::bind(options).await?;
-//! println!("listening on {}", gateway.local_addr());
-//! gateway.serve(shutdown_signal()).await;
-//! # Ok(())
-//! # }
-//! ```
+//! [`args`] turns the `lro gateway` command line into [`GatewayOptions`];
+//! [`Gateway::bind`] checks them and binds, [`Gateway::serve`] runs until
+//! [`shutdown_signal`]. The files, one per concern: [`listen`] (accept,
+//! `TCP_NODELAY`, the connection cap), [`limits`], [`route`] (health,
+//! the served path, `404`), [`forward`] (the request upstream and its
+//! answer back), [`serve`] (hyper's connections, the graceful end),
+//! [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway of
+//! their own put `tower_lro::offload::OffloadLayer` in front of their proxy.
 
+pub mod args;
 mod forward;
 mod limits;
 mod listen;
@@ -60,9 +57,11 @@ pub use shutdown::shutdown_signal;
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::route::Router;
-use super::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
-use crate::store::StoreError;
-use crate::{CleanupHandle, OffloadConfig, OffloadLayer};
+use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
+use tower_lro::cleanup::CleanupHandle;
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::OffloadLayer;
+use tower_lro::store::StoreError;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type flowing through the gateway in both directions.
@@ -73,7 +72,6 @@ pub const DEFAULT_HEALTH_PATH: &str = "/healthz";
 
 /// What the gateway serves and forwards to.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct GatewayOptions {
     /// The upstream MCP endpoint (`http://` or `https://`); the gateway
     /// serves the same path.
@@ -117,7 +115,6 @@ impl GatewayOptions {
 
 /// Why the gateway cannot start.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum GatewayError {
     /// The upstream URL or the TLS setup is not usable.
     #[error(transparent)]
