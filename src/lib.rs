@@ -109,7 +109,9 @@ pub mod command;
 mod engine;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+// Property tests of crate-private code, kept out of `src/` (see its docs).
 #[cfg(test)]
+#[path = "../tests/fuzz/mod.rs"]
 mod fuzz;
 mod history;
 mod json;

@@ -31,8 +31,6 @@ mod served;
 
 pub(crate) use call::RawCall;
 pub(crate) use reply::{Found, Reply, created_task_id, find_results, read_reply};
-#[cfg(test)]
-pub(crate) use request::Classified;
 pub(crate) use request::{Watched, classify};
 pub(crate) use served::{Served, classify_served};
 
