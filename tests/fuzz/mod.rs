@@ -21,8 +21,8 @@
 //! The alternative, making these functions public to reach them from an
 //! integration test, would add to the public surface only for tests. The
 //! generators and the JSON model (`bounds.rs`, `values.rs`, `results.rs`,
-//! `model.rs`) use nothing of the crate; `tests/fuzz_engine.rs` includes
-//! them with `#[path]` too.
+//! `messages.rs`, `model.rs`) use nothing of the crate;
+//! `tests/fuzz_engine.rs` includes four of them with `#[path]` too.
 //!
 //! The generators aim at hostile shapes: nesting a few hundred levels deep
 //! (past `serde_json`'s recursion limit of 128, which raw values do not
@@ -57,6 +57,7 @@
 
 mod bounds;
 mod jsonrpc;
+mod messages;
 mod minify;
 mod model;
 mod parse;

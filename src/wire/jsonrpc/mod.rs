@@ -18,7 +18,6 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -51,20 +50,13 @@ pub(super) struct Request<'a> {
 
 impl<'a> Request<'a> {
     /// `None` when `json` is no object, repeats a member read here, or
-    /// has an id that cannot be read.
+    /// has an id that cannot be read (read with [`members`]' rules: an
+    /// object only, keys it does not read skipped, lone surrogates
+    /// included).
     pub(super) fn read(json: &'a str) -> Option<Self> {
-        serde_json::from_str(json).ok()
-    }
-}
-
-/// Read with [`members`]' rules (an object only; keys it does not read
-/// skipped, lone surrogates included).
-impl<'de> Deserialize<'de> for Request<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{DeserializeSeed, Error};
-        let [id, method, params] = Members(["id", "method", "params"]).deserialize(d)?;
-        let id = id.map(value_of).transpose().map_err(D::Error::custom)?;
-        Ok(Request { id, method, params })
+        let [id, method, params] = members(json, ["id", "method", "params"]).ok()?;
+        let id = id.map(value_of).transpose().ok()?;
+        Some(Request { id, method, params })
     }
 }
 
@@ -75,19 +67,27 @@ pub(super) fn value_of(raw: &RawValue) -> Result<Value, serde_json::Error> {
 
 /// The members named in `names` of the JSON object `json`, each raw (a
 /// `null` member counts as absent); the others skipped. Anything but an
-/// object is refused: a JSON array is never read positionally as a message, `_meta` or client information (serde's
-/// derived structs accept `[id, method, params]`). Keys are read with
-/// [`Key`], unescaped without checking surrogates, so a key holding a lone surrogate
-/// (`"\ud800"`) is one more key to skip, not an error that would hide the
-/// whole message. A name given twice is an error, as with a derived struct.
+/// object is refused: a JSON array is never read positionally as a
+/// message, `_meta` or client information (serde's derived structs accept
+/// `[id, method, params]`). Keys are read with [`Key`], unescaped without
+/// checking surrogates, so a key holding a lone surrogate (`"\ud800"`) is
+/// one more key to skip, not an error that would hide the whole message.
+/// Read so, a key is not checked for raw control characters either, which
+/// JSON forbids: when a key holds one (raw or escaped; rare), the object is
+/// checked whole (found by the fuzz suite: a request with a raw line break
+/// in a key was classified). A name given twice is an error, as with a
+/// derived struct.
 pub(super) fn members<'a, const N: usize>(
     json: &'a str,
     names: [&'static str; N],
 ) -> Result<[Option<&'a RawValue>; N], serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_str(json);
-    let found = Members(names).deserialize(&mut de)?;
+    let (found, control) = Members(names).deserialize(&mut de)?;
     de.end()?;
+    if control {
+        serde_json::from_str::<serde::de::IgnoredAny>(json)?;
+    }
     Ok(found)
 }
 
@@ -95,7 +95,8 @@ pub(super) fn members<'a, const N: usize>(
 struct Members<const N: usize>([&'static str; N]);
 
 impl<'de, const N: usize> serde::de::DeserializeSeed<'de> for Members<N> {
-    type Value = [Option<&'de RawValue>; N];
+    /// The members, and whether a key holds a control character.
+    type Value = ([Option<&'de RawValue>; N], bool);
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
@@ -103,7 +104,7 @@ impl<'de, const N: usize> serde::de::DeserializeSeed<'de> for Members<N> {
 }
 
 impl<'de, const N: usize> serde::de::Visitor<'de> for Members<N> {
-    type Value = [Option<&'de RawValue>; N];
+    type Value = ([Option<&'de RawValue>; N], bool);
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON object")
@@ -112,7 +113,9 @@ impl<'de, const N: usize> serde::de::Visitor<'de> for Members<N> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut found = [None; N];
         let mut seen = [false; N];
+        let mut control = false;
         while let Some(key) = map.next_key::<Key<'de>>()? {
+            control |= key.as_bytes().iter().any(|&b| b < 0x20);
             match self.0.iter().position(|n| n.as_bytes() == key.as_bytes()) {
                 Some(i) if seen[i] => {
                     return Err(serde::de::Error::duplicate_field(self.0[i]));
@@ -127,7 +130,7 @@ impl<'de, const N: usize> serde::de::Visitor<'de> for Members<N> {
                 }
             }
         }
-        Ok(found)
+        Ok((found, control))
     }
 }
 
