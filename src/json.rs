@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod key;
+pub(crate) use key::Key;
+
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {
     let mut out = String::with_capacity(src.len());

@@ -99,7 +99,9 @@ pub mod extract;
 #[cfg(feature = "fixtures")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fixtures")))]
 pub mod fixtures;
+// Property tests of crate-private code, kept out of `src/` (see its docs).
 #[cfg(test)]
+#[path = "../tests/fuzz/mod.rs"]
 mod fuzz;
 #[cfg(feature = "history")]
 #[cfg_attr(docsrs, doc(cfg(feature = "history")))]

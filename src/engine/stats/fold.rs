@@ -1,0 +1,229 @@
+//! The fold of one record into the statistics, as `serde_json` reads it:
+//! a visitor per value that updates its schema node, the statistics of its
+//! top-level field and the memory check, and skips what is not described.
+
+use std::fmt;
+
+use indexmap::IndexMap;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::field::FieldStats;
+use super::memory::MemoryFields;
+use super::schema::SchemaNode;
+use super::{RecordStats, SCHEMA_DEPTH, ty};
+use crate::json::Key;
+
+/// Top-level fields tracked for recipes and the summary.
+const TRACKED_FIELDS: usize = 256;
+
+/// A key as text: a key holding a lone surrogate makes the record opaque,
+/// as `serde_json` refuses it as a string.
+fn text_of<'k, E: serde::de::Error>(key: &'k Key<'_>) -> Result<&'k str, E> {
+    key.as_str()
+        .ok_or_else(|| E::custom("a key holding a lone surrogate"))
+}
+
+/// One record, folded into the statistics as it is read; gives its type.
+pub(super) struct Root<'s>(pub(super) &'s mut RecordStats);
+
+impl Root<'_> {
+    /// The record as any value: its schema node only.
+    fn fold(&mut self) -> Fold<'_> {
+        Fold {
+            node: Some(&mut self.0.schema),
+            field: None,
+            confidence: None,
+            depth: 0,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Root<'_> {
+    type Value = u8;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u8, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Root<'_> {
+    type Value = u8;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, v: bool) -> Result<u8, E> {
+        self.fold().visit_bool(v)
+    }
+    fn visit_i64<E: serde::de::Error>(mut self, v: i64) -> Result<u8, E> {
+        self.fold().visit_i64(v)
+    }
+    fn visit_u64<E: serde::de::Error>(mut self, v: u64) -> Result<u8, E> {
+        self.fold().visit_u64(v)
+    }
+    fn visit_f64<E: serde::de::Error>(mut self, v: f64) -> Result<u8, E> {
+        self.fold().visit_f64(v)
+    }
+    fn visit_str<E: serde::de::Error>(mut self, v: &str) -> Result<u8, E> {
+        self.fold().visit_str(v)
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<u8, E> {
+        self.fold().visit_unit()
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, seq: A) -> Result<u8, A::Error> {
+        self.fold().visit_seq(seq)
+    }
+
+    /// An object record: each top-level field folded into its node, its
+    /// field statistics and the memory check.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u8, A::Error> {
+        let RecordStats {
+            schema,
+            fields,
+            provenance_confidence,
+            memory,
+            ..
+        } = self.0;
+        schema.types |= ty::OBJECT;
+        schema.objects += 1;
+        let mut memory_fields = MemoryFields::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let key = text_of::<A::Error>(&key)?;
+            let t = map.next_value_seed(Fold {
+                node: schema.child(key),
+                field: tracked(fields, key),
+                confidence: (key == "provenance").then_some(&mut *provenance_confidence),
+                depth: 1,
+            })?;
+            memory_fields.note(key, t);
+        }
+        memory.fold(&memory_fields);
+        Ok(ty::OBJECT)
+    }
+}
+
+/// The statistics of top-level field `key`, started if there is room.
+fn tracked<'f>(
+    fields: &'f mut IndexMap<String, FieldStats>,
+    key: &str,
+) -> Option<&'f mut FieldStats> {
+    if !fields.contains_key(key) && fields.len() < TRACKED_FIELDS {
+        fields.insert(key.to_owned(), FieldStats::default());
+    }
+    fields.get_mut(key)
+}
+
+/// Where one value is folded in: its schema node (none past the property
+/// cap), the statistics of the top-level field it is, and, for the value
+/// of `provenance`, the statistics its `confidence` goes to. Gives the
+/// value's type.
+struct Fold<'s> {
+    node: Option<&'s mut SchemaNode>,
+    field: Option<&'s mut FieldStats>,
+    confidence: Option<&'s mut FieldStats>,
+    depth: usize,
+}
+
+impl Fold<'_> {
+    fn typed(&mut self, t: u8) -> u8 {
+        if let Some(node) = self.node.as_deref_mut() {
+            node.types |= t;
+        }
+        if let Some(field) = self.field.as_deref_mut() {
+            field.observe_type(t);
+        }
+        t
+    }
+
+    fn number(mut self, t: u8, f: f64) -> u8 {
+        if let Some(field) = self.field.as_deref_mut() {
+            field.observe_number(f);
+        }
+        self.typed(t)
+    }
+
+    /// The node whose contents are described, when this depth is.
+    fn described(&mut self) -> Option<&mut SchemaNode> {
+        self.node
+            .as_deref_mut()
+            .filter(|_| self.depth < SCHEMA_DEPTH)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Fold<'_> {
+    type Value = u8;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u8, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Fold<'_> {
+    type Value = u8;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, _: bool) -> Result<u8, E> {
+        Ok(self.typed(ty::BOOL))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u8, E> {
+        Ok(self.number(ty::INTEGER, v as f64))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u8, E> {
+        Ok(self.number(ty::INTEGER, v as f64))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u8, E> {
+        Ok(self.number(ty::NUMBER, v))
+    }
+    fn visit_str<E: serde::de::Error>(mut self, v: &str) -> Result<u8, E> {
+        if let Some(field) = self.field.as_deref_mut() {
+            field.observe_str(v);
+        }
+        Ok(self.typed(ty::STRING))
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<u8, E> {
+        Ok(self.typed(ty::NULL))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<u8, A::Error> {
+        let depth = self.depth + 1;
+        match self.described() {
+            Some(node) => {
+                let items = node.items.get_or_insert_with(Default::default);
+                while seq
+                    .next_element_seed(Fold {
+                        node: Some(&mut **items),
+                        field: None,
+                        confidence: None,
+                        depth,
+                    })?
+                    .is_some()
+                {}
+            }
+            None => while seq.next_element::<IgnoredAny>()?.is_some() {},
+        }
+        Ok(self.typed(ty::ARRAY))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<u8, A::Error> {
+        let depth = self.depth + 1;
+        let mut confidence = self.confidence.take();
+        let mut node = self.described();
+        if let Some(node) = node.as_deref_mut() {
+            node.objects += 1;
+        }
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let key = text_of::<A::Error>(&key)?;
+            let child = node.as_deref_mut().and_then(|n| n.child(key));
+            let field = confidence.as_deref_mut().filter(|_| key == "confidence");
+            if child.is_none() && field.is_none() {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            map.next_value_seed(Fold {
+                node: child,
+                field,
+                confidence: None,
+                depth,
+            })?;
+        }
+        Ok(self.typed(ty::OBJECT))
+    }
+}

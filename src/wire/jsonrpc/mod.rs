@@ -1,0 +1,145 @@
+//! JSON-RPC messages, as far as the layer needs them; one file per kind of
+//! message read:
+//!
+//! * `request` — request bodies classified: which `tools/call` and
+//!   `tasks/result` requests to watch (id, tool name, arguments), whether
+//!   the client declared itself an LRO proxy, whether it is an
+//!   `initialize`;
+//! * `call` — a watched `tools/call` as read ([`RawCall`]), and what of it
+//!   is kept for long;
+//! * `reply` — response bodies searched for the watched ids without
+//!   parsing results;
+//! * `served` — requests the layer answers itself (`lro_extract`,
+//!   `lro_list`, `resources/read`) or adds to (`tools/list`,
+//!   `initialize`).
+//!
+//! Here: what they share, the reader of a message's members ([`members`],
+//! over the crate's one key reader, [`Key`]) and of a request.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::json::Key;
+
+mod call;
+mod reply;
+mod request;
+mod served;
+
+pub(crate) use call::RawCall;
+pub(crate) use reply::{Found, Reply, created_task_id, find_results, read_reply};
+pub(crate) use request::{Watched, classify};
+pub(crate) use served::{Served, classify_served};
+
+/// The `_meta` key under which 2026-07-28 requests carry client information.
+pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
+
+/// A request as the layer reads it: borrowed from the body, with the
+/// parts it does not need left unparsed (no allocation for `initialize`,
+/// `tools/list` and the like).
+pub(super) struct Request<'a> {
+    /// The id, when it can be read as a `Value`.
+    pub(super) id: Option<Value>,
+    /// `method`, raw.
+    pub(super) method: Option<&'a RawValue>,
+    /// `params`, raw.
+    pub(super) params: Option<&'a RawValue>,
+}
+
+impl<'a> Request<'a> {
+    /// `None` when `json` is no object, repeats a member read here, or
+    /// has an id that cannot be read (read with [`members`]' rules: an
+    /// object only, keys it does not read skipped, lone surrogates
+    /// included).
+    pub(super) fn read(json: &'a str) -> Option<Self> {
+        let [id, method, params] = members(json, ["id", "method", "params"]).ok()?;
+        let id = id.map(value_of).transpose().ok()?;
+        Some(Request { id, method, params })
+    }
+}
+
+/// A raw value as a `Value` (refused: a string with a lone surrogate).
+pub(super) fn value_of(raw: &RawValue) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<Value>(raw.get())
+}
+
+/// The members named in `names` of the JSON object `json`, each raw (a
+/// `null` member counts as absent); the others skipped. Anything but an
+/// object is refused: a JSON array is never read positionally as a
+/// message, `_meta` or client information (serde's derived structs accept
+/// `[id, method, params]`). Keys are read with [`Key`], unescaped without
+/// checking surrogates, so a key holding a lone surrogate (`"\ud800"`) is
+/// one more key to skip, not an error that would hide the whole message.
+/// Read so, a key is not checked for raw control characters either, which
+/// JSON forbids: when a key holds one (raw or escaped; rare), the object is
+/// checked whole (found by the fuzz suite: a request with a raw line break
+/// in a key was classified). A name given twice is an error, as with a
+/// derived struct.
+pub(super) fn members<'a, const N: usize>(
+    json: &'a str,
+    names: [&'static str; N],
+) -> Result<[Option<&'a RawValue>; N], serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(json);
+    let (found, control) = Members(names).deserialize(&mut de)?;
+    de.end()?;
+    if control {
+        serde_json::from_str::<serde::de::IgnoredAny>(json)?;
+    }
+    Ok(found)
+}
+
+/// The seed and visitor of [`members`].
+struct Members<const N: usize>([&'static str; N]);
+
+impl<'de, const N: usize> serde::de::DeserializeSeed<'de> for Members<N> {
+    /// The members, and whether a key holds a control character.
+    type Value = ([Option<&'de RawValue>; N], bool);
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, const N: usize> serde::de::Visitor<'de> for Members<N> {
+    type Value = ([Option<&'de RawValue>; N], bool);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = [None; N];
+        let mut seen = [false; N];
+        let mut control = false;
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            control |= key.as_bytes().iter().any(|&b| b < 0x20);
+            match self.0.iter().position(|n| n.as_bytes() == key.as_bytes()) {
+                Some(i) if seen[i] => {
+                    return Err(serde::de::Error::duplicate_field(self.0[i]));
+                }
+                Some(i) => {
+                    seen[i] = true;
+                    let value = map.next_value::<&'de RawValue>()?;
+                    found[i] = Some(value).filter(|v| v.get() != "null");
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((found, control))
+    }
+}
+
+/// A JSON string, borrowed when it has no escapes.
+pub(super) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
+    }
+}
