@@ -23,6 +23,7 @@
 use super::descriptor::{
     Detail, OffloadHeader, OffloadResponse, OffloadSummary, extract_guidance, guidance,
 };
+use super::events::PassReason;
 use super::paging;
 use super::recipes::{self, Recipe, Role};
 use super::records::{RecordKind, RecordsView};
@@ -33,6 +34,7 @@ use crate::estimate::TokenEstimator;
 pub(crate) const DESCRIPTOR_BUDGET_TOKENS: usize = 1200;
 
 /// What a descriptor is made of.
+#[derive(Clone, Copy)]
 pub(crate) struct Facts<'a> {
     pub header: &'a OffloadHeader,
     pub path: &'a str,
@@ -81,6 +83,24 @@ const DETAILINGS: [Detailing; 4] = [
         namespaces: 1,
     },
 ];
+
+/// The descriptor, when it is within its budget and smaller than the
+/// result of `estimated_tokens` it replaces (a threshold set below the
+/// descriptor's size would otherwise trade a small result for a bigger
+/// descriptor); else why the result stays inline.
+pub(crate) fn fitted(
+    f: &Facts<'_>,
+    estimated_tokens: usize,
+) -> Result<OffloadResponse, PassReason> {
+    let too_large = |descriptor_tokens| PassReason::DescriptorTooLarge { descriptor_tokens };
+    let response = describe(f).map_err(too_large)?;
+    let json = serde_json::to_string(&response).unwrap_or_default();
+    let descriptor_tokens = f.estimator.estimate(&json);
+    if descriptor_tokens >= estimated_tokens {
+        return Err(too_large(descriptor_tokens));
+    }
+    Ok(response)
+}
 
 /// The descriptor, as detailed as the budget allows; else the estimated
 /// tokens of the smallest one.

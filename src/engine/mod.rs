@@ -110,28 +110,29 @@
 //!
 //! # Files
 //!
-//! The engine's files, each importing only those listed after it:
-//! `pipeline` (decide, emit events, run off the executor) → `output` (the
-//! file and the rewritten result) → `fallback` (the write-failure
-//! truncation) → `offloader` (the engine's parts) ; `rebuild` (the read
-//! side); `records` (what becomes a line, and how to put it back),
-//! `stats`, `recipes`, `descriptor`, `estimate`, `config`, `store`,
-//! `events`, `outcome`.
+//! `offloader` — [`Offloader`] and its whole API; `pipeline` — one result
+//! through the steps, in order: `decide` → `records` (split) → `stats` →
+//! `recipes` → `file` (header and bytes) → `describe` (the descriptor,
+//! fitted) → the store's write, or `fallback` → `rewrite` (the rewritten
+//! result). Beside them: `descriptor` (the spec's types), `paging`,
+//! `events`, `outcome`, `rebuild` (the read side).
 
+mod decide;
 mod describe;
 pub mod descriptor;
 pub(crate) mod events;
 mod fallback;
+mod file;
 mod offloader;
 mod outcome;
-mod output;
 mod paging;
 mod pipeline;
 pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;
+mod rewrite;
 pub(crate) mod stats;
 
+pub use file::operation_name;
 pub use offloader::Offloader;
 pub use outcome::{Offloaded, Outcome, Truncated};
-pub use output::operation_name;

@@ -1,0 +1,76 @@
+//! The last step: the rewritten `CallToolResult`, the descriptor standing
+//! where the records were.
+
+use super::records;
+use crate::json::push_json_string;
+use crate::store;
+use crate::wire::mcp::{BlockOut, RawObject, RawResult, resource_link_block};
+
+/// What takes the records' place.
+pub(super) struct Replacement<'a> {
+    /// The descriptor, as JSON.
+    pub descriptor_json: &'a str,
+    /// The `resource_link` block to the file, when the client gets one.
+    pub link: Option<&'a str>,
+    /// Blocks that stay (not record sources), in order.
+    pub kept_blocks: &'a [usize],
+    /// `structuredContent` with its record array emptied, when it was a source.
+    pub structured_slim: Option<String>,
+    /// The `structuredContent` field that copied a source block's text.
+    pub structured_copy_key: Option<&'a str>,
+}
+
+/// `parsed` (the texts that gave records already taken out) with the
+/// descriptor in place of the records.
+pub(super) fn rewritten(parsed: &RawResult<'_>, r: Replacement<'_>) -> String {
+    let blocks = blocks_around(
+        r.kept_blocks,
+        parsed.blocks.len(),
+        r.descriptor_json,
+        r.link,
+    );
+    let structured = match r.structured_copy_key {
+        Some(key) => structured_copy(parsed, key, r.descriptor_json),
+        None => r.structured_slim,
+    };
+    parsed.write(&blocks, structured.as_deref())
+}
+
+/// The rewritten result's blocks: the kept blocks before the first block
+/// the descriptor stands for keep their place; then the descriptor, with
+/// that block's annotations, and the link to the file; then the other kept
+/// blocks, in order.
+fn blocks_around<'a>(
+    kept_blocks: &[usize],
+    total: usize,
+    descriptor_json: &'a str,
+    link: Option<&'a str>,
+) -> Vec<BlockOut<'a>> {
+    let source = records::first_source(kept_blocks, total);
+    let lead = source.unwrap_or(0);
+    let mut blocks = Vec::with_capacity(kept_blocks.len() + 2);
+    blocks.extend(kept_blocks[..lead].iter().map(|&i| BlockOut::Original(i)));
+    blocks.push(match source {
+        Some(i) => BlockOut::TextLike(descriptor_json, i),
+        None => BlockOut::NewText(descriptor_json),
+    });
+    blocks.extend(link.map(BlockOut::Json));
+    blocks.extend(kept_blocks[lead..].iter().map(|&i| BlockOut::Original(i)));
+    blocks
+}
+
+/// `structuredContent` whose member `key` copied the text as a string: now
+/// it copies the descriptor.
+fn structured_copy(parsed: &RawResult<'_>, key: &str, descriptor_json: &str) -> Option<String> {
+    let object = serde_json::from_str::<RawObject<'_>>(parsed.structured()?.get()).ok()?;
+    let mut value = String::with_capacity(descriptor_json.len() + 16);
+    push_json_string(&mut value, descriptor_json);
+    Some(records::with_field(&object, key, &value))
+}
+
+/// The `resource_link` block to the file at `path`.
+pub(super) fn link_to(path: &std::path::Path) -> String {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let size = std::fs::metadata(path).ok().map(|m| m.len());
+    resource_link_block(&store::resource_uri(&name), &name, size)
+}
