@@ -72,9 +72,11 @@
 //!
 //! # The descriptor
 //!
-//! At most about 1,200 estimated tokens whatever the records hold (else the
-//! result stays inline, `PassReason::DescriptorTooLarge`); with the default
-//! threshold (1,600) always smaller than the result it replaces. Its
+//! About 1,200 estimated tokens whatever the records hold (the schema and
+//! preview are trimmed first, then the guidance); never over the threshold
+//! (or 1,200, when the threshold is lower) and always smaller than the
+//! result it replaces (else the result stays inline,
+//! `PassReason::DescriptorTooLarge`), with the path in every recipe. Its
 //! guidance is the spec's `lro_extract` template when extraction is on, the
 //! shell template otherwise. A paged result (a cursor, `has_more` or a total
 //! beyond the count in `structuredContent` or around a JSON text's records)

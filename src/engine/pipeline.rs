@@ -91,7 +91,7 @@ pub(super) fn run(o: &Offloader, call: &ToolCall, result: &[u8]) -> Result<Outco
         estimator,
         ttl: Some(o.config.ttl),
     };
-    let response = match describe::fitted(&facts, estimated_tokens) {
+    let response = match describe::fitted(&facts, estimated_tokens, policy.threshold_tokens) {
         Ok(response) => response,
         Err(reason) => return Ok(Outcome::Inline(reason)),
     };
@@ -116,7 +116,7 @@ pub(super) fn run(o: &Offloader, call: &ToolCall, result: &[u8]) -> Result<Outco
             path: &written,
             ..facts
         })
-        .unwrap_or(response)
+        .0
     };
     drop(file);
     let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
