@@ -50,14 +50,21 @@
 //! that were not record sources, keep their original order around it; `isError`, `_meta`, `resultType` and every other top-level field
 //! are kept as they were.
 //!
-//! **`structuredContent`**: when records came from it, it is kept with the
-//! record array emptied (`{"memories": [...]}` becomes `{"memories": []}`,
-//! every other field unchanged). A client that validates the tool's
-//! `outputSchema` (the TypeScript and Python SDKs do, and reject a result of
-//! such a tool that has no `structuredContent`) therefore still gets an
-//! object of the declared shape, unless the schema demands a minimum number
-//! of items; exclude such tools from offloading. When `structuredContent`
-//! holds no array it is left untouched.
+//! **`structuredContent`** is never emptied in silence, and the descriptor
+//! is said once (in the text block). When records came from it, its record
+//! array is emptied (`{"memories": [...]}` becomes `{"memories": []}`,
+//! every other field unchanged) and the offload is said by a marker
+//! `{"offloaded": true, "count": N, "file_path": "..."}`: inside
+//! `structuredContent` (member `offloaded`) for a tool known to declare no
+//! `outputSchema` (the layer remembers, per tool name, what `tools/list`
+//! said: [`ToolCall::output_schema`]); in the result's `_meta`
+//! (`lro/offloaded`) otherwise, so that a client validating the declared
+//! schema (the TypeScript and Python SDKs do) still gets an object of the
+//! declared shape, unless the schema demands a minimum number of items
+//! (exclude such tools). A `structuredContent` member that copied the text
+//! (`{"result": "..."}`) gets one sentence saying where the records went.
+//! When `structuredContent` holds no array it is left untouched. The
+//! markers are taken out again when the original is rebuilt.
 //!
 //! # Detail level
 //!

@@ -129,6 +129,9 @@ pub(super) fn run(o: &Offloader, call: &ToolCall, result: &[u8]) -> Result<Outco
             kept_blocks: &kept_blocks,
             structured_slim,
             structured_copy_key: structured_copy_key.as_deref(),
+            count: response.summary.count,
+            file_path: &response.file_path,
+            output_schema: call.output_schema,
         },
     );
     let file = file::written(path, header, o.config.ttl, id);
