@@ -62,14 +62,12 @@
 //!    JSON (`mcp`), server-sent events (`sse`).
 //! 3. The transport-free pieces the engine is made of: [`config`],
 //!    [`estimate`], [`store`].
-//! 4. `engine` — the offload pipeline, top to bottom in one place:
-//!    `offloader` (the engine's parts) → `pipeline` (decide, emit events,
-//!    run off the executor) → `records` (a result split into records, and
-//!    the layout that puts it back) → `stats` (statistics, schema) →
-//!    `recipes` → `describe` (the descriptor, fitted to its budget) →
-//!    `output` (the file and the rewritten result) → `fallback` (the
-//!    write-failure truncation); `descriptor` (the spec's types), `events`,
-//!    `rebuild` (the read side).
+//! 4. `engine` — `offloader` (the [`Offloader`] API) and the offload
+//!    pipeline, top to bottom in one place (`pipeline`): `decide` →
+//!    `records` (split, and the layout that puts it back) → `stats` →
+//!    `recipes` → `file` → `describe` (the descriptor, fitted) → write, or
+//!    `fallback` (the write-failure truncation) → `rewrite`; `descriptor`
+//!    (the spec's types), `events`, `rebuild` (the read side).
 //! 5. [`extract`] — the jq extractor (jaq), on files the engine wrote.
 //! 6. `answer` — the layer's own MCP answers, transport-free: `lro_extract`,
 //!    `lro_list`, `resources/read`, the access rules (`access`) and the tool

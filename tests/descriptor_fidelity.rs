@@ -469,3 +469,158 @@ fn extraction_guidance_shows_real_recipes_and_parameters() {
     assert!(g.contains("Available recipes: 1="), "{g}");
     assert!(!g.contains("memories"), "{g}");
 }
+
+// ---- a long output directory, through the real layer ------------------------
+
+/// An rmcp server whose tool `NAME` answers the fixed result of that name.
+#[derive(Clone)]
+struct FixedResults(std::sync::Arc<Vec<(String, Value)>>);
+
+impl rmcp::ServerHandler for FixedResults {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
+        let schema: std::sync::Arc<rmcp::model::JsonObject> = std::sync::Arc::new(schema);
+        let tools = self
+            .0
+            .iter()
+            .map(|(name, _)| rmcp::model::Tool::new(name.clone(), "a fixed result", schema.clone()))
+            .collect();
+        Ok(rmcp::model::ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let (_, result) = self
+            .0
+            .iter()
+            .find(|(name, _)| *name == request.name)
+            .ok_or_else(|| rmcp::ErrorData::invalid_params("no such tool", None))?;
+        let mut result: rmcp::model::CallToolResult = serde_json::from_value(result.clone())
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        Ok(result.into())
+    }
+}
+
+/// The shapes issue 23 found inline behind a long output directory, and
+/// every record kind of `shapes::all`: (tool name, result).
+fn long_dir_cases() -> Vec<(String, Value)> {
+    let numbers: String = (0..100_000).map(|i| format!("{i}\n")).collect();
+    let csv: String = std::iter::once("id,name,team,score\n".to_owned())
+        .chain((0..3000).map(|i| format!("{i},user{i},{},{}\n", ["red", "blue"][i % 2], i % 97)))
+        .collect();
+    let paths: String = (0..2500)
+        .map(|i| format!("src/module{}/sub{}/file_{i}.rs\n", i % 40, i % 7))
+        .collect();
+    let fourteen: String = (0..14_000).map(|i| format!("line {i:08}\n")).collect();
+    let text = |t: &str| json!({"content": [{"type": "text", "text": t}]});
+    let mut cases = vec![
+        ("short_numbers".to_owned(), text(&numbers)),
+        ("csv_export".to_owned(), text(&csv)),
+        ("list_paths".to_owned(), text(&paths)),
+        ("fourteen_chars".to_owned(), text(&fourteen)),
+    ];
+    for case in shapes::all() {
+        let name = case.name.replace(' ', "_");
+        cases.push((name, case.result));
+    }
+    cases
+}
+
+/// Issue 23, point 1: with an output directory of 100+ characters every
+/// large result is still offloaded (before the fix, the short lines, the
+/// 14-character lines and the line groups came back inline); its
+/// descriptor is within its hard bounds, its ten recipes name the real
+/// path and run under jq on the file, and the file rebuilds the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_output_directory_still_offloads_every_record_kind() {
+    require_jq();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root
+        .path()
+        .join("a-deployment-path-that-is-long-enough/to-show-that-the-descriptor-fits-its-budget/lro-offload-files");
+    assert!(dir.to_string_lossy().len() >= 100);
+    let cases = long_dir_cases();
+    let server = FixedResults(std::sync::Arc::new(cases.clone()));
+    let service = rmcp::transport::streamable_http_server::StreamableHttpService::new(
+        move || Ok(server.clone()),
+        std::sync::Arc::new(
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
+        ),
+        rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(None),
+    );
+    let layer = tower_lro::offload::OffloadLayer::new(
+        tower_lro::config::OffloadConfig::default().output_dir(&dir),
+    );
+    let addr = common::mcp::serve_mcp(service, Some(layer)).await;
+    let url = format!("http://{addr}/mcp");
+    let mut failures = Vec::new();
+    for (name, original) in &cases {
+        let result = common::mcp::rmcp_call(&url, None, name, json!({})).await;
+        let result = serde_json::to_value(&result).unwrap();
+        let Some(d) = common::try_descriptor(&result) else {
+            let bytes = result.to_string().len();
+            failures.push(format!("{name}: came back inline ({bytes} bytes)"));
+            continue;
+        };
+        let json = serde_json::to_string(&d).unwrap();
+        let tokens = ScriptAwareEstimator.estimate(&json);
+        let original_tokens = d.summary.estimated_tokens;
+        println!(
+            "{name}: ~{original_tokens} tokens offloaded; descriptor {} bytes, ~{tokens} tokens",
+            json.len()
+        );
+        // The hard bounds: the threshold (default 1,600) and the result;
+        // the budget (1,200) is the target, over it only when the ten
+        // recipes with the real path need it.
+        assert!(
+            tokens <= 1600 && tokens < original_tokens,
+            "{name}: descriptor ~{tokens} tokens"
+        );
+        assert_eq!(
+            d.file_path,
+            dir.join(&d.file_path[dir.to_string_lossy().len() + 1..])
+                .to_string_lossy()
+        );
+        assert_eq!(d.jq_recipes.len(), 10, "{name}");
+        for recipe in &d.jq_recipes {
+            assert!(
+                recipe.command.contains(&d.file_path),
+                "{name}: {}",
+                recipe.command
+            );
+            run_recipe(&recipe.command);
+        }
+        let rebuilt: Value =
+            serde_json::from_str(&tower_lro::offload::rebuild_file(&d.file_path).unwrap()).unwrap();
+        // What the server sent: the fixed result as rmcp serialises it
+        // (`resultType` only for the protocol versions that have it).
+        let sent: rmcp::model::CallToolResult = serde_json::from_value(original.clone()).unwrap();
+        let mut sent = serde_json::to_value(&sent).unwrap();
+        let mut rebuilt = rebuilt;
+        for v in [&mut sent, &mut rebuilt] {
+            v.as_object_mut().unwrap().remove("resultType");
+        }
+        assert!(
+            rebuilt == sent,
+            "{name}: the rebuilt result differs from what the server sent"
+        );
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

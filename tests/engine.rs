@@ -734,8 +734,15 @@ fn python_sdk_str_result_keeps_no_second_copy_in_structured_content() {
     let v: Value = serde_json::from_str(&off.result).unwrap();
     let descriptor = v["content"][0]["text"].as_str().unwrap();
     assert_eq!(v["content"].as_array().unwrap().len(), 1);
-    // The string field now carries the descriptor, still a string.
-    assert_eq!(v["structuredContent"]["result"], json!(descriptor));
+    // The string field now says where the records went, still a string,
+    // and not the descriptor a second time (issue 23 point 2).
+    let said = v["structuredContent"]["result"].as_str().unwrap();
+    assert!(
+        said.starts_with("Offloaded: 300 records were written to "),
+        "{said}"
+    );
+    assert!(said.contains(&off.response.file_path));
+    assert!(!said.contains(descriptor) && said.len() < 300, "{said}");
     assert_eq!(v["isError"], json!(false));
     assert!(
         off.result.len() * 4 < result.to_string().len(),
@@ -799,4 +806,52 @@ fn python_sdk_list_result_drops_the_per_item_text_blocks() {
         v["structuredContent"]["result"].as_array().unwrap().len(),
         t.kept
     );
+}
+
+/// Issue 23, point 2: `structuredContent` is never emptied in silence, the
+/// descriptor is in the answer once, and the file still rebuilds the
+/// original exactly (from the file and the rewritten result, also when the
+/// header leaves the text around the array and `_meta` to it).
+#[test]
+fn structured_content_says_it_was_offloaded_and_the_descriptor_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path());
+    let rows: Vec<Value> = (0..300)
+        .map(|i| json!({"id": i, "name": format!("row {i}"), "kind": (["a", "b"][i % 2])}))
+        .collect();
+    let big = "x".repeat(3000);
+    let results = [
+        json!({"content": [{"type": "text", "text": "rows"}], "structuredContent": {"total": 300, "rows": rows}}),
+        // Large parts around the array and in _meta: left to the rewritten result.
+        json!({"content": [], "structuredContent": {"rows": rows, "note": big}, "_meta": {"trace": big}}),
+    ];
+    for result in &results {
+        for declared in [Some(false), Some(true), None] {
+            let mut call = ToolCall::new("rows", None);
+            call.output_schema = declared;
+            let off = offload(&o, &call, result);
+            let v: Value = serde_json::from_str(&off.result).unwrap();
+            let d = &off.response;
+            let marker = json!({"offloaded": true, "count": 300, "file_path": d.file_path});
+            let structured = &v["structuredContent"];
+            assert_eq!(structured["rows"], json!([]), "{declared:?}");
+            if declared == Some(false) {
+                // No schema: structuredContent itself says so.
+                assert_eq!(structured["offloaded"], marker, "{declared:?}");
+                assert!(v["_meta"].get("lro/offloaded").is_none());
+            } else {
+                // A schema (or not known): the declared shape, the marker in _meta.
+                assert!(structured.get("offloaded").is_none(), "{declared:?}");
+                assert_eq!(v["_meta"]["lro/offloaded"], marker, "{declared:?}");
+            }
+            // The descriptor once: only in the text block.
+            assert_eq!(off.result.matches("jq_recipes").count(), 1, "{declared:?}");
+            let file = std::fs::read_to_string(&off.file.path).unwrap();
+            let rebuilt: Value = serde_json::from_str(
+                &tower_lro::offload::rebuild_with(&file, &off.result).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(&rebuilt, result, "{declared:?}: rebuilt");
+        }
+    }
 }

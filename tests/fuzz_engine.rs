@@ -20,7 +20,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::OffloadResponse;
-use tower_lro::offload::{Offloaded, Offloader, Outcome, RebuildError, ToolCall, rebuild_file, rebuild_with};
+use tower_lro::offload::{
+    Offloaded, Offloader, Outcome, RebuildError, ToolCall, rebuild_file, rebuild_with,
+};
 
 // Shared with the library's fuzz module (`tests/fuzz/mod.rs`), which uses
 // all of them; this test uses part.

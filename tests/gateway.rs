@@ -753,7 +753,8 @@ async fn json_responses_of_a_stateless_server() {
     // recipes, exact rebuild) in both, and the SDK's second copy of the data
     // does not reach the client either:
     // * `-> str`: structuredContent {"result": "<the same text>"} carries
-    //   the descriptor instead;
+    //   one sentence saying where the records went (not the descriptor
+    //   a second time);
     // * `-> list[dict]`: the 300 one-record text blocks are copies of the
     //   structuredContent elements and go with them.
     for (id, tool) in [(3u64, "records"), (4, "records_list")] {

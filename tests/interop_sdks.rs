@@ -355,10 +355,18 @@ fn check_client(v: &Value, protocol: &str) {
     );
     check_rebuilt(&d, plain, &format!("{name} large"));
     check_extraction(&with["extraction"], &d, &format!("{name} extraction"));
+    // No outputSchema: structuredContent says the records were offloaded
+    // (issue 23 point 2), and the descriptor is in the answer once.
+    let marker = json!({"offloaded": true, "count": COUNT, "file_path": d.file_path});
     assert_eq!(
         large["structuredContent"],
-        json!({"count": COUNT, "memories": []}),
+        json!({"count": COUNT, "memories": [], "offloaded": marker}),
         "{name}: large structuredContent"
+    );
+    assert_eq!(
+        large.to_string().matches("jq_recipes").count(),
+        1,
+        "{name}: the descriptor once"
     );
 
     // A tool with an outputSchema: the client validated and accepted the
@@ -383,6 +391,17 @@ fn check_client(v: &Value, protocol: &str) {
         structured["structuredContent"],
         json!({"count": COUNT, "memories": []}),
         "{name}: structuredContent kept with its records emptied"
+    );
+    // ... and says it was offloaded in _meta, the schema having no room.
+    let marker = json!({"offloaded": true, "count": COUNT, "file_path": d.file_path});
+    assert_eq!(
+        structured["_meta"]["lro/offloaded"], marker,
+        "{name}: the offload said in _meta"
+    );
+    assert_eq!(
+        structured.to_string().matches("jq_recipes").count(),
+        1,
+        "{name}: the descriptor once"
     );
     // ... and the same client does reject structuredContent that breaks the schema.
     let err = v["corrupted"]["error"].as_str().unwrap_or_else(|| {

@@ -316,3 +316,68 @@ async fn disabled_layer_is_a_pure_pass_through() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Issue 23, point 2, with rmcp's client: after `tools/list`, a tool
+/// without an `outputSchema` gets `structuredContent` that says its records
+/// were offloaded; a tool with one keeps the declared shape and says it in
+/// `_meta`. The descriptor is in the answer once; the file rebuilds the
+/// original exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_content_says_it_was_offloaded_after_tools_list() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    let dir = tempfile::tempdir().unwrap();
+    let (with, without) = serve_with_and_without(Mode::StatefulSse, dir.path()).await;
+    let connect = |addr: SocketAddr| {
+        let transport =
+            rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("lro-test", "1.0"),
+        )
+        .serve(transport)
+    };
+    let client = connect(with).await.unwrap();
+    let plain = connect(without).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let declares = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.output_schema.is_some())
+    };
+    assert_eq!(declares("recall_memories"), Some(false));
+    assert_eq!(declares("recall_structured"), Some(true));
+    let args = json!({"query": "cache", "count": 200});
+    for tool in ["recall_memories", "recall_structured"] {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(args.as_object().cloned().unwrap());
+        let result =
+            tokio::time::timeout(Duration::from_secs(30), client.call_tool(params.clone()))
+                .await
+                .unwrap()
+                .unwrap();
+        let original = plain.call_tool(params).await.unwrap();
+        let d = checked_descriptor(&result, tool);
+        let marker = json!({"offloaded": true, "count": 200, "file_path": d.file_path});
+        let v = serde_json::to_value(&result).unwrap();
+        if tool == "recall_memories" {
+            assert_eq!(
+                v["structuredContent"],
+                json!({"count": 200, "memories": [], "offloaded": marker})
+            );
+        } else {
+            assert_eq!(
+                v["structuredContent"],
+                json!({"count": 200, "memories": []})
+            );
+            assert_eq!(v["_meta"]["lro/offloaded"], marker);
+        }
+        assert_eq!(v.to_string().matches("jq_recipes").count(), 1, "{tool}");
+        let rebuilt: CallToolResult =
+            serde_json::from_str(&rebuild_file(&d.file_path).unwrap()).unwrap();
+        assert_eq!(rebuilt, original, "{tool}: rebuilt");
+    }
+    let _ = client.cancel().await;
+    let _ = plain.cancel().await;
+}

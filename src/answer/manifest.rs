@@ -67,11 +67,14 @@ fn tool_texts() -> &'static (String, String) {
     TEXTS.get_or_init(|| (extract_tool().to_string(), list_tool().to_string()))
 }
 
-/// A tool of a `tools/list` answer, as far as its name.
+/// A tool of a `tools/list` answer, as far as its name and whether it
+/// declares an `outputSchema`.
 #[derive(Deserialize)]
 struct Named<'a> {
     #[serde(borrow, default)]
     name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "outputSchema", default)]
+    output_schema: Option<serde::de::IgnoredAny>,
 }
 
 /// Which of the layer's tools the server lists itself.
@@ -83,18 +86,27 @@ pub(crate) struct Shadowed {
     pub list: bool,
 }
 
+/// Each listed tool's name and whether it declares an `outputSchema`.
+pub(crate) type OutputSchemas = Vec<(String, bool)>;
+
 /// A `tools/list` result with the layer's tools appended (those the server
 /// does not list itself; the text unchanged when it lists both), and which
-/// ones the server lists. `None` when the result cannot be read as an
-/// object with a `tools` array.
-pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed)> {
+/// ones the server lists, and which of the server's tools declare an
+/// `outputSchema`. `None` when the result cannot be read as an object with
+/// a `tools` array.
+pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed, OutputSchemas)> {
     let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(result).ok()?;
     let tools: Vec<Box<RawValue>> = serde_json::from_str(raw.get("tools")?.get()).ok()?;
     let mut shadowed = Shadowed::default();
+    let mut schemas = Vec::with_capacity(tools.len());
     for t in &tools {
-        let name = serde_json::from_str::<Named<'_>>(t.get()).ok()?.name;
+        let named = serde_json::from_str::<Named<'_>>(t.get()).ok()?;
+        let name = named.name;
         shadowed.extract |= name.as_deref() == Some(EXTRACT_TOOL);
         shadowed.list |= name.as_deref() == Some(LIST_TOOL);
+        if let Some(name) = &name {
+            schemas.push((name.clone().into_owned(), named.output_schema.is_some()));
+        }
     }
     let (extract, list) = tool_texts();
     let mut added = Vec::new();
@@ -105,11 +117,11 @@ pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed)> {
         added.push(list.as_str());
     }
     if added.is_empty() {
-        return Some((result.to_owned(), shadowed));
+        return Some((result.to_owned(), shadowed, schemas));
     }
     let all = tools.iter().map(|t| t.get()).chain(added.iter().copied());
     let array = format!("[{}]", all.collect::<Vec<_>>().join(","));
-    Some((with_member(&raw, "tools", &array)?, shadowed))
+    Some((with_member(&raw, "tools", &array)?, shadowed, schemas))
 }
 
 /// An `initialize` (or `server/discover`) result with `capabilities.resources`
@@ -163,7 +175,7 @@ mod tests {
     #[test]
     fn tools_are_appended_unless_the_server_has_them() {
         let result = r#"{"tools":[{"name":"status","inputSchema":{"type":"object","x":1.0e3}}],"nextCursor":"c"}"#;
-        let (out, shadowed) = add_tools(result).unwrap();
+        let (out, shadowed, _) = add_tools(result).unwrap();
         assert_eq!(shadowed, Shadowed::default());
         assert!(
             out.starts_with(
@@ -181,7 +193,7 @@ mod tests {
         assert_eq!(names, ["status", "lro_extract", "lro_list"]);
         assert_eq!(v["nextCursor"], "c");
         let own = r#"{"tools":[{"name":"lro_extract"}]}"#;
-        let (out, shadowed) = add_tools(own).unwrap();
+        let (out, shadowed, _) = add_tools(own).unwrap();
         assert!(shadowed.extract && !shadowed.list);
         assert_eq!(
             serde_json::from_str::<Value>(&out).unwrap()["tools"]

@@ -1,17 +1,19 @@
 //! The descriptor of a written file, small and true.
 //!
-//! **Budget.** A descriptor is never over [`DESCRIPTOR_BUDGET_TOKENS`]
-//! estimated tokens, whatever the records hold: recipes quote only short
+//! **Budget.** A descriptor aims at [`DESCRIPTOR_BUDGET_TOKENS`]
+//! estimated tokens whatever the records hold: recipes quote only short
 //! field names, values and words (see `recipes`), and when the descriptor
-//! is still over the budget it is built again with less: the line schema
+//! is over the budget it is built again with less: the line schema
 //! described less deeply, then without the preview, then the records' type
-//! only and one namespace. When even that is over (an output directory of
-//! a path thousands of characters long), there is no descriptor: the result
-//! stays inline ([`PassReason::DescriptorTooLarge`]). Since a result is
-//! offloaded only past the threshold (1,600 by default), a descriptor is
-//! smaller than the result it replaces whenever the threshold is at least
-//! the budget; an operator who sets a lower threshold asks for small
-//! results to be offloaded anyway.
+//! only and one namespace, then guidance that names the path once, then
+//! three lines of guidance. The path stays in `file_path` and in each of
+//! the ten recipes (the spec's), so a long output directory can still
+//! leave the smallest descriptor over the target; it is used as long as it
+//! is within its hard bounds: at most the threshold (or the budget, when
+//! the threshold is lower) and smaller than the result it replaces. Past
+//! those (a path thousands of characters long, a threshold below the
+//! descriptor's size) the result stays inline
+//! ([`PassReason::DescriptorTooLarge`]).
 //!
 //! **Guidance.** When the layer serves extraction (`lro_extract`, the
 //! default), the guidance is the spec's native template; otherwise the
@@ -21,8 +23,9 @@
 //! [`PassReason::DescriptorTooLarge`]: crate::offload::PassReason::DescriptorTooLarge
 
 use super::descriptor::{
-    Detail, OffloadHeader, OffloadResponse, OffloadSummary, extract_guidance, guidance,
+    Detail, OffloadHeader, OffloadResponse, OffloadSummary, extract_guidance_with, guidance,
 };
+use super::events::PassReason;
 use super::paging;
 use super::recipes::{self, Recipe, Role};
 use super::records::{RecordKind, RecordsView};
@@ -33,6 +36,7 @@ use crate::estimate::TokenEstimator;
 pub(crate) const DESCRIPTOR_BUDGET_TOKENS: usize = 1200;
 
 /// What a descriptor is made of.
+#[derive(Clone, Copy)]
 pub(crate) struct Facts<'a> {
     pub header: &'a OffloadHeader,
     pub path: &'a str,
@@ -54,58 +58,125 @@ struct Detailing {
     schema_depth: usize,
     preview: bool,
     namespaces: usize,
+    guidance: Guidance,
+}
+
+/// How the guidance is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Guidance {
+    /// The spec's template (or ours for records that are not memories),
+    /// the path in every `lro_extract` example.
+    Full,
+    /// The same, the examples naming the path once (`FILE`, "the
+    /// file_path above") and without a long custom-filter example.
+    PathOnce,
+    /// Three lines: what was offloaded, and where to look.
+    Short,
 }
 
 /// From the most detailed to the least; the first within the budget is
-/// used. Nested objects are described two levels down at most: deeper
-/// levels rarely matter to a query and cost the most.
-const DETAILINGS: [Detailing; 4] = [
+/// used. The schema and the preview go first, then the guidance is
+/// shortened; the file path in `file_path` and in each of the ten recipes
+/// always stays. Nested objects are described two levels down at most:
+/// deeper levels rarely matter to a query and cost the most.
+const DETAILINGS: [Detailing; 6] = [
     Detailing {
         schema_depth: 2,
         preview: true,
         namespaces: 5,
+        guidance: Guidance::Full,
     },
     Detailing {
         schema_depth: 1,
         preview: true,
         namespaces: 5,
+        guidance: Guidance::Full,
     },
     Detailing {
         schema_depth: 1,
         preview: false,
         namespaces: 3,
+        guidance: Guidance::Full,
     },
     Detailing {
         schema_depth: 0,
         preview: false,
         namespaces: 1,
+        guidance: Guidance::Full,
+    },
+    Detailing {
+        schema_depth: 0,
+        preview: false,
+        namespaces: 1,
+        guidance: Guidance::PathOnce,
+    },
+    Detailing {
+        schema_depth: 0,
+        preview: false,
+        namespaces: 1,
+        guidance: Guidance::Short,
     },
 ];
 
-/// The descriptor, as detailed as the budget allows; else the estimated
-/// tokens of the smallest one.
-pub(crate) fn describe(f: &Facts<'_>) -> Result<OffloadResponse, usize> {
-    let mut smallest = usize::MAX;
+/// The descriptor, when it fits: within its target
+/// ([`DESCRIPTOR_BUDGET_TOKENS`]) when it can be, else the smallest one,
+/// as long as it stays within its hard bounds — at most the threshold (or
+/// the target, when the threshold is lower) and smaller than the result of
+/// `estimated_tokens` it replaces (a threshold set below the descriptor's
+/// size would otherwise trade a small result for a bigger descriptor).
+/// Else why the result stays inline.
+pub(crate) fn fitted(
+    f: &Facts<'_>,
+    estimated_tokens: usize,
+    threshold: usize,
+) -> Result<OffloadResponse, PassReason> {
+    let (response, descriptor_tokens) = describe(f);
+    let cap = threshold.max(DESCRIPTOR_BUDGET_TOKENS);
+    if descriptor_tokens > cap || descriptor_tokens >= estimated_tokens {
+        return Err(PassReason::DescriptorTooLarge { descriptor_tokens });
+    }
+    Ok(response)
+}
+
+/// The descriptor, as detailed as the budget allows, else the smallest
+/// one; and its estimated tokens.
+pub(crate) fn describe(f: &Facts<'_>) -> (OffloadResponse, usize) {
+    let mut smallest: Option<(OffloadResponse, usize)> = None;
     for detailing in DETAILINGS {
         let response = build(f, detailing);
         let json = serde_json::to_string(&response).unwrap_or_default();
         let tokens = f.estimator.estimate(&json);
         if tokens <= DESCRIPTOR_BUDGET_TOKENS {
-            return Ok(response);
+            return (response, tokens);
         }
-        smallest = smallest.min(tokens);
+        if smallest.as_ref().is_none_or(|(_, t)| tokens < *t) {
+            smallest = Some((response, tokens));
+        }
     }
-    Err(smallest)
+    // DETAILINGS is not empty.
+    smallest.unwrap_or_else(|| (build(f, DETAILINGS[0]), usize::MAX))
 }
 
 fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
     let (count, tokens, detail) = (f.records.len(), f.header.estimated_tokens, f.header.detail);
     let memories = recipes::is_memory(f.stats, f.kind, detail);
-    let guidance = match (memories, f.extraction) {
-        (true, true) => extract_guidance(count, tokens, f.path, detail),
-        (true, false) => guidance(count, tokens, f.path, detail),
-        (false, true) => generic_extract_guidance(count, tokens, f.path, f.recipes),
-        (false, false) => generic_guidance(count, tokens, f.recipes),
+    let path_arg = match d.guidance {
+        Guidance::Full => serde_json::to_string(f.path).unwrap_or_default(),
+        Guidance::PathOnce | Guidance::Short => "FILE".to_owned(),
+    };
+    let guidance = match (d.guidance, memories, f.extraction) {
+        (Guidance::Short, _, _) => short_guidance(count, tokens, memories, f.extraction, detail),
+        (_, true, true) => with_file_line(
+            extract_guidance_with(count, tokens, &path_arg, detail),
+            d.guidance,
+        ),
+        (Guidance::Full, true, false) => guidance(count, tokens, f.path, detail),
+        (_, true, false) => guidance(count, tokens, "(the file_path above)", detail),
+        (_, false, true) => with_file_line(
+            generic_extract_guidance(count, tokens, &path_arg, f.recipes, d.guidance),
+            d.guidance,
+        ),
+        (_, false, false) => generic_guidance(count, tokens, f.recipes),
     };
     let tool = f.header.tool.as_deref().unwrap_or(&f.header.operation);
     OffloadResponse {
@@ -123,6 +194,41 @@ fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
         expires_after_seconds: f.ttl.map(|t| t.as_secs()),
         page: paging::page_info(f.header.rebuild.as_ref(), count, tool),
     }
+}
+
+/// `lro_extract` guidance whose examples say `file_path=FILE`: a line
+/// after the first says what FILE is.
+fn with_file_line(guidance: String, mode: Guidance) -> String {
+    if mode == Guidance::Full {
+        return guidance;
+    }
+    match guidance.split_once('\n') {
+        Some((first, rest)) => format!("{first}\nFILE below is the file_path above.\n{rest}"),
+        None => guidance,
+    }
+}
+
+/// The shortest guidance: what was offloaded, and where to look.
+fn short_guidance(
+    count: usize,
+    tokens: usize,
+    memories: bool,
+    extraction: bool,
+    detail: Detail,
+) -> String {
+    let what = if memories { "memories" } else { "records" };
+    let how = if extraction {
+        "Query it with the `lro_extract` tool (the file_path above and recipe=1 to 10, or \
+         query=\"a jq filter\"), or with the jq recipes above."
+    } else {
+        "Use the jq recipes above to extract specific data."
+    };
+    format!(
+        "Results offloaded to JSONL ({count} {what}, ~{tokens} tokens saved).\n\
+         Detail level: {detail}\n\
+         {how}\n\
+         The header line (line 1) contains metadata; records start at line 2."
+    )
 }
 
 fn summary(f: &Facts<'_>, namespaces: usize) -> OffloadSummary {
@@ -183,14 +289,16 @@ pub(crate) fn generic_guidance(count: usize, tokens: usize, recipes: &[Recipe]) 
 
 /// `lro_extract` guidance for records that are not memories: examples with
 /// recipes that really browse, filter and search (with their parameters),
-/// a custom filter, and the list of the ten recipes.
-pub(crate) fn generic_extract_guidance(
+/// a custom filter (left out when long, unless `mode` is `Full`), and the
+/// list of the ten recipes. `path` is the `file_path` argument as written
+/// in the examples (a JSON string, or `FILE`).
+fn generic_extract_guidance(
     count: usize,
     tokens: usize,
     path: &str,
     recipes: &[Recipe],
+    mode: Guidance,
 ) -> String {
-    let path = serde_json::to_string(path).unwrap_or_default();
     let mut g = format!(
         "Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n\
          Use the `lro_extract` tool to query this result set. Examples:\n"
@@ -208,7 +316,8 @@ pub(crate) fn generic_extract_guidance(
             "- {label}: lro_extract(file_path={path}, recipe={n}{params})\n"
         ));
     }
-    if let Some(query) = custom_example(recipes) {
+    let custom = custom_example(recipes).filter(|q| mode == Guidance::Full || q.len() <= 80);
+    if let Some(query) = custom {
         let query = serde_json::to_string(&query).unwrap_or_default();
         g.push_str(&format!(
             "- Custom filter: lro_extract(file_path={path}, query={query})\n"

@@ -406,6 +406,17 @@ pub fn guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> Stri
 /// `detail` (none at light).
 pub fn extract_guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> String {
     let path = serde_json::to_string(path).unwrap_or_default();
+    extract_guidance_with(count, tokens, &path, detail)
+}
+
+/// [`extract_guidance`] with the `file_path` argument of the examples
+/// written as `path` (a JSON string, or a name the guidance explains).
+pub(crate) fn extract_guidance_with(
+    count: usize,
+    tokens: usize,
+    path: &str,
+    detail: Detail,
+) -> String {
     let custom = match detail {
         Detail::Light => r#"select(.memory_type == \"episodic\")"#,
         Detail::Medium => "select(.confidence > 0.8)",

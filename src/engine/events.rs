@@ -125,8 +125,9 @@ pub enum PassReason {
     /// layer asks servers for identity bodies, and passes on what a server
     /// compresses anyway.
     Encoded(String),
-    /// Even the smallest descriptor would be over its budget (about 1,200
-    /// estimated tokens; an output directory of a very long path), or not
+    /// Even the smallest descriptor would be over its hard bounds: over the
+    /// threshold (or 1,200 estimated tokens when the threshold is lower; an
+    /// output directory of a path thousands of characters long), or not
     /// smaller than the result it would replace (a threshold set below the
     /// descriptor's size).
     DescriptorTooLarge {

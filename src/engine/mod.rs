@@ -50,14 +50,21 @@
 //! that were not record sources, keep their original order around it; `isError`, `_meta`, `resultType` and every other top-level field
 //! are kept as they were.
 //!
-//! **`structuredContent`**: when records came from it, it is kept with the
-//! record array emptied (`{"memories": [...]}` becomes `{"memories": []}`,
-//! every other field unchanged). A client that validates the tool's
-//! `outputSchema` (the TypeScript and Python SDKs do, and reject a result of
-//! such a tool that has no `structuredContent`) therefore still gets an
-//! object of the declared shape, unless the schema demands a minimum number
-//! of items; exclude such tools from offloading. When `structuredContent`
-//! holds no array it is left untouched.
+//! **`structuredContent`** is never emptied in silence, and the descriptor
+//! is said once (in the text block). When records came from it, its record
+//! array is emptied (`{"memories": [...]}` becomes `{"memories": []}`,
+//! every other field unchanged) and the offload is said by a marker
+//! `{"offloaded": true, "count": N, "file_path": "..."}`: inside
+//! `structuredContent` (member `offloaded`) for a tool known to declare no
+//! `outputSchema` (the layer remembers, per tool name, what `tools/list`
+//! said: [`ToolCall::output_schema`]); in the result's `_meta`
+//! (`lro/offloaded`) otherwise, so that a client validating the declared
+//! schema (the TypeScript and Python SDKs do) still gets an object of the
+//! declared shape, unless the schema demands a minimum number of items
+//! (exclude such tools). A `structuredContent` member that copied the text
+//! (`{"result": "..."}`) gets one sentence saying where the records went.
+//! When `structuredContent` holds no array it is left untouched. The
+//! markers are taken out again when the original is rebuilt.
 //!
 //! # Detail level
 //!
@@ -72,9 +79,11 @@
 //!
 //! # The descriptor
 //!
-//! At most about 1,200 estimated tokens whatever the records hold (else the
-//! result stays inline, `PassReason::DescriptorTooLarge`); with the default
-//! threshold (1,600) always smaller than the result it replaces. Its
+//! About 1,200 estimated tokens whatever the records hold (the schema and
+//! preview are trimmed first, then the guidance); never over the threshold
+//! (or 1,200, when the threshold is lower) and always smaller than the
+//! result it replaces (else the result stays inline,
+//! `PassReason::DescriptorTooLarge`), with the path in every recipe. Its
 //! guidance is the spec's `lro_extract` template when extraction is on, the
 //! shell template otherwise. A paged result (a cursor, `has_more` or a total
 //! beyond the count in `structuredContent` or around a JSON text's records)
@@ -110,28 +119,29 @@
 //!
 //! # Files
 //!
-//! The engine's files, each importing only those listed after it:
-//! `pipeline` (decide, emit events, run off the executor) → `output` (the
-//! file and the rewritten result) → `fallback` (the write-failure
-//! truncation) → `offloader` (the engine's parts) ; `rebuild` (the read
-//! side); `records` (what becomes a line, and how to put it back),
-//! `stats`, `recipes`, `descriptor`, `estimate`, `config`, `store`,
-//! `events`, `outcome`.
+//! `offloader` — [`Offloader`] and its whole API; `pipeline` — one result
+//! through the steps, in order: `decide` → `records` (split) → `stats` →
+//! `recipes` → `file` (header and bytes) → `describe` (the descriptor,
+//! fitted) → the store's write, or `fallback` → `rewrite` (the rewritten
+//! result). Beside them: `descriptor` (the spec's types), `paging`,
+//! `events`, `outcome`, `rebuild` (the read side).
 
+mod decide;
 mod describe;
 pub mod descriptor;
 pub(crate) mod events;
 mod fallback;
+mod file;
 mod offloader;
 mod outcome;
-mod output;
 mod paging;
 mod pipeline;
 pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;
+mod rewrite;
 pub(crate) mod stats;
 
+pub use file::operation_name;
 pub use offloader::Offloader;
 pub use outcome::{Offloaded, Outcome, Truncated};
-pub use output::operation_name;

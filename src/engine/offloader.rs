@@ -1,12 +1,22 @@
 //! [`Offloader`]: the engine's parts (configuration, estimator, store,
-//! events) and the cheap checks made before any parsing.
+//! events) and its whole public API. The offload itself is
+//! [`pipeline::run`](super::pipeline::run), step by step.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::events::{EventHook, Events};
-use crate::config::{EffectivePolicy, OffloadConfig};
+use chrono::{DateTime, Utc};
+
+use super::decide;
+use super::events::{EventHook, Events, OffloadEvent, PassReason};
+use super::outcome::Outcome;
+use super::pipeline;
+use super::rebuild::{expiry, rebuild_at};
+use super::records::RebuildError;
+use crate::config::OffloadConfig;
 use crate::estimate::{ScriptAwareEstimator, TokenEstimator};
-use crate::store::{FsStore, Store, StoreError};
+use crate::store::{FsStore, Store, StoreError, parse_file_name};
+use crate::wire::call::ToolCall;
 use crate::wire::mcp::{RawResult, ResultError};
 
 /// The offload engine. Cheap to clone; shares its configuration, estimator,
@@ -31,6 +41,7 @@ impl std::fmt::Debug for Offloader {
     }
 }
 
+/// Building an engine.
 impl Offloader {
     /// An engine with the default estimator, writing with [`FsStore`] into
     /// `config.output_dir`.
@@ -74,21 +85,15 @@ impl Offloader {
         self
     }
 
-    /// The id of the next file: the one the caller named, else a new ULID
-    /// (`Ulid::default()` is the nil id, never what is meant here).
-    pub(super) fn next_file_id(&self) -> ulid::Ulid {
-        match self.file_id {
-            Some(id) => id,
-            None => ulid::Ulid::new(),
-        }
-    }
-
     /// Sends every event (see [`OffloadEvent`](crate::offload::OffloadEvent)) to `hook` too.
     pub fn with_event_hook(mut self, hook: EventHook) -> Self {
         self.events = Events::new(Some(hook));
         self
     }
+}
 
+/// Its parts.
+impl Offloader {
     /// The configuration.
     pub fn config(&self) -> &OffloadConfig {
         &self.config
@@ -110,47 +115,193 @@ impl Offloader {
         &self.events
     }
 
+    /// The id of the next file: the one the caller named, else a new ULID
+    /// (`Ulid::default()` is the nil id, never what is meant here).
+    pub(super) fn next_file_id(&self) -> ulid::Ulid {
+        match self.file_id {
+            Some(id) => id,
+            None => ulid::Ulid::new(),
+        }
+    }
+}
+
+/// Estimating and offloading.
+impl Offloader {
     /// Whether `len` bytes of a result of `tool` are sure to stay inline,
     /// without looking at them.
     pub(crate) fn surely_inline(&self, tool: &str, len: usize) -> bool {
         let policy = self.config.policy_for(tool);
-        !policy.enabled || self.surely_under(&policy, len)
-    }
-
-    pub(super) fn surely_under(&self, policy: &EffectivePolicy, len: usize) -> bool {
-        self.estimator.max_tokens_for_bytes(len) <= policy.threshold_tokens
-            && policy.max_tool_output_bytes.is_none_or(|b| len < b)
+        !policy.enabled || decide::surely_under(&*self.estimator, &policy, len)
     }
 
     /// Estimated tokens of a tool result (see the module docs).
     pub fn estimate(&self, result: &[u8]) -> Result<usize, ResultError> {
         let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
         let parsed = RawResult::parse(text)?;
-        Ok(self.estimate_parsed(&parsed))
+        Ok(decide::content_tokens(&*self.estimator, &parsed))
     }
 
-    pub(super) fn estimate_parsed(&self, parsed: &RawResult<'_>) -> usize {
-        let text: usize = parsed
-            .blocks
-            .iter()
-            .filter_map(|b| b.text.as_deref())
-            .map(|t| self.estimator.estimate(t))
-            .sum();
-        let structured = parsed
-            .structured()
-            .map_or(0, |s| self.estimator.estimate(s.get()));
-        text.max(structured)
+    /// Decides inline or offload for one result, writing the file when
+    /// offloading, and emits the event (`Offloaded`, `OffloadWriteFailed`
+    /// or `PassedThrough`). Blocking (parsing and file I/O): in async code
+    /// use [`process_async`](Self::process_async).
+    ///
+    /// Memory: besides `result` itself, at most three times its size is
+    /// held at any moment, whatever the result's shape (ten million
+    /// one-byte records or empty lines included): the decoded texts, the
+    /// records in one buffer that becomes the file, a minified copy of a
+    /// JSON text that was not minified. Work is one parse of each record
+    /// plus byte walks; the file is at most about twice the data. The
+    /// memory bench (`benches/memory.rs`) measures it on hostile shapes.
+    /// One known exception: a result of very many content blocks (or
+    /// top-level fields) costs about fifteen times its size to parse. The
+    /// file's header line stays a few KB whatever the shape: large kept
+    /// parts are left to the rewritten result and a text's layout is kept
+    /// as a small table, never copied (see `records`).
+    pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
+        let outcome = pipeline::run(self, call, result);
+        self.emit(&call.name, result.len(), &outcome);
+        outcome
     }
 
-    /// UTF-8 bytes of the content a model would read: the text blocks, or
-    /// `structuredContent`, whichever is larger (the byte trigger's measure).
-    pub(super) fn content_bytes(parsed: &RawResult<'_>) -> usize {
-        let text: usize = parsed
-            .blocks
-            .iter()
-            .filter_map(|b| b.text.as_deref())
-            .map(str::len)
-            .sum();
-        text.max(parsed.structured().map_or(0, |s| s.get().len()))
+    /// [`process`](Self::process) off the async executor: results that may
+    /// be over the threshold are handled on tokio's blocking pool.
+    ///
+    /// If this future is dropped while the file is being written (the
+    /// client went away), the file is deleted once written: nothing is left
+    /// that no one was told about.
+    pub async fn process_async(
+        &self,
+        call: &ToolCall,
+        result: bytes::Bytes,
+    ) -> Result<Outcome, ResultError> {
+        if self.surely_inline(&call.name, result.len()) {
+            return self.process(call, &result);
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let this = self.clone();
+        let len = result.len();
+        let name = call.name.clone();
+        let call = call.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let outcome = pipeline::run(&this, &call, &result);
+            if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
+                // No one is waiting for this file any more.
+                let _ = std::fs::remove_file(&o.file.path);
+                tracing::debug!(
+                    target: "tower_lro",
+                    path = %o.file.path.display(),
+                    "caller gone before the result was sent; offloaded file removed"
+                );
+            }
+        });
+        let outcome = match rx.await {
+            Ok(outcome) => outcome,
+            // The blocking task panicked or the runtime is shutting down: keep the original.
+            Err(_) => {
+                drop(task);
+                Ok(Outcome::Inline(PassReason::Interrupted))
+            }
+        };
+        self.emit(&name, len, &outcome);
+        outcome
+    }
+
+    fn emit(&self, tool: &str, bytes: usize, outcome: &Result<Outcome, ResultError>) {
+        let event = match outcome {
+            Ok(Outcome::Offloaded(o)) => OffloadEvent::Offloaded {
+                tool: tool.to_owned(),
+                path: o.file.path.clone(),
+                count: o.response.summary.count,
+                estimated_tokens: o.response.summary.estimated_tokens,
+                bytes,
+            },
+            Ok(Outcome::Truncated(t)) => OffloadEvent::OffloadWriteFailed {
+                tool: tool.to_owned(),
+                error: t.error.to_string(),
+                kept: t.kept,
+                total: t.total,
+                estimated_tokens: t.estimated_tokens,
+            },
+            Ok(Outcome::Inline(reason)) => {
+                if !self.events.wants_pass_events() {
+                    return;
+                }
+                OffloadEvent::PassedThrough {
+                    tool: Some(tool.to_owned()),
+                    reason: reason.clone(),
+                }
+            }
+            Err(e) => OffloadEvent::PassedThrough {
+                tool: Some(tool.to_owned()),
+                reason: PassReason::Unparseable(e.to_string()),
+            },
+        };
+        self.events.emit(event);
+    }
+}
+
+/// Reading its files back.
+impl Offloader {
+    /// Checks that `path` is an offloaded file of this engine that may still
+    /// be read: a regular file (not a symlink) directly inside the output
+    /// directory, named `atlatl-{operation}-{ulid}.jsonl`, whose creation
+    /// time (from the ULID) plus the configured ttl has not passed. Returns
+    /// the file's canonical path.
+    pub fn check_readable(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<PathBuf, RebuildError> {
+        self.check_readable_at(path, Utc::now())
+    }
+
+    /// [`check_readable`](Self::check_readable), as if the time were `now`
+    /// (for callers with their own clock, and for tests of expiry that do
+    /// not wait).
+    pub fn check_readable_at(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        now: DateTime<Utc>,
+    ) -> Result<PathBuf, RebuildError> {
+        let path = path.as_ref();
+        let not_ours = || RebuildError::NotOurs(path.to_owned());
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(not_ours)?;
+        let (_, ulid) = parse_file_name(name).ok_or_else(not_ours)?;
+        let meta = std::fs::symlink_metadata(path)?;
+        if !meta.file_type().is_file() {
+            return Err(not_ours());
+        }
+        let dir = std::fs::canonicalize(self.store.dir()).map_err(|_| not_ours())?;
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = std::fs::canonicalize(parent.unwrap_or(std::path::Path::new(".")))?;
+        if parent != dir {
+            return Err(not_ours());
+        }
+        let expired_at = expiry(ulid.datetime().into(), self.config.ttl);
+        if now >= expired_at {
+            return Err(RebuildError::Expired { expired_at });
+        }
+        Ok(dir.join(name))
+    }
+
+    /// Rebuilds the original `CallToolResult` JSON from one of this engine's
+    /// files, after [`check_readable`](Self::check_readable).
+    pub fn rebuild_file(&self, path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
+        self.rebuild_file_at(path, Utc::now())
+    }
+
+    /// [`rebuild_file`](Self::rebuild_file), as if the time were `now`:
+    /// [`check_readable_at`](Self::check_readable_at), then
+    /// [`rebuild_at`](crate::offload::rebuild_at).
+    pub fn rebuild_file_at(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        now: DateTime<Utc>,
+    ) -> Result<String, RebuildError> {
+        let path = self.check_readable_at(path, now)?;
+        rebuild_at(&std::fs::read_to_string(path)?, now)
     }
 }

@@ -1,150 +1,143 @@
-//! The decision for one result: inline or offload, its event, and running
-//! it off the async executor.
+//! The offload pipeline, top to bottom: each step is a function over the
+//! data it needs, in a file named for it.
+//!
+//! 1. `decide` — inline, or the parsed result over the threshold;
+//! 2. `records::split` — the records, and the [`Rebuild`] that puts the
+//!    result back together;
+//! 3. `stats` — their statistics and detail level;
+//! 4. `recipes` — the ten jq recipes;
+//! 5. `file` — the header line and the file's bytes;
+//! 6. `describe` — the descriptor, fitted to its budget (before the write:
+//!    a result that stays inline leaves no file);
+//! 7. the store's write, or `fallback` (the spec's truncation) when it fails;
+//! 8. `rewrite` — the rewritten `CallToolResult`.
+//!
+//! [`Rebuild`]: super::records::Rebuild
 
-use super::events::{OffloadEvent, PassReason};
+use super::decide::{self, Decision};
+use super::describe::{self, Facts};
+use super::events::PassReason;
+use super::fallback;
+use super::file::{self, File, HeaderFacts};
 use super::offloader::Offloader;
-use super::outcome::Outcome;
-use super::records;
+use super::outcome::{Offloaded, Outcome};
+use super::recipes;
+use super::records::{self, Extraction};
+use super::rewrite::{self, Replacement};
+use super::stats::RecordStats;
+use crate::store;
 use crate::wire::call::ToolCall;
-use crate::wire::mcp::{RawResult, ResultError};
+use crate::wire::mcp::ResultError;
 
-impl Offloader {
-    /// Decides inline or offload for one result, writing the file when
-    /// offloading, and emits the event (`Offloaded`, `OffloadWriteFailed`
-    /// or `PassedThrough`). Blocking (parsing and file I/O): in async code
-    /// use [`process_async`](Self::process_async).
-    ///
-    /// Memory: besides `result` itself, at most three times its size is
-    /// held at any moment, whatever the result's shape (ten million
-    /// one-byte records or empty lines included): the decoded texts, the
-    /// records in one buffer that becomes the file, a minified copy of a
-    /// JSON text that was not minified. Work is one parse of each record
-    /// plus byte walks; the file is at most about twice the data. The
-    /// memory bench (`benches/memory.rs`) measures it on hostile shapes.
-    /// One known exception: a result of very many content blocks (or
-    /// top-level fields) costs about fifteen times its size to parse. The
-    /// file's header line stays a few KB whatever the shape: large kept
-    /// parts are left to the rewritten result and a text's layout is kept
-    /// as a small table, never copied (see `records`).
-    pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
-        let outcome = self.decide(call, result);
-        self.emit(&call.name, result.len(), &outcome);
-        outcome
-    }
-
-    fn decide(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
-        let policy = self.config.policy_for(&call.name);
-        if !policy.enabled {
-            let reason = if self.config.enabled {
-                PassReason::Excluded
-            } else {
-                PassReason::Disabled
-            };
-            return Ok(Outcome::Inline(reason));
-        }
-        if self.surely_under(&policy, result.len()) {
-            return Ok(Outcome::Inline(PassReason::UnderThreshold {
-                estimated_tokens: self.estimator.max_tokens_for_bytes(result.len()),
-            }));
-        }
-        let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
-        let mut parsed = RawResult::parse(text)?;
-        if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
-            return Ok(Outcome::Inline(PassReason::IsError));
-        }
-        let estimated_tokens = self.estimate_parsed(&parsed);
-        let over_bytes = policy
-            .max_tool_output_bytes
-            .is_some_and(|b| Self::content_bytes(&parsed) >= b);
-        if estimated_tokens <= policy.threshold_tokens && !over_bytes {
-            return Ok(Outcome::Inline(PassReason::UnderThreshold {
-                estimated_tokens,
-            }));
-        }
-        let large = policy.threshold_tokens / 4;
-        // The descriptor, and the resource link when asked, come first.
-        let inserted = 1 + usize::from(call.resource_link);
-        let is_large = |t: &str| self.estimator.estimate(t) > large;
-        let extraction = records::split(&mut parsed, is_large, inserted)?;
-        if extraction.records.is_empty() {
-            return Ok(Outcome::Inline(PassReason::NoRecords));
-        }
-        Ok(self.offload(call, &parsed, extraction, estimated_tokens, &policy))
-    }
-
-    fn emit(&self, tool: &str, bytes: usize, outcome: &Result<Outcome, ResultError>) {
-        let event = match outcome {
-            Ok(Outcome::Offloaded(o)) => OffloadEvent::Offloaded {
-                tool: tool.to_owned(),
-                path: o.file.path.clone(),
-                count: o.response.summary.count,
-                estimated_tokens: o.response.summary.estimated_tokens,
-                bytes,
-            },
-            Ok(Outcome::Truncated(t)) => OffloadEvent::OffloadWriteFailed {
-                tool: tool.to_owned(),
-                error: t.error.to_string(),
-                kept: t.kept,
-                total: t.total,
-                estimated_tokens: t.estimated_tokens,
-            },
-            Ok(Outcome::Inline(reason)) => {
-                if !self.events.wants_pass_events() {
-                    return;
-                }
-                OffloadEvent::PassedThrough {
-                    tool: Some(tool.to_owned()),
-                    reason: reason.clone(),
-                }
-            }
-            Err(e) => OffloadEvent::PassedThrough {
-                tool: Some(tool.to_owned()),
-                reason: PassReason::Unparseable(e.to_string()),
-            },
+/// One result through the pipeline. (About 90 lines: the steps in order
+/// are the point of this function; each is a call.)
+///
+/// Memory: the records are the file's body already (the texts they came
+/// from left the parsed result during the split), and the header goes in
+/// front of the records in their own buffer (see [`File`]), so nothing
+/// here copies the records.
+pub(super) fn run(o: &Offloader, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
+    let policy = o.config.policy_for(&call.name);
+    let estimator = &*o.estimator;
+    let (mut parsed, estimated_tokens) =
+        match decide::decide(estimator, &policy, o.config.enabled, result)? {
+            Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
+            Decision::Offload(parsed, tokens) => (parsed, tokens),
         };
-        self.events.emit(event);
+    // The descriptor, and the resource link when asked, come first.
+    let inserted = 1 + usize::from(call.resource_link);
+    let large = policy.threshold_tokens / 4;
+    let is_large = |t: &str| estimator.estimate(t) > large;
+    let Extraction {
+        records,
+        kind,
+        rebuild,
+        kept_blocks,
+        structured_slim,
+        structured_copy_key,
+    } = records::split(&mut parsed, is_large, inserted)?;
+    if records.is_empty() {
+        return Ok(Outcome::Inline(PassReason::NoRecords));
     }
-
-    /// [`process`](Self::process) off the async executor: results that may
-    /// be over the threshold are handled on tokio's blocking pool.
-    ///
-    /// If this future is dropped while the file is being written (the
-    /// client went away), the file is deleted once written: nothing is left
-    /// that no one was told about.
-    pub async fn process_async(
-        &self,
-        call: &ToolCall,
-        result: bytes::Bytes,
-    ) -> Result<Outcome, ResultError> {
-        if self.surely_inline(&call.name, result.len()) {
-            return self.process(call, &result);
+    let stats = RecordStats::collect(records.view().iter());
+    let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
+    let recipes = recipes::build(&stats, kind, detail, records.view());
+    let id = o.next_file_id();
+    let header = file::header(
+        call,
+        &o.config,
+        HeaderFacts {
+            id,
+            count: records.len(),
+            estimated_tokens,
+            detail,
+            rebuild,
+            recipes: &recipes,
+        },
+    );
+    let file_name = store::file_name(&header.operation, id);
+    let file = File::new(records, &header);
+    let planned = o.store.dir().join(&file_name);
+    let planned = planned.to_string_lossy();
+    let facts = Facts {
+        header: &header,
+        path: &planned,
+        stats: &stats,
+        kind,
+        recipes: &recipes,
+        records: file.records(),
+        preview_chars: o.config.preview_chars,
+        extraction: o.config.extraction,
+        estimator,
+        ttl: Some(o.config.ttl),
+    };
+    let response = match describe::fitted(&facts, estimated_tokens, policy.threshold_tokens) {
+        Ok(response) => response,
+        Err(reason) => return Ok(Outcome::Inline(reason)),
+    };
+    let path = match o.store.write(&file_name, &file.bytes) {
+        Ok(path) => path,
+        Err(error) => {
+            let rebuild = header.rebuild.as_ref();
+            let threshold = policy.threshold_tokens;
+            let (records, tokens) = (file.records(), estimated_tokens);
+            let truncated = fallback::truncate(
+                estimator, &parsed, rebuild, records, error, tokens, threshold,
+            );
+            return Ok(truncated);
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let this = self.clone();
-        let len = result.len();
-        let name = call.name.clone();
-        let call = call.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            let outcome = this.decide(&call, &result);
-            if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
-                // No one is waiting for this file any more.
-                let _ = std::fs::remove_file(&o.file.path);
-                tracing::debug!(
-                    target: "tower_lro",
-                    path = %o.file.path.display(),
-                    "caller gone before the result was sent; offloaded file removed"
-                );
-            }
-        });
-        let outcome = match rx.await {
-            Ok(outcome) => outcome,
-            // The blocking task panicked or the runtime is shutting down: keep the original.
-            Err(_) => {
-                drop(task);
-                Ok(Outcome::Inline(PassReason::Interrupted))
-            }
-        };
-        self.emit(&name, len, &outcome);
-        outcome
-    }
+    };
+    // A store may write elsewhere than planned: describe the real path.
+    let written = path.to_string_lossy();
+    let response = if written == planned {
+        response
+    } else {
+        describe::describe(&Facts {
+            path: &written,
+            ..facts
+        })
+        .0
+    };
+    drop(file);
+    let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
+    let link = call.resource_link.then(|| rewrite::link_to(&path));
+    let result = rewrite::rewritten(
+        &parsed,
+        Replacement {
+            descriptor_json: &descriptor_json,
+            link: link.as_deref(),
+            kept_blocks: &kept_blocks,
+            structured_slim,
+            structured_copy_key: structured_copy_key.as_deref(),
+            count: response.summary.count,
+            file_path: &response.file_path,
+            output_schema: call.output_schema,
+        },
+    );
+    let file = file::written(path, header, o.config.ttl, id);
+    Ok(Outcome::Offloaded(Box::new(Offloaded {
+        result,
+        response,
+        file,
+    })))
 }

@@ -1,15 +1,11 @@
-//! The read side: the original result back from a file, and which files
-//! may be read.
+//! The read side: the original result back from a file.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
 use super::descriptor::{HEADER_TYPE, OffloadHeader};
-use super::offloader::Offloader;
 use super::records::{self, RebuildError};
-use crate::store::parse_file_name;
 use crate::wire::mcp::RawResult;
 
 /// Rebuilds the original `CallToolResult` JSON from the contents of an
@@ -86,69 +82,6 @@ pub(crate) fn expiry(created_at: DateTime<Utc>, ttl: Duration) -> DateTime<Utc> 
         .ok()
         .and_then(|d| created_at.checked_add_signed(d))
         .unwrap_or(DateTime::<Utc>::MAX_UTC)
-}
-
-impl Offloader {
-    /// Checks that `path` is an offloaded file of this engine that may still
-    /// be read: a regular file (not a symlink) directly inside the output
-    /// directory, named `atlatl-{operation}-{ulid}.jsonl`, whose creation
-    /// time (from the ULID) plus the configured ttl has not passed. Returns
-    /// the file's canonical path.
-    pub fn check_readable(
-        &self,
-        path: impl AsRef<std::path::Path>,
-    ) -> Result<PathBuf, RebuildError> {
-        self.check_readable_at(path, Utc::now())
-    }
-
-    /// [`check_readable`](Self::check_readable), as if the time were `now`
-    /// (for callers with their own clock, and for tests of expiry that do
-    /// not wait).
-    pub fn check_readable_at(
-        &self,
-        path: impl AsRef<std::path::Path>,
-        now: DateTime<Utc>,
-    ) -> Result<PathBuf, RebuildError> {
-        let path = path.as_ref();
-        let not_ours = || RebuildError::NotOurs(path.to_owned());
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(not_ours)?;
-        let (_, ulid) = parse_file_name(name).ok_or_else(not_ours)?;
-        let meta = std::fs::symlink_metadata(path)?;
-        if !meta.file_type().is_file() {
-            return Err(not_ours());
-        }
-        let dir = std::fs::canonicalize(self.store.dir()).map_err(|_| not_ours())?;
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        let parent = std::fs::canonicalize(parent.unwrap_or(std::path::Path::new(".")))?;
-        if parent != dir {
-            return Err(not_ours());
-        }
-        let expired_at = expiry(ulid.datetime().into(), self.config.ttl);
-        if now >= expired_at {
-            return Err(RebuildError::Expired { expired_at });
-        }
-        Ok(dir.join(name))
-    }
-
-    /// Rebuilds the original `CallToolResult` JSON from one of this engine's
-    /// files, after [`check_readable`](Self::check_readable).
-    pub fn rebuild_file(&self, path: impl AsRef<std::path::Path>) -> Result<String, RebuildError> {
-        self.rebuild_file_at(path, Utc::now())
-    }
-
-    /// [`rebuild_file`](Self::rebuild_file), as if the time were `now`:
-    /// [`check_readable_at`](Self::check_readable_at), then [`rebuild_at`].
-    pub fn rebuild_file_at(
-        &self,
-        path: impl AsRef<std::path::Path>,
-        now: DateTime<Utc>,
-    ) -> Result<String, RebuildError> {
-        let path = self.check_readable_at(path, now)?;
-        rebuild_at(&std::fs::read_to_string(path)?, now)
-    }
 }
 
 /// Reads an offloaded file and rebuilds the original `CallToolResult` JSON.

@@ -21,6 +21,13 @@ impl Weigh for RawCall {
     }
 }
 
+/// Whether a tool declared an `outputSchema`.
+impl Weigh for bool {
+    fn weight(&self) -> usize {
+        1
+    }
+}
+
 /// Calls by JSON-RPC id.
 impl Weigh for Vec<(Value, RawCall)> {
     fn weight(&self) -> usize {

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub max_request_bytes: usize,
     pub sessions: ProxySessions,
     pub tasks: TaskCalls,
+    /// Whether each tool declared an `outputSchema` (from `tools/list`).
+    pub output_schemas: Memo<bool>,
     pub unanswered: Unanswered,
     pub buffers: BufferBudget,
     /// The layer's one cleanup task, once started: by the first request
@@ -179,6 +181,7 @@ impl Shared {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             sessions: ProxySessions::new(DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_PROXY_SESSION_TTL),
             tasks: TaskCalls::new(TASK_BOUNDS),
+            output_schemas: Memo::new(OUTPUT_SCHEMA_BOUNDS),
             unanswered: Unanswered::new(UNANSWERED_BOUNDS),
             cleanup: OnceLock::new(),
             serving: Serving::new(ExtractLimits::default(), BindingKey::random(), None),
@@ -200,13 +203,17 @@ impl Shared {
                 let mut call = w.call.to_call();
                 call.owner.clone_from(&w.owner);
                 call.resource_link = w.resource_link;
+                call.output_schema = self.output_schemas.get(&call.name);
                 let outcome = self.offloader.process_async(&call, result).await;
                 outcome.ok().and_then(|o| o.into_replacement())
             }
             WatchKind::ListTools => {
                 let text = std::str::from_utf8(&result).ok()?;
-                let (out, shadowed) = add_tools(text)?;
+                let (out, shadowed, schemas) = add_tools(text)?;
                 self.serving.note_shadowed(shadowed);
+                for (tool, declared) in schemas {
+                    self.output_schemas.insert(&tool, declared);
+                }
                 (out != text).then_some(out)
             }
             WatchKind::Capabilities => add_resources_capability(std::str::from_utf8(&result).ok()?),
@@ -309,6 +316,14 @@ impl Shared {
 pub(crate) type TaskCalls = Memo<RawCall>;
 
 /// Bounds of [`TaskCalls`].
+/// Tools whose `outputSchema` is remembered: a server lists tens, a
+/// gateway hundreds; names are cut at 256 characters.
+pub(crate) const OUTPUT_SCHEMA_BOUNDS: Bounds = Bounds {
+    capacity: 4096,
+    max_bytes: 1 << 20,
+    ttl: Duration::from_secs(24 * 3600),
+};
+
 pub(crate) const TASK_BOUNDS: Bounds = Bounds {
     capacity: 10_000,
     max_bytes: 4 << 20,

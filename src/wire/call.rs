@@ -20,6 +20,11 @@ pub struct ToolCall {
     /// file (set by the layer when it serves `resources/read` and the
     /// client's protocol version knows the block; default false).
     pub resource_link: bool,
+    /// Whether the tool declared an `outputSchema` in `tools/list` (the
+    /// layer remembers it per tool name); `None`: not known. It decides
+    /// what an offloaded result's `structuredContent` says (see the
+    /// [`offload`](crate::offload) docs).
+    pub output_schema: Option<bool>,
 }
 
 impl ToolCall {
@@ -30,6 +35,7 @@ impl ToolCall {
             arguments,
             owner: None,
             resource_link: false,
+            output_schema: None,
         }
     }
 

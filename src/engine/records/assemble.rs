@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use crate::engine::rewrite::{META_MARKER, STRUCTURED_MARKER, without_marker};
 use crate::json::Style;
 use crate::wire::mcp::{BlockOut, MAX_CONTENT_BLOCKS, RawObject, RawResult};
 
@@ -31,10 +32,18 @@ impl KeptSource<'_, '_> {
         (at < result.blocks.len()).then(|| result.block_json(at))
     }
 
-    /// A top-level field, raw.
-    fn field(&self, key: &str) -> Option<&str> {
+    /// A top-level field, raw; in the rewritten result, `_meta` without
+    /// the offload marker the rewrite added.
+    fn field(&self, key: &str) -> Option<Cow<'_, str>> {
         let (KeptSource::Original(r) | KeptSource::Rewritten(r)) = *self;
-        r.top.get(key).map(|v| v.get())
+        let raw = r.top.get(key).map(|v| v.get())?;
+        if let (KeptSource::Rewritten(_), "_meta") = (self, key) {
+            let minified = minified(raw);
+            if let Some(stripped) = without_marker(&minified, META_MARKER) {
+                return Some(Cow::Owned(stripped));
+            }
+        }
+        Some(Cow::Borrowed(raw))
     }
 
     /// The text around `structuredContent`'s record array, cut at `at` in
@@ -43,6 +52,7 @@ impl KeptSource<'_, '_> {
         match *self {
             KeptSource::Rewritten(r) => {
                 let slim = minified(r.structured()?.get()).into_owned();
+                let slim = without_marker(&slim, STRUCTURED_MARKER).unwrap_or(slim);
                 (slim.get(at..at + 2) == Some("[]")).then(|| {
                     let after = slim.get(at + 2..).unwrap_or_default().to_owned();
                     (slim.get(..at).unwrap_or_default().to_owned(), after)
@@ -205,11 +215,16 @@ fn resolve(
             Err(e) => BlockOut::Original(*e),
         })
         .collect();
-    let mut fields = Vec::with_capacity(from.fields.len());
+    let mut raws = Vec::with_capacity(from.fields.len());
     for key in &from.fields {
-        let raw = source.field(key).ok_or_else(|| corrupt("kept field"))?;
-        fields.push((key.as_str(), raw));
+        raws.push(source.field(key).ok_or_else(|| corrupt("kept field"))?);
     }
+    let fields: Vec<(&str, &str)> = from
+        .fields
+        .iter()
+        .zip(&raws)
+        .map(|(k, v)| (k.as_str(), v.as_ref()))
+        .collect();
     Ok(envelope.write_over(&blocks, None, &fields))
 }
 

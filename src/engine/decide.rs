@@ -1,0 +1,91 @@
+//! Step 1: inline or offload. The cheap checks first (policy, byte length),
+//! then the parse and the token estimate.
+
+use super::events::PassReason;
+use crate::config::EffectivePolicy;
+use crate::estimate::TokenEstimator;
+use crate::wire::mcp::{RawResult, ResultError};
+
+/// What step 1 decided.
+pub(super) enum Decision<'a> {
+    /// Keep the original bytes.
+    Inline(PassReason),
+    /// Over the threshold: the parsed result and its estimated tokens.
+    Offload(RawResult<'a>, usize),
+}
+
+/// Whether `result` is offloaded under `policy`, and when it is, the result
+/// parsed. `enabled` is the global switch (it names the reason a tool is
+/// not offloaded).
+pub(super) fn decide<'a>(
+    estimator: &dyn TokenEstimator,
+    policy: &EffectivePolicy,
+    enabled: bool,
+    result: &'a [u8],
+) -> Result<Decision<'a>, ResultError> {
+    if !policy.enabled {
+        let reason = if enabled {
+            PassReason::Excluded
+        } else {
+            PassReason::Disabled
+        };
+        return Ok(Decision::Inline(reason));
+    }
+    if surely_under(estimator, policy, result.len()) {
+        return Ok(Decision::Inline(PassReason::UnderThreshold {
+            estimated_tokens: estimator.max_tokens_for_bytes(result.len()),
+        }));
+    }
+    let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
+    let parsed = RawResult::parse(text)?;
+    if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
+        return Ok(Decision::Inline(PassReason::IsError));
+    }
+    let estimated_tokens = content_tokens(estimator, &parsed);
+    let over_bytes = policy
+        .max_tool_output_bytes
+        .is_some_and(|b| content_bytes(&parsed) >= b);
+    if estimated_tokens <= policy.threshold_tokens && !over_bytes {
+        return Ok(Decision::Inline(PassReason::UnderThreshold {
+            estimated_tokens,
+        }));
+    }
+    Ok(Decision::Offload(parsed, estimated_tokens))
+}
+
+/// Whether `len` bytes are sure to stay inline, without looking at them.
+pub(super) fn surely_under(
+    estimator: &dyn TokenEstimator,
+    policy: &EffectivePolicy,
+    len: usize,
+) -> bool {
+    estimator.max_tokens_for_bytes(len) <= policy.threshold_tokens
+        && policy.max_tool_output_bytes.is_none_or(|b| len < b)
+}
+
+/// Estimated tokens of what a model would read: the text blocks, or
+/// `structuredContent`, whichever is larger.
+pub(super) fn content_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> usize {
+    let text: usize = parsed
+        .blocks
+        .iter()
+        .filter_map(|b| b.text.as_deref())
+        .map(|t| estimator.estimate(t))
+        .sum();
+    let structured = parsed
+        .structured()
+        .map_or(0, |s| estimator.estimate(s.get()));
+    text.max(structured)
+}
+
+/// UTF-8 bytes of the content a model would read: the text blocks, or
+/// `structuredContent`, whichever is larger (the byte trigger's measure).
+fn content_bytes(parsed: &RawResult<'_>) -> usize {
+    let text: usize = parsed
+        .blocks
+        .iter()
+        .filter_map(|b| b.text.as_deref())
+        .map(str::len)
+        .sum();
+    text.max(parsed.structured().map_or(0, |s| s.get().len()))
+}

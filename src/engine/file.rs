@@ -1,0 +1,149 @@
+//! The file's contents: its header line (the spec's `OffloadHeader` and
+//! our additions), then the records, in one buffer.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::descriptor::{Detail, HEADER_TYPE, OffloadHeader, OffloadedResult};
+use super::rebuild::expiry;
+use super::recipes::Recipe;
+use super::records::{Rebuild, Records, RecordsView};
+use crate::config::OffloadConfig;
+use crate::wire::call::ToolCall;
+
+/// The spec's operation name for a tool: `recall`, `list`, `inject`,
+/// `search`, else the tool name reduced to `[a-z0-9_]` (at most 64 bytes), so
+/// a tool name can never steer a file path.
+pub fn operation_name(tool: &str) -> String {
+    match tool {
+        "recall_memories" => return "recall".into(),
+        "list_memories" => return "list".into(),
+        "inject_context" => return "inject".into(),
+        _ => {}
+    }
+    let lower = tool.to_ascii_lowercase();
+    if lower == "search" || lower.starts_with("search_") || lower.ends_with("_search") {
+        return "search".into();
+    }
+    let mut op: String = lower
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if op.trim_matches('_').is_empty() {
+        op = "tool".into();
+    }
+    op
+}
+
+/// What the header says besides the call and the configuration.
+pub(super) struct HeaderFacts<'a> {
+    pub id: ulid::Ulid,
+    pub count: usize,
+    pub estimated_tokens: usize,
+    pub detail: Detail,
+    pub rebuild: Rebuild,
+    pub recipes: &'a [Recipe],
+}
+
+/// The file's first line.
+pub(super) fn header(call: &ToolCall, config: &OffloadConfig, h: HeaderFacts<'_>) -> OffloadHeader {
+    let created_at: DateTime<Utc> = h.id.datetime().into();
+    let timestamp = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    OffloadHeader {
+        header_type: HEADER_TYPE.to_owned(),
+        operation: operation_name(&call.name),
+        query: call.query().map(str::to_owned),
+        count: h.count,
+        schema_version: config.schema_version.clone(),
+        timestamp: timestamp(created_at),
+        estimated_tokens: h.estimated_tokens,
+        detail: h.detail,
+        tool: Some(call.name.clone()),
+        expires_at: Some(timestamp(expiry(created_at, config.ttl))),
+        rebuild: Some(h.rebuild),
+        recipes: h.recipes.iter().map(|r| r.program.clone()).collect(),
+        owner: call.owner.clone(),
+    }
+}
+
+/// What the caller is told about the file written at `path`: the header
+/// without its rebuild section (which is for the file alone).
+pub(super) fn written(
+    path: PathBuf,
+    header: OffloadHeader,
+    ttl: Duration,
+    id: ulid::Ulid,
+) -> OffloadedResult {
+    OffloadedResult {
+        path,
+        header: OffloadHeader {
+            rebuild: None,
+            ..header
+        },
+        ttl,
+        created_at: id.datetime().into(),
+    }
+}
+
+/// The file's contents: the header line, then the records. Made in the
+/// records' own buffer: it grows by the header's exact length, the records
+/// move up within it and the header is written in front.
+pub(super) struct File {
+    pub bytes: Vec<u8>,
+    /// Where the records start, and how many there are.
+    records_at: usize,
+    count: usize,
+}
+
+impl File {
+    pub(super) fn new(records: Records, header: &OffloadHeader) -> File {
+        let count = records.len();
+        let mut bytes = records.into_body().into_bytes();
+        let body = bytes.len();
+        let header_len = json_len(header);
+        bytes.reserve_exact(header_len + 1);
+        bytes.resize(body + header_len + 1, 0);
+        bytes.copy_within(..body, header_len + 1);
+        // Serialising our own types cannot fail; the slice has the exact room.
+        let _ = serde_json::to_writer(&mut bytes[..header_len], header);
+        bytes[header_len] = b'\n';
+        File {
+            bytes,
+            records_at: header_len + 1,
+            count,
+        }
+    }
+
+    /// The records, as written.
+    pub(super) fn records(&self) -> RecordsView<'_> {
+        // The records were a `String`: still UTF-8 (checked, not assumed).
+        let body = std::str::from_utf8(&self.bytes[self.records_at..]).unwrap_or_default();
+        RecordsView::new(body, self.count)
+    }
+}
+
+/// The length of `value` serialised as compact JSON, without building it.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
