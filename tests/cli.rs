@@ -278,3 +278,21 @@ fn only_the_subcommands_that_offload_read_the_offload_configuration() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// `lro proxy --version` answers as `lro --version` does (desktop
+/// configurations pass it), and `lro proxy --help` names the two tools it
+/// adds and how to hide them.
+#[test]
+fn proxy_version_and_help() {
+    let version = stdout(&lro(&["proxy", "--version"]));
+    assert!(
+        version.trim().ends_with(env!("CARGO_PKG_VERSION")),
+        "{version}"
+    );
+    let gateway = stdout(&lro(&["gateway", "--version"]));
+    assert!(gateway.contains(env!("CARGO_PKG_VERSION")), "{gateway}");
+    let help = stdout(&lro(&["proxy", "--help"]));
+    for needle in ["lro_extract", "lro_list", "--ignore-tool 'lro_*'"] {
+        assert!(help.contains(needle), "{needle} not in:\n{help}");
+    }
+}

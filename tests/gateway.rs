@@ -1815,3 +1815,38 @@ async fn rebuilds_are_byte_exact_for_the_layouts_servers_write() {
         );
     }
 }
+
+/// A streamed answer is logged when its body ends, with the time to its
+/// last byte: the Python server waits 1.5 s between its progress events
+/// and its result, so the answer took at least that long (the log said
+/// `ms=0`, the time to the headers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_is_logged_with_its_whole_time() {
+    let Some(s) = stack() else {
+        return;
+    };
+    let slow = rmcp_call(&s.gateway, None, "slow_records", json!({"count": 300})).await;
+    assert!(!slow.content.is_empty());
+    let log = wait_for_log(&s.gateway_proc, |log| {
+        log.lines()
+            .any(|l| l.contains("text/event-stream") && l.contains("end=\"complete\""))
+    })
+    .await;
+    let line = log
+        .lines()
+        .find(|l| l.contains("text/event-stream") && l.contains("end=\"complete\""))
+        .unwrap_or_else(|| panic!("no complete event-stream line in:\n{log}"));
+    let field = |name: &str| -> u64 {
+        let at = line
+            .find(&format!(" {name}="))
+            .unwrap_or_else(|| panic!("{name} in {line}"));
+        line[at + name.len() + 2..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+    };
+    assert!(field("ms") >= 1500, "{line}");
+    assert!(field("bytes") > 0, "{line}");
+    assert!(field("ms") >= field("ms_to_headers"), "{line}");
+}

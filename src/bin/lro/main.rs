@@ -87,9 +87,18 @@ enum Command {
     Cleanup(files::CleanupArgs),
     /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
     /// the remote server; large results become files on this machine.
+    ///
+    /// It adds two tools to the server's own: lro_extract (runs one of an
+    /// offloaded file's jq recipes, or a jq filter, and answers by pages)
+    /// and lro_list (the files this agent may read). To hide them from the
+    /// agent, pass --ignore-tool 'lro_*' (the files are still written; the
+    /// agent then reads them with its own jq, as the descriptor's recipes
+    /// show).
+    #[command(version)]
     Proxy(Box<proxy::args::ProxyArgs>),
     /// A gateway in front of a remote MCP server for agents on the
     /// network: large results become files served by lro_extract.
+    #[command(version)]
     Gateway(gateway::args::GatewayArgs),
 }
 
