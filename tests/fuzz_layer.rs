@@ -13,7 +13,7 @@
 //! that matches the body or none, trailers and errors passed on.
 //!
 //! Cases: `LRO_FUZZ_CASES` (default 256, about 2 s in a debug build); see `src/fuzz.rs` for running
-//! longer (`LRO_FUZZ_CASES=20000 cargo test --release --test fuzz_layer`),
+//! longer (`LRO_FUZZ_CASES=20000 cargo test --release --test layer fuzz_layer`),
 //! `LRO_FUZZ_SLOW_MS` and `LRO_FUZZ_KNOWN_BUGS`.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -61,8 +61,8 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// A case slower than this fails (and one that takes three times as long
-/// is cut off as a hang).
+/// A case that takes three times as long as this is cut off as a hang
+/// (a deadline against hanging, not a speed requirement).
 fn slow_limit() -> Duration {
     let ms = std::env::var("LRO_FUZZ_SLOW_MS")
         .ok()
@@ -1270,12 +1270,14 @@ fn fuzz_layer() {
         let outcome = rt.block_on(async {
             tokio::time::timeout(limit * 3, run(c, dir.path())).await
         });
-        let took = started.elapsed();
+        // A deadline against a hang only; speed is benches/layer.rs's.
         match outcome {
             Ok(result) => result?,
-            Err(_) => return Err(TestCaseError::fail(format!("hung: no response after {took:?}"))),
+            Err(_) => {
+                let took = started.elapsed();
+                return Err(TestCaseError::fail(format!("hung: no response after {took:?}")));
+            }
         }
-        prop_assert!(took < limit, "slow: {:?}", took);
     });
     eprintln!(
         "fuzz_layer: {} runs, {} byte-identical, {} JSON results and {} events rewritten",
