@@ -101,6 +101,7 @@
 //!   tests, examples and benches.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod cleanup;

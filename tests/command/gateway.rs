@@ -11,9 +11,9 @@
 //!
 //! The example binaries are the ones `cargo test` builds next to this test
 //! (`target/<profile>/examples/`); when one is missing (e.g. `cargo test
-//! --test gateway`), it is built with `cargo build --example NAME`.
+//! --test command gateway`), it is built with `cargo build --example NAME`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -159,12 +159,12 @@ fn newest_source() -> std::time::SystemTime {
 
 /// Path of an example binary built by cargo next to this test binary;
 /// (re)builds it with `cargo build --example` if it is missing or older
-/// than the sources (e.g. after `cargo test --test gateway`, which does not
-/// build examples).
+/// than the sources (e.g. after `cargo test --test command gateway`, which
+/// does not build examples).
 fn example_binary(name: &str) -> PathBuf {
     static BUILD: Mutex<()> = Mutex::new(());
     let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/gateway-xxxx -> target/<profile>
+    // target/<profile>/deps/command-xxxx -> target/<profile>
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)

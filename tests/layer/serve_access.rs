@@ -2,7 +2,7 @@
 //! function, and hostile or careless queries (each a clear tool error
 //! within the extractor's limits, while other requests are served).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -112,7 +112,8 @@ async fn hostile_queries_get_tool_errors_and_others_are_served_meanwhile() {
     let file = file_path(&answer(addr, &recall, &[]).await);
     let hostile = [
         ("def f: f; f", "did not finish"),
-        ("def f: 1 + f; f", "recursed"),
+        // The depth bound, or (on a loaded machine) the time bound first.
+        ("def f: 1 + f; f", "recursed|did not finish"),
         ("repeat(.)", ""),
         ("range(1e12)", ""),
         ("reduce range(64) as $_ (\"x\"; . + .)", "bytes of values"),
@@ -142,7 +143,7 @@ async fn hostile_queries_get_tool_errors_and_others_are_served_meanwhile() {
             text.len()
         );
         if !why.is_empty() {
-            assert!(text.contains(why), "{query}: {text}");
+            assert!(why.split('|').any(|w| text.contains(w)), "{query}: {text}");
         }
     }
     // 20 hostile calls at once: each answered (a tool error: too busy, or
@@ -178,7 +179,10 @@ async fn hostile_queries_get_tool_errors_and_others_are_served_meanwhile() {
     }
     // A first "too many queries": every slot is taken now, by queries that
     // run until their time limit.
-    while !texts.iter().any(|t: &String| t.contains("too many queries")) {
+    while !texts
+        .iter()
+        .any(|t: &String| t.contains("too many queries"))
+    {
         texts.push(next(&mut answers).await);
     }
     let status = answer(addr, &tools_call(2, "status", json!({}), None), &[]).await;
@@ -189,7 +193,12 @@ async fn hostile_queries_get_tool_errors_and_others_are_served_meanwhile() {
     // Served while the slots were still taken: no query had reached its
     // time limit yet when the status answer came.
     while let Ok(v) = answers.try_recv() {
-        texts.push(v["result"]["content"][0]["text"].as_str().unwrap().to_owned());
+        texts.push(
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     assert!(
         !texts.iter().any(|t| t.contains("did not finish")),

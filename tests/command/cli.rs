@@ -2,7 +2,7 @@
 //! binary on files the engine wrote, checked against the engine and the
 //! real `jq`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -319,7 +319,7 @@ fn respace(text: &str, mut seed: u64, line_breaks: bool) -> String {
 
 /// `seed`, or 0 (no whitespace) one time in `n`.
 fn sometimes(seed: u64, n: u64) -> u64 {
-    if seed % n == 0 { 0 } else { seed }
+    if seed.is_multiple_of(n) { 0 } else { seed }
 }
 
 /// `text` as the contents of a JSON string literal, quotes included.

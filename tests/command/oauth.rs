@@ -9,7 +9,7 @@
 //! proxy's loopback callback. The agent is a small JSON-RPC client on the
 //! proxy's stdin and stdout.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! with variables too; paging; and hostile queries end with their error in
 //! time while others are served.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
