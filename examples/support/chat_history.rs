@@ -28,7 +28,7 @@ fn sentence(seed: usize, n: usize) -> String {
 /// The `k`-th large tool answer (of turn `turn`), about `bytes` bytes: a
 /// JSON array of ticket records for even `k`, a plain-text log for odd `k`.
 pub fn large_tool_output(turn: usize, k: usize, bytes: usize) -> String {
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         let mut records = Vec::new();
         let mut size = 2;
         let mut i = 0;
@@ -66,7 +66,7 @@ pub fn large_tool_output(turn: usize, k: usize, bytes: usize) -> String {
 /// evenly; `Some(k)` for the `k`-th of them.
 fn large_turn(turn: usize, turns: usize, large: usize) -> Option<usize> {
     let step = (turns / large.max(1)).max(1);
-    (large > 0 && turn % step == 0 && turn / step < large).then_some(turn / step)
+    (large > 0 && turn.is_multiple_of(step) && turn / step < large).then_some(turn / step)
 }
 
 /// An OpenAI Chat Completions history of `turns` turns (each a user

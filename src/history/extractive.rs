@@ -145,21 +145,20 @@ fn tool_names(transcript: &str) -> Vec<String> {
         }
     };
     for line in transcript.lines() {
-        if let Some(rest) = line.strip_prefix("tool (") {
-            if let Some((name, _)) = rest.split_once("):") {
-                add(name);
-            }
+        if let Some(rest) = line.strip_prefix("tool (")
+            && let Some((name, _)) = rest.split_once("):")
+        {
+            add(name);
         }
         let mut rest = line;
         while let Some(at) = rest.find("calls ") {
             rest = &rest[at + 6..];
-            if let Some((name, _)) = rest.split_once('(') {
-                if name
+            if let Some((name, _)) = rest.split_once('(')
+                && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
-                {
-                    add(name);
-                }
+            {
+                add(name);
             }
         }
     }

@@ -45,7 +45,7 @@ pub fn obj(members: Vec<(&str, J)>) -> J {
 pub fn escaped(text: &str, variant: u8) -> String {
     let literal = serde_json::to_string(text).unwrap_or_default();
     let inner = &literal[1..literal.len() - 1];
-    if variant % 2 == 0 {
+    if variant.is_multiple_of(2) {
         return inner.to_owned();
     }
     let mut out = String::with_capacity(inner.len() + 16);

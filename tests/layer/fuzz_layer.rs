@@ -14,7 +14,7 @@
 //!
 //! Cases: `LRO_FUZZ_CASES` (default 256, about 2 s in a debug build); see
 //! `tests/fuzz/mod.rs` for running longer
-//! (`LRO_FUZZ_CASES=20000 cargo test --release --test fuzz_layer`) and
+//! (`LRO_FUZZ_CASES=20000 cargo test --release --test layer fuzz_layer`) and
 //! `LRO_FUZZ_SLOW_MS`.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -64,8 +64,8 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// A case slower than this fails (and one that takes three times as long
-/// is cut off as a hang).
+/// A case that takes three times as long as this is cut off as a hang
+/// (a deadline against hanging, not a speed requirement).
 fn slow_limit() -> Duration {
     let ms = std::env::var("LRO_FUZZ_SLOW_MS")
         .ok()
@@ -318,7 +318,7 @@ fn respace(text: &str, mut seed: u64, line_breaks: bool) -> String {
 
 /// `seed`, or 0 (no whitespace) one time in `n`.
 fn sometimes(seed: u64, n: u64) -> u64 {
-    if seed % n == 0 { 0 } else { seed }
+    if seed.is_multiple_of(n) { 0 } else { seed }
 }
 
 /// `text` as the contents of a JSON string literal, quotes included.
@@ -1253,12 +1253,14 @@ fn fuzz_layer() {
         let outcome = rt.block_on(async {
             tokio::time::timeout(limit * 3, run(c, dir.path())).await
         });
-        let took = started.elapsed();
+        // A deadline against a hang only; speed is benches/layer.rs's.
         match outcome {
             Ok(result) => result?,
-            Err(_) => return Err(TestCaseError::fail(format!("hung: no response after {took:?}"))),
+            Err(_) => {
+                let took = started.elapsed();
+                return Err(TestCaseError::fail(format!("hung: no response after {took:?}")));
+            }
         }
-        prop_assert!(took < limit, "slow: {:?}", took);
     });
     eprintln!(
         "fuzz_layer: {} runs, {} byte-identical, {} JSON results and {} events rewritten",

@@ -1,6 +1,6 @@
 //! The token heuristics against a real BPE (OpenAI o200k via `bpe-openai`).
 //! The error table in `src/engine/estimate.rs` comes from this test's output
-//! (`cargo test --test estimate_calibration -- --nocapture`).
+//! (`cargo test --test engine estimate_calibration -- --nocapture`).
 
 use tower_lro::descriptor::Detail;
 use tower_lro::estimate::{CharsPerTokenEstimator, ScriptAwareEstimator, TokenEstimator};

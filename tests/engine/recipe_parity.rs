@@ -4,9 +4,8 @@
 //! with the default parameters and with other values (an existing
 //! namespace, a keyword holding `"` and `'`).
 
-mod common;
-#[path = "common/shapes.rs"]
-mod shapes;
+use crate::common;
+use crate::shapes;
 
 use std::process::Command;
 

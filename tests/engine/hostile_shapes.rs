@@ -7,7 +7,7 @@
 //!
 //! Peak memory is measured by `benches/memory.rs`, not here.
 
-mod common;
+use crate::common;
 
 use common::{FullDisk, file_records, json_stream, require_jq, run_recipe};
 use proptest::prelude::*;

@@ -9,7 +9,7 @@
 //! proxy's loopback callback. The agent is a small JSON-RPC client on the
 //! proxy's stdin and stdout.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -440,13 +440,39 @@ async fn an_expired_token_is_refreshed_without_a_browser() {
     let Some((world, before)) = signed_in(2).await else {
         return;
     };
-    // Past the access token's 2 s life at the provider.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    until_expired(&world, before["access_token"].as_str().unwrap()).await;
     session(&world, &[], &[]).await;
     let (_, after) = stored(&world, "_tokens.json");
     assert_eq!(sign_ins(&world).len(), 1, "refreshed, not signed in again");
     assert_ne!(after["access_token"], before["access_token"], "a new token");
     assert!(after["refresh_token"].is_string());
+}
+
+/// Waits until the provider says `token` has expired (its introspection
+/// answers `active: false`), polling every 50 ms; fails the test after 10 s.
+/// The worlds' tokens live 2 s: this waits until that precise moment, not
+/// a fixed time past it.
+async fn until_expired(world: &World, token: &str) {
+    let http = reqwest::Client::new();
+    for _ in 0..200 {
+        let v: Value = http
+            .post(format!("{}/token/introspection", world.issuer))
+            .header("authorization", RS_BASIC)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={}", urlencode(token)))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["active"] != true {
+            return;
+        }
+        // The provider's clock moving on: polled on the wall clock.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the access token is still active after 10 s");
 }
 
 /// Revokes `token` at the provider as the proxy's own (public) client.
@@ -852,8 +878,7 @@ async fn after_a_sleep_an_expired_token_and_a_dropped_session_both_recover() {
     for id in world.session_ids().await {
         world.sessions.close_session(&id).await.unwrap();
     }
-    // Past the access token's 2 s life at the provider.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    until_expired(&world, before["access_token"].as_str().unwrap()).await;
     let again = agent.status(3).await;
     assert_eq!(again["result"], first["result"], "{again}");
     // With a new token and a new session, the file made before is still

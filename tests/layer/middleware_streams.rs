@@ -6,7 +6,7 @@
 //! `Debug` output of the public types (never a session id, a tool argument
 //! or result data).
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::pin::Pin;

@@ -11,9 +11,9 @@
 //!
 //! The example binaries are the ones `cargo test` builds next to this test
 //! (`target/<profile>/examples/`); when one is missing (e.g. `cargo test
-//! --test gateway`), it is built with `cargo build --example NAME`.
+//! --test command gateway`), it is built with `cargo build --example NAME`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -79,6 +79,7 @@ fn spawn_ready(name: &str, mut cmd: Command, prefix: &str, timeout: Duration) ->
     let stderr_pipe = child.stderr.take().expect("piped stderr");
     let stderr = Arc::new(Mutex::new(String::new()));
     let sink = stderr.clone();
+    let (stderr_done, stderr_ended) = mpsc::channel::<()>();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stderr_pipe);
         let mut line = Vec::new();
@@ -89,6 +90,7 @@ fn spawn_ready(name: &str, mut cmd: Command, prefix: &str, timeout: Duration) ->
             }
             line.clear();
         }
+        drop(stderr_done);
     });
     let (tx, rx) = mpsc::channel();
     let prefix_owned = prefix.to_owned();
@@ -109,8 +111,11 @@ fn spawn_ready(name: &str, mut cmd: Command, prefix: &str, timeout: Duration) ->
         Ok(rest) => (proc, rest),
         Err(_) => {
             let status = proc.child.try_wait().ok().flatten();
-            // Give the stderr thread a moment to collect the last lines.
-            std::thread::sleep(Duration::from_millis(200));
+            // Stop the child and let the stderr thread read its last lines
+            // (it ends at the pipe's end; 5 s at most, should a grandchild
+            // hold the pipe open).
+            let _ = proc.child.kill();
+            let _ = stderr_ended.recv_timeout(Duration::from_secs(5));
             panic!(
                 "{name} did not print `{prefix}` within {timeout:?} (exit status: {status:?})\nstderr:\n{}",
                 proc.stderr()
@@ -155,12 +160,12 @@ fn newest_source() -> std::time::SystemTime {
 
 /// Path of an example binary built by cargo next to this test binary;
 /// (re)builds it with `cargo build --example` if it is missing or older
-/// than the sources (e.g. after `cargo test --test gateway`, which does not
-/// build examples).
+/// than the sources (e.g. after `cargo test --test command gateway`, which
+/// does not build examples).
 fn example_binary(name: &str) -> PathBuf {
     static BUILD: Mutex<()> = Mutex::new(());
     let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/gateway-xxxx -> target/<profile>
+    // target/<profile>/deps/command-xxxx -> target/<profile>
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
@@ -1617,8 +1622,17 @@ async fn slow_and_idle_clients_are_closed_and_the_cap_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_the_request_in_flight_finish_and_leaves_no_temp_file() {
-    let server_dir = tempfile::tempdir().unwrap();
-    let (_, without) = serve_with_and_without(Mode::StatelessJson, server_dir.path()).await;
+    // The upstream (no layer) tells the test when a call reaches it.
+    let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel();
+    let upstream = axum::Router::new()
+        .route_service("/mcp", common::mcp::mcp_service(Mode::StatelessJson))
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let _ = arrived.send(());
+                next.run(request)
+            },
+        ));
+    let without = common::mcp::serve(upstream).await;
     let dir = tempfile::tempdir().unwrap();
     let (mut gw, addr) = gateway(&format!("http://{without}/mcp"), dir.path());
     let url = format!("http://{addr}/mcp");
@@ -1629,9 +1643,12 @@ async fn sigterm_lets_the_request_in_flight_finish_and_leaves_no_temp_file() {
             .text()
             .await
     });
-    // slow_recall takes 1.5 s: the signal comes while it runs.
-    wait_for_log(&gw, |log| log.contains("gateway started")).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // slow_recall takes 1.5 s: the signal comes while it runs, once the
+    // call has reached the upstream.
+    tokio::time::timeout(Duration::from_secs(30), arrivals.recv())
+        .await
+        .expect("the call reaches the upstream")
+        .unwrap();
     let pid = gw.child.id().to_string();
     let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(killed.success());

@@ -5,9 +5,8 @@
 //! kind of trouble on the layer's side sends the original body on, with an
 //! event. No real model is involved.
 
-#[path = "../examples/support/chat_endpoint.rs"]
-mod chat_endpoint;
-#[path = "../examples/support/chat_history.rs"]
+use crate::chat_endpoint;
+#[path = "../../examples/support/chat_history.rs"]
 mod chat_history;
 
 use std::net::SocketAddr;

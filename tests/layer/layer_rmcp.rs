@@ -1,7 +1,7 @@
 //! The layer in front of a real rmcp server, driven by a real rmcp client
 //! and by raw HTTP, over loopback.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! text of embedded resources, kept blocks and annotations, a small header
 //! line for any input, and the `resource_link` to the file.
 
-mod common;
+use crate::common;
 
 use common::{require_jq, run_recipe};
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! The offload engine end to end: real files, real `jq`, exact rebuilds.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

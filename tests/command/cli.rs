@@ -2,7 +2,7 @@
 //! binary on files the engine wrote, checked against the engine and the
 //! real `jq`; and which subcommands read the offload configuration.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! files written (JSONL recipes run under real `jq`), CJK-aware estimation,
 //! the extractive summarizer and typed errors.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,7 +49,7 @@ fn log_text(turn: usize, n: usize) -> String {
 
 /// The answer of turn `t`: JSON on even turns, text on odd ones.
 fn answer(t: usize) -> String {
-    if t % 2 == 0 {
+    if t.is_multiple_of(2) {
         incidents(t, 150)
     } else {
         log_text(t, 200)

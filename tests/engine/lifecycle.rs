@@ -1,7 +1,7 @@
 //! Level 3 lifecycle without HTTP: the cleanup task, expiry, configuration,
 //! per-tool policy and events.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,9 +2,8 @@
 //! over a fixed budget), true (labels follow the records, recipes use
 //! fields the records have and print something useful) and safe.
 
-mod common;
-#[path = "common/shapes.rs"]
-mod shapes;
+use crate::common;
+use crate::shapes;
 
 use common::{file_header, require_jq, run_recipe};
 use proptest::prelude::*;

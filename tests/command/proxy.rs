@@ -5,8 +5,8 @@
 //! answers in full and the offloading happens once, in the proxy's own
 //! directory.
 
-mod common;
-#[path = "../examples/support/conformance_server.rs"]
+use crate::common;
+#[path = "../../examples/support/conformance_server.rs"]
 mod conformance_server;
 
 use std::path::Path;

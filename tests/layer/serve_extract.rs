@@ -3,7 +3,7 @@
 //! client and raw HTTP, over loopback; answers checked against the true
 //! data.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

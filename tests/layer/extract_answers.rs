@@ -7,7 +7,7 @@
 //! value; all pages together are exactly `jq -c`'s output, run with the
 //! real jq).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! calls, the global buffer cap, write failures, clients that go away,
 //! upstreams that break mid-body.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

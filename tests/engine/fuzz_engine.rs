@@ -27,16 +27,16 @@ use tower_lro::offload::{
 // Shared with the library's fuzz module (`tests/fuzz/mod.rs`), which uses
 // all of them; this test uses part.
 #[allow(dead_code)]
-#[path = "fuzz/bounds.rs"]
+#[path = "../fuzz/bounds.rs"]
 mod bounds;
 #[allow(dead_code)]
-#[path = "fuzz/model.rs"]
+#[path = "../fuzz/model.rs"]
 mod model;
 #[allow(dead_code)]
-#[path = "fuzz/results.rs"]
+#[path = "../fuzz/results.rs"]
 mod results;
 #[allow(dead_code)]
-#[path = "fuzz/values.rs"]
+#[path = "../fuzz/values.rs"]
 mod values;
 
 use bounds::{config, timed};

@@ -5,8 +5,7 @@
 //! not a completion, an endpoint that never answers, a closed port). No real
 //! model is involved.
 
-#[path = "../examples/support/chat_endpoint.rs"]
-mod chat_endpoint;
+use crate::chat_endpoint;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! event at a level an operator sees by default (WARN), and every body the
 //! layer sends carries a length header that matches it, or none.
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -6,9 +6,9 @@
 //! Each client runs as a subprocess (`tests/interop/client.mjs`,
 //! `tests/interop/client.py`), does the same calls against both servers and a
 //! third, corrupted one, and prints JSON; the assertions are all here.
-//! `LRO_INTEROP_DUMP=DIR cargo test --test interop_sdks` keeps that JSON in DIR.
+//! `LRO_INTEROP_DUMP=DIR cargo test --test sdks interop_sdks` keeps that JSON in DIR.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::Path;

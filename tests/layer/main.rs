@@ -1,0 +1,22 @@
+//! The tower layers, over loopback HTTP or in process
+//! (see `tests/README.md`). One test binary for these files, so that the
+//! dependencies are linked once for all of them.
+
+/// The stand-in chat endpoint of the history examples (for
+/// `history_layer` and `history_endpoint`).
+#[path = "../../examples/support/chat_endpoint.rs"]
+mod chat_endpoint;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod extract_answers;
+mod fuzz_layer;
+mod history_endpoint;
+mod history_layer;
+mod hostile;
+mod layer_axum;
+mod layer_faults;
+mod layer_rmcp;
+mod middleware_streams;
+mod serve_access;
+mod serve_extract;
