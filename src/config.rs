@@ -80,6 +80,8 @@ pub const DEFAULT_PREVIEW_CHARS: usize = 200;
 mod load;
 
 pub use load::ConfigError;
+// The loader's parts the history offload's configuration shares.
+#[cfg(feature = "history")]
 pub(crate) use load::{
     EnvValue, RawValue, TomlValue, apply_toml_file, env_vars, integer, parse_toml, prompt_section,
 };

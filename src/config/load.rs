@@ -293,6 +293,8 @@ pub(crate) fn env_vars(prefix: &str) -> Result<Vec<(String, String)>, ConfigErro
 pub(crate) trait RawValue {
     fn boolean(&self, key: &str) -> Result<bool, ConfigError>;
     fn unsigned(&self) -> Option<u64>;
+    /// Used by the history offload's configuration (ratios).
+    #[cfg_attr(not(feature = "history"), allow(dead_code))]
     fn float(&self) -> Option<f64>;
     fn shown(&self) -> String;
     fn string(&self, key: &str) -> Result<String, ConfigError>;

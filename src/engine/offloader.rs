@@ -115,9 +115,19 @@ impl Offloader {
         &self.events
     }
 
+    /// What the pipeline needs, with the id of the file it may write.
+    fn parts(&self) -> pipeline::Parts<'_> {
+        pipeline::Parts {
+            config: &self.config,
+            estimator: &*self.estimator,
+            store: &*self.store,
+            file_id: self.next_file_id(),
+        }
+    }
+
     /// The id of the next file: the one the caller named, else a new ULID
     /// (`Ulid::default()` is the nil id, never what is meant here).
-    pub(super) fn next_file_id(&self) -> ulid::Ulid {
+    fn next_file_id(&self) -> ulid::Ulid {
         match self.file_id {
             Some(id) => id,
             None => ulid::Ulid::new(),
@@ -159,7 +169,7 @@ impl Offloader {
     /// parts are left to the rewritten result and a text's layout is kept
     /// as a small table, never copied (see `records`).
     pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
-        let outcome = pipeline::run(self, call, result);
+        let outcome = pipeline::run(&self.parts(), call, result);
         self.emit(&call.name, result.len(), &outcome);
         outcome
     }
@@ -184,7 +194,7 @@ impl Offloader {
         let name = call.name.clone();
         let call = call.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let outcome = pipeline::run(&this, &call, &result);
+            let outcome = pipeline::run(&this.parts(), &call, &result);
             if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
                 // No one is waiting for this file any more.
                 let _ = std::fs::remove_file(&o.file.path);

@@ -19,15 +19,25 @@ use super::describe::{self, Facts};
 use super::events::PassReason;
 use super::fallback;
 use super::file::{self, File, HeaderFacts};
-use super::offloader::Offloader;
 use super::outcome::{Offloaded, Outcome};
 use super::recipes;
 use super::records::{self, Extraction};
 use super::rewrite::{self, Replacement};
 use super::stats::RecordStats;
-use crate::store;
+use crate::config::OffloadConfig;
+use crate::estimate::TokenEstimator;
+use crate::store::{self, Store};
 use crate::wire::call::ToolCall;
 use crate::wire::mcp::ResultError;
+
+/// What the pipeline needs of an [`Offloader`](super::Offloader): its
+/// configuration, estimator and store, and the id of the file to write.
+pub(super) struct Parts<'a> {
+    pub config: &'a OffloadConfig,
+    pub estimator: &'a dyn TokenEstimator,
+    pub store: &'a dyn Store,
+    pub file_id: ulid::Ulid,
+}
 
 /// One result through the pipeline. (About 90 lines: the steps in order
 /// are the point of this function; each is a call.)
@@ -36,9 +46,9 @@ use crate::wire::mcp::ResultError;
 /// from left the parsed result during the split), and the header goes in
 /// front of the records in their own buffer (see [`File`]), so nothing
 /// here copies the records.
-pub(super) fn run(o: &Offloader, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
+pub(super) fn run(o: &Parts<'_>, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
     let policy = o.config.policy_for(&call.name);
-    let estimator = &*o.estimator;
+    let estimator = o.estimator;
     let (mut parsed, estimated_tokens) =
         match decide::decide(estimator, &policy, o.config.enabled, result)? {
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
@@ -62,10 +72,10 @@ pub(super) fn run(o: &Offloader, call: &ToolCall, result: &[u8]) -> Result<Outco
     let stats = RecordStats::collect(records.view().iter());
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
-    let id = o.next_file_id();
+    let id = o.file_id;
     let header = file::header(
         call,
-        &o.config,
+        o.config,
         HeaderFacts {
             id,
             count: records.len(),

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::session::VERSION_HEADER;
+use super::VERSION_HEADER;
 
 /// One message from the agent, with what the relay needs to know of it.
 pub(super) struct Message {

@@ -193,6 +193,11 @@ struct Shared {
     out: mpsc::UnboundedSender<String>,
 }
 
+/// The header carrying the session id.
+pub(super) const SESSION_HEADER: &str = "mcp-session-id";
+/// The header carrying the negotiated protocol version.
+pub(super) const VERSION_HEADER: &str = "mcp-protocol-version";
+
 /// Runs the proxy until `input` ends, writing to `output`.
 pub async fn run<R, W>(options: ProxyOptions, input: R, output: W) -> Result<(), ProxyError>
 where

@@ -18,13 +18,8 @@ use super::Shared;
 use super::answer::relay_events;
 use super::fresh_token::with_fresh_token;
 use super::upstream::error_kind;
+use super::{SESSION_HEADER, VERSION_HEADER};
 use crate::connect::failure_kind;
-
-/// The header carrying the session id.
-pub(super) const SESSION_HEADER: &str = "mcp-session-id";
-
-/// The header carrying the negotiated protocol version.
-pub(super) const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// How long the end of the session (`DELETE`) may take at exit.
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(5);
