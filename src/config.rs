@@ -459,6 +459,7 @@ mod tests {
         assert!(!c.policy_for("x").enabled);
     }
 
+    // About 100 lines: one case per setter, in one table.
     #[test]
     fn every_setter_writes_its_field_and_nothing_else() {
         let d = OffloadConfig::default();

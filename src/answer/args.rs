@@ -320,6 +320,7 @@ mod tests {
         ExtractArgs::parse(Some(&v)).map_err(|e| e.0)
     }
 
+    // About 90 lines: one case per mistake, in one table.
     #[test]
     fn mistakes_get_messages_that_say_what_to_change() {
         let cases = [

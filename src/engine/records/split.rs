@@ -1,5 +1,8 @@
 //! From a parsed result to records, and the [`Rebuild`] that puts it back.
 //!
+//! (About 650 lines, over the ~600 mark: one pass over a result's blocks,
+//! whose state, `Found`, and the steps that fill it read best together.)
+//!
 //! The steps, in order: the record array of `structuredContent`; each text
 //! block classified (and its JSON shaped) once; the text blocks that copy
 //! structured records; the records of the other text blocks, under the

@@ -14,11 +14,11 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
 
+use super::SESSION_HEADER;
 use super::Shared;
 use super::answer::relay_events;
 use super::fresh_token::with_fresh_token;
 use super::upstream::error_kind;
-use super::SESSION_HEADER;
 use crate::connect::failure_kind;
 
 /// How long the end of the session (`DELETE`) may take at exit.
