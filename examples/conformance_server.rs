@@ -12,7 +12,7 @@
 //! Options: `--port N` (default 3001), `--offload` (put the layer in front,
 //! default threshold), `--threshold N` (with `--offload`: offload results
 //! over N tokens), `--json` (stateless JSON responses instead of SSE
-//! sessions). `tests/conformance.rs` runs the suite the same way in-process.
+//! sessions). `tests/sdks/conformance.rs` runs the suite the same way in-process.
 
 #[path = "support/conformance_server.rs"]
 mod conformance_server;

@@ -13,7 +13,7 @@
 //!
 //! # Accuracy against a real BPE (o200k)
 //!
-//! Measured by `tests/estimate_calibration.rs` on the samples in
+//! Measured by `tests/engine/estimate_calibration.rs` on the samples in
 //! `tests/fixtures/calibration/` (error = estimate / o200k count − 1):
 //!
 //! | sample    | o200k tokens | chars / 4 | error  | script-aware | error  |

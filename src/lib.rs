@@ -27,13 +27,14 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`offload`] | the tower middleware ([`OffloadLayer`], its builder, service, future and bodies), the transport-free engine ([`Offloader`]: one `CallToolResult` in, inline or offloaded out), events, and [`rebuild`](offload::rebuild) (the original result back from a file, exactly) |
+//! | [`offload`] | the tower middleware ([`OffloadLayer`], its builder, service, future and bodies; `BindingKey`: files bound to the caller's credentials), the transport-free engine ([`Offloader`]: one `CallToolResult` in, inline or offloaded out), events, and [`rebuild`](offload::rebuild) (the original result back from a file, exactly) |
 //! | [`config`] | [`OffloadConfig`]: the spec's `[prompt.offload]` keys from TOML and `ATLATL_PROMPT__OFFLOAD__*`, per-tool [`ToolPolicy`] |
 //! | [`descriptor`] | the spec's types: [`OffloadResponse`], [`OffloadHeader`], the summary, the jq recipes, the guidance templates |
 //! | [`store`] | where files live ([`Store`], [`FsStore`]: a private directory, create-new, 0600) and their names and `lro://files/` URIs |
 //! | [`extract`] | [`Extractor`]: a jq [`Query`] over an offload file, in-process (jaq), bounded in time, memory and output, printed as jq 1.6 prints |
 //! | [`estimate`] | [`TokenEstimator`] and the estimators (the spec's `chars / 4`, CJK-aware; exact o200k with feature `o200k`) |
 //! | [`cleanup`] | [`Custodian`]: deletes expired files (the spec's `offload_cleanup`), on demand or as a task |
+//! | [`sse`] | the server-sent-events splitter the layer uses, for proxies that read event streams themselves |
 //! | `history` | (feature `history`) the history offload (MessageOffloadOp): `HistoryOffloader` and `HistoryOffloadLayer` |
 //! | `fixtures` | (feature `fixtures`) deterministic memory records for tests, examples and benches |
 //!
@@ -56,12 +57,13 @@
 //! import each other in a circle.
 //!
 //! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
-//!    never re-serialising a literal.
+//!    never re-serialising a literal; `json::key`, the one object-key reader.
 //! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
-//!    classification of requests and replies (`jsonrpc`), MCP results as raw
-//!    JSON (`mcp`), server-sent events (`sse`).
-//! 3. The transport-free pieces the engine is made of: [`config`],
-//!    [`estimate`], [`store`].
+//!    classification of requests and replies (`jsonrpc`: `request`, `call`,
+//!    `reply`, `served`), MCP results as raw JSON (`mcp`), server-sent
+//!    events (`sse`, whose splitter is public as [`sse`]).
+//! 3. The transport-free pieces the engine is made of: [`config`] (its TOML
+//!    and environment loader in `config/load.rs`), [`estimate`], [`store`].
 //! 4. `engine` — `offloader` (the [`Offloader`] API) and the offload
 //!    pipeline, top to bottom in one place (`pipeline`): `decide` →
 //!    `records` (split, and the layout that puts it back) → `stats` →

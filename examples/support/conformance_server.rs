@@ -1,7 +1,7 @@
 //! An rmcp MCP server with what the server scenarios of the MCP conformance
 //! suite (`@modelcontextprotocol/conformance` 0.1.16) call: the `test_*`
 //! tools, resources and prompts, logging, completion, subscriptions.
-//! Served by `examples/conformance_server.rs` and by `tests/conformance.rs`,
+//! Served by `examples/conformance_server.rs` and by `tests/sdks/conformance.rs`,
 //! which runs the suite against it with and without the offload layer.
 //!
 //! What rmcp 3.9 does not let a handler do is noted where it matters:

@@ -1,6 +1,6 @@
 //! The self-demo shared by the examples: an rmcp client calls a small and a
 //! large tool on an MCP endpoint and prints what it received (and runs one
-//! jq recipe on the offloaded file). `tests/gateway.rs` checks the lines it
+//! jq recipe on the offloaded file). `tests/command/gateway.rs` checks the lines it
 //! prints: `small result (inline): ...`, `large result offloaded: N records
 //! ...`, `file: PATH`, ``recipe `...` ``.
 #![allow(dead_code)]

@@ -21,7 +21,7 @@
 //! `from_entries`, `tostring`, `%`, slices and string repetition behave as
 //! in jq 1.6, and values nested deeper than 256 print as
 //! `<stripped: exceeds max depth>`. Every recipe the engine writes prints,
-//! byte for byte, what `jq` 1.6 prints for it (`tests/extract.rs`).
+//! byte for byte, what `jq` 1.6 prints for it (`tests/engine/extract.rs`).
 //! Known differences, all outside the recipes: regular expressions are
 //! Rust's (`regex-bites`) rather than Oniguruma's, and refused when too
 //! costly (see below); `tostream`, `input`, `inputs`, `env`, `$ENV`,

@@ -275,14 +275,14 @@
 //! * The feature adds the `hyper` client and `hyper-util`; without it, none
 //!   of them is compiled.
 //!
-//! No real model was available to the tests. `tests/history_endpoint.rs`
+//! No real model was available to the tests. `tests/layer/history_endpoint.rs`
 //! drives `EndpointSummarizer` against HTTP servers on 127.0.0.1 speaking
 //! the chat completions API: a stand-in endpoint
 //! (`examples/support/chat_endpoint.rs`) that checks the request's shape
 //! and key and answers a fixed completion built from the transcript, and
 //! small servers that answer an error status, text that is not a
 //! completion, an oversized answer, or nothing in time.
-//! `tests/history_layer.rs` puts the layer in front of the same stand-in
+//! `tests/layer/history_layer.rs` puts the layer in front of the same stand-in
 //! endpoint and drives it with reqwest. Whether a given model's summaries
 //! are good is not tested here.
 //!

@@ -403,7 +403,7 @@
 //!   of the public types shows settings and counts, never session ids,
 //!   tool arguments or result data.
 //!
-//! `tests/hostile.rs` plays a hostile upstream on loopback (stale lengths,
+//! `tests/layer/hostile.rs` plays a hostile upstream on loopback (stale lengths,
 //! compressed answers, server requests reusing the call's id, duplicate
 //! members, lone surrogates, odd SSE framing).
 //!
