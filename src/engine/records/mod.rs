@@ -18,7 +18,7 @@
 //!
 //! Line 1 is read by agents (the guidance points at it), so it holds a few
 //! KB whatever the result (measured: 400-2,100 bytes for the shapes of
-//! `tests/result_fidelity.rs`, at most 6 KB for any of its property cases):
+//! `tests/engine/result_fidelity.rs`, at most 6 KB for any of its property cases):
 //!
 //! * Text layout: a known style, else a `layout` table (the whitespace of
 //!   each kind of gap), else the text itself when short; all texts together
