@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
+use super::{DEFAULT_HEALTH_PATH, DEFAULT_METRICS_PATH, DEFAULT_READY_PATH, Gateway, GatewayOptions, shutdown_signal};
 use clap::{Args, ValueEnum};
 use tower_lro::config::OffloadConfig;
 
@@ -69,6 +69,14 @@ pub struct GatewayArgs {
     /// The health endpoint (GET answers 200 while the gateway runs).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_HEALTH_PATH)]
     health_path: String,
+    /// The readiness endpoint (GET answers 200 while a file can be written
+    /// to the output directory, else 503).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_READY_PATH)]
+    ready_path: String,
+    /// The metrics endpoint (GET answers the metrics in the OpenMetrics
+    /// text format, which Prometheus scrapes).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_METRICS_PATH)]
+    metrics_path: String,
     /// The log format on stderr (RUST_LOG filters; default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -131,6 +139,8 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
     options.limits.response_head_timeout = seconds("--response-timeout", args.response_timeout)?;
     options.limits.shutdown_grace = Duration::from_secs(args.shutdown_grace);
     options.health_path = args.health_path;
+    options.ready_path = args.ready_path;
+    options.metrics_path = args.metrics_path;
     options.max_request_bytes = args.max_request_bytes;
     Ok(options)
 }

@@ -34,6 +34,8 @@ pub(crate) struct Upstream {
     pub(crate) headers: HeaderMap,
     pub(crate) announce: bool,
     pub(crate) response_head_timeout: Duration,
+    /// The upstream latency histogram (to the answer's head).
+    pub(crate) latency: prometheus_client::metrics::histogram::Histogram,
 }
 
 /// Forwards requests to the upstream (see the module docs).
@@ -70,8 +72,11 @@ impl Upstream {
             Ok(request) => request,
             Err(response) => return response,
         };
+        let start = std::time::Instant::now();
         let sent = tokio::time::timeout(self.response_head_timeout, self.client.request(request));
-        match sent.await {
+        let sent = sent.await;
+        self.latency.observe(start.elapsed().as_secs_f64());
+        match sent {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);

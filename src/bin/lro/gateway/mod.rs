@@ -38,6 +38,7 @@ pub mod args;
 mod forward;
 mod limits;
 mod listen;
+mod metrics;
 mod route;
 mod serve;
 mod shutdown;
@@ -56,6 +57,7 @@ pub use shutdown::shutdown_signal;
 
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
+use self::metrics::Metrics;
 use self::route::Router;
 use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
 use tower_lro::cleanup::CleanupHandle;
@@ -69,6 +71,10 @@ type GatewayBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The default health endpoint path.
 pub const DEFAULT_HEALTH_PATH: &str = "/healthz";
+/// The default readiness endpoint path.
+pub const DEFAULT_READY_PATH: &str = "/readyz";
+/// The default metrics endpoint path.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 /// What the gateway serves and forwards to.
 #[derive(Debug, Clone)]
@@ -91,6 +97,10 @@ pub struct GatewayOptions {
     pub limits: Limits,
     /// The health endpoint's path (default [`DEFAULT_HEALTH_PATH`]).
     pub health_path: String,
+    /// The readiness endpoint's path (default [`DEFAULT_READY_PATH`]).
+    pub ready_path: String,
+    /// The metrics endpoint's path (default [`DEFAULT_METRICS_PATH`]).
+    pub metrics_path: String,
     /// Requests up to this many bytes are read to find the tool calls to
     /// watch (default: the layer's, 1 MiB); answers to larger ones pass.
     pub max_request_bytes: Option<usize>,
@@ -108,6 +118,8 @@ impl GatewayOptions {
             connect: ConnectOptions::default(),
             limits: Limits::default(),
             health_path: DEFAULT_HEALTH_PATH.to_owned(),
+            ready_path: DEFAULT_READY_PATH.to_owned(),
+            metrics_path: DEFAULT_METRICS_PATH.to_owned(),
             max_request_bytes: None,
         }
     }
@@ -130,9 +142,10 @@ pub enum GatewayError {
         /// Why.
         source: std::io::Error,
     },
-    /// The health path is not a path, or is the served path.
-    #[error("health path {0:?}: expected a path starting with / other than the served one")]
-    BadHealthPath(String),
+    /// The health, readiness or metrics path is not a path, or is the
+    /// served path or another of them.
+    #[error("{0} path {1:?}: expected a path starting with / other than the served one and the other endpoints'")]
+    BadEndpointPath(&'static str, String),
 }
 
 /// A gateway bound to its address, ready to [`serve`](Gateway::serve).
@@ -151,12 +164,19 @@ impl Gateway {
     pub async fn bind(options: GatewayOptions) -> Result<Gateway, GatewayError> {
         check_upstream(&options.upstream)?;
         let path: Arc<str> = options.upstream.path().into();
-        let health = options.health_path.as_str();
-        if !health.starts_with('/') || health == &*path {
-            return Err(GatewayError::BadHealthPath(options.health_path));
-        }
+        check_endpoints(
+            &path,
+            &[
+                ("health", &options.health_path),
+                ("readiness", &options.ready_path),
+                ("metrics", &options.metrics_path),
+            ],
+        )?;
+        let metrics = Metrics::new();
         let auto_cleanup = options.config.auto_cleanup;
-        let mut layer = OffloadLayer::builder().config(options.config);
+        let mut layer = OffloadLayer::builder()
+            .config(options.config)
+            .event_hook(metrics.event_hook(&path));
         if let Some(n) = options.max_request_bytes {
             layer = layer.max_request_bytes(n);
         }
@@ -167,6 +187,7 @@ impl Gateway {
             headers: options.headers,
             announce: options.announce,
             response_head_timeout: options.limits.response_head_timeout,
+            latency: metrics.upstream_duration(&path),
         };
         let bind = |source| GatewayError::Bind {
             addr: options.listen,
@@ -184,6 +205,10 @@ impl Gateway {
                 service,
                 path,
                 health: options.health_path.into(),
+                ready: options.ready_path.into(),
+                metrics_path: options.metrics_path.into(),
+                metrics,
+                layer: layer.clone(),
             },
             limits: options.limits,
             // The layer's one cleanup task, held to stop it on shutdown: the
@@ -203,6 +228,22 @@ impl Gateway {
     pub fn path(&self) -> &str {
         &self.router.path
     }
+}
+
+/// Each endpoint path starts with `/` and differs from the served path and
+/// from the others (a clash is reported on the later one).
+fn check_endpoints(served: &str, endpoints: &[(&'static str, &String)]) -> Result<(), GatewayError> {
+    for (i, (what, path)) in endpoints.iter().enumerate() {
+        let clash = endpoints
+            .iter()
+            .enumerate()
+            .take(i)
+            .any(|(_, (_, other))| other == path);
+        if !path.starts_with('/') || path.as_str() == served || clash {
+            return Err(GatewayError::BadEndpointPath(what, (*path).clone()));
+        }
+    }
+    Ok(())
 }
 
 /// A short plain-text answer of the gateway's own.
