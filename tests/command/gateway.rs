@@ -68,7 +68,12 @@ impl std::fmt::Debug for Proc {
 /// Spawns `cmd` and waits, at most `timeout`, for a stdout line starting with
 /// `prefix`; returns the process and the rest of that line. Both pipes keep
 /// being drained afterwards, so the child never blocks on a full pipe.
-pub(crate) fn spawn_ready(name: &str, mut cmd: Command, prefix: &str, timeout: Duration) -> (Proc, String) {
+pub(crate) fn spawn_ready(
+    name: &str,
+    mut cmd: Command,
+    prefix: &str,
+    timeout: Duration,
+) -> (Proc, String) {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DEFAULT_HEALTH_PATH, DEFAULT_METRICS_PATH, DEFAULT_READY_PATH, Gateway, GatewayOptions, shutdown_signal};
+use super::{
+    DEFAULT_HEALTH_PATH, DEFAULT_METRICS_PATH, DEFAULT_READY_PATH, Gateway, GatewayOptions,
+    shutdown_signal,
+};
 use clap::{Args, ValueEnum};
 use tower_lro::config::OffloadConfig;
 

@@ -43,7 +43,9 @@ pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0
 
 /// Latency buckets, seconds: 1 ms to ~65 s.
 fn latency() -> Histogram {
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.001, 2.0, 17))
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.001, 2.0, 17,
+    ))
 }
 
 /// All the gateway's metrics and their registry.
@@ -184,7 +186,10 @@ impl Metrics {
             _ => "ok",
         };
         self.requests
-            .get_or_create(&vec![("route", route.to_owned()), ("outcome", outcome.to_owned())])
+            .get_or_create(&vec![
+                ("route", route.to_owned()),
+                ("outcome", outcome.to_owned()),
+            ])
             .inc();
         if status != 404 || route != OTHER_ROUTE {
             self.request_duration
@@ -203,7 +208,10 @@ impl Metrics {
     pub(crate) fn extract(&self, route: &str, ok: bool, seconds: f64) {
         let outcome = if ok { "ok" } else { "error" };
         self.extract_calls
-            .get_or_create(&vec![("route", route.to_owned()), ("outcome", outcome.to_owned())])
+            .get_or_create(&vec![
+                ("route", route.to_owned()),
+                ("outcome", outcome.to_owned()),
+            ])
             .inc();
         self.extract_duration
             .get_or_create(&route_labels(route))
@@ -215,7 +223,10 @@ impl Metrics {
         self.ready.set(i64::from(ok));
         if !ok {
             self.store_errors
-                .get_or_create(&vec![("route", route.to_owned()), ("operation", "probe".to_owned())])
+                .get_or_create(&vec![
+                    ("route", route.to_owned()),
+                    ("operation", "probe".to_owned()),
+                ])
                 .inc();
         }
     }
@@ -312,7 +323,9 @@ mod tests {
             "no_space"
         );
         assert_eq!(
-            write_failure("output directory /x is not private: it is writable by group or others (mode 777)"),
+            write_failure(
+                "output directory /x is not private: it is writable by group or others (mode 777)"
+            ),
             "untrusted"
         );
         assert_eq!(write_failure("something else"), "other");

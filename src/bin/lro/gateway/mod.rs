@@ -144,7 +144,9 @@ pub enum GatewayError {
     },
     /// The health, readiness or metrics path is not a path, or is the
     /// served path or another of them.
-    #[error("{0} path {1:?}: expected a path starting with / other than the served one and the other endpoints'")]
+    #[error(
+        "{0} path {1:?}: expected a path starting with / other than the served one and the other endpoints'"
+    )]
     BadEndpointPath(&'static str, String),
 }
 
@@ -232,7 +234,10 @@ impl Gateway {
 
 /// Each endpoint path starts with `/` and differs from the served path and
 /// from the others (a clash is reported on the later one).
-fn check_endpoints(served: &str, endpoints: &[(&'static str, &String)]) -> Result<(), GatewayError> {
+fn check_endpoints(
+    served: &str,
+    endpoints: &[(&'static str, &String)],
+) -> Result<(), GatewayError> {
     for (i, (what, path)) in endpoints.iter().enumerate() {
         let clash = endpoints
             .iter()

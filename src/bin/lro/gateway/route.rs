@@ -179,7 +179,10 @@ impl Router {
     async fn readiness(&self) -> Response<GatewayBody> {
         let layer = self.layer.clone();
         let probe = tokio::task::spawn_blocking(move || {
-            let name = format!("atlatl-readyprobe-{}.jsonl", ulid::Ulid::new().to_string().to_ascii_lowercase());
+            let name = format!(
+                "atlatl-readyprobe-{}.jsonl",
+                ulid::Ulid::new().to_string().to_ascii_lowercase()
+            );
             let store = layer.offloader().store();
             let path = store.write(&name, b"{}\n").map_err(|e| e.to_string())?;
             std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))
