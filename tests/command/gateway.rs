@@ -130,7 +130,7 @@ pub(crate) fn spawn_ready(
 }
 
 /// Waits until `addr` accepts TCP connections (50 tries, 100 ms apart).
-fn wait_for_port(addr: SocketAddr) {
+pub(crate) fn wait_for_port(addr: SocketAddr) {
     for _ in 0..50 {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return;

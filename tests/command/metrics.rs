@@ -1,11 +1,16 @@
-//! `lro gateway`'s metrics and readiness endpoints, the real binary in
-//! front of the official Python SDK's server, driven by the official Python
-//! SDK client; `/metrics` read by the Prometheus project's own parser
-//! (`prometheus_client`'s OpenMetrics parser, `tests/interop/
-//! metrics_client.py`), whose counters must move by what the calls did.
+//! `lro gateway` for platform teams: routes from a `--config` file, the
+//! metrics and readiness endpoints. The real binary in front of the
+//! official Python SDK's server and the rmcp memory server, driven by the
+//! official Python SDK client (both protocol generations); `/metrics` read
+//! by the Prometheus project's own parser (`prometheus_client`'s
+//! OpenMetrics parser, `tests/interop/metrics_client.py`), whose counters
+//! must move by what the calls did.
 
 use crate::common;
-use crate::gateway::{Proc, gateway_with, http, python_server};
+use crate::gateway::{
+    Proc, gateway_with, http, lro_bin, python_server, spawn_ready, wait_for_port,
+};
+use common::mcp::{Mode, mcp_service, serve_mcp};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -362,4 +367,231 @@ async fn endpoint_paths_are_configurable_and_checked() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("metrics path \"/healthz\""), "{stderr}");
+}
+
+/// `lro gateway --config FILE` with `[[gateway.route]]` tables (and no
+/// `--upstream`); returns it and its address.
+fn gateway_with_routes(config: &Path) -> (Proc, SocketAddr) {
+    let mut cmd = std::process::Command::new(lro_bin());
+    cmd.arg("--config")
+        .arg(config)
+        .args(["gateway", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info");
+    let (proc, rest) = spawn_ready(
+        "lro gateway",
+        cmd,
+        "lro gateway listening on http://",
+        Duration::from_secs(30),
+    );
+    let addr: SocketAddr = rest
+        .split('/')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("gateway printed `{rest}`"));
+    wait_for_port(addr);
+    (proc, addr)
+}
+
+/// Three routes from one file: two to the Python SDK server with their own
+/// thresholds, one to the rmcp server; the Python SDK client over both
+/// protocol generations sees each route's threshold, reads a route's files
+/// through it and not through another; other paths get `404`; the metrics
+/// count by route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_from_one_file_with_their_own_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_python, port)) = python_server(&[]) else {
+        return;
+    };
+    let rmcp = serve_mcp(mcp_service(Mode::StatefulSse), None).await;
+    let out = dir.path().join("files");
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[prompt.offload]
+threshold_tokens = 1600
+ttl_seconds = 600
+output_dir = "{out}"
+
+[[gateway.route]]
+path = "/py-high/mcp"
+upstream = "http://127.0.0.1:{port}/mcp"
+threshold_tokens = 1000000
+
+[[gateway.route]]
+path = "/py/mcp"
+upstream = "http://127.0.0.1:{port}/mcp"
+headers = {{ X-Team = "infra" }}
+
+[[gateway.route]]
+path = "/memory/mcp"
+upstream = "http://{rmcp}/mcp"
+threshold_tokens = 800
+"#,
+            out = out.display()
+        ),
+    )
+    .unwrap();
+    let (gateway, addr) = gateway_with_routes(&config);
+    let url = |route: &str| format!("http://{addr}{route}");
+    let before = scrape(addr).await;
+
+    // The same large result: inline under one route's threshold, a file
+    // under the other's; over both protocol generations.
+    let high = calls(
+        "legacy",
+        &url("/py-high/mcp"),
+        &[("records", json!({"count": 300}))],
+    )
+    .await;
+    let high_text = ok_text(&high["calls"][0]);
+    assert!(
+        high_text.contains("rec_0299"),
+        "inline under /py-high/mcp: {high}"
+    );
+    let py = calls(
+        "auto",
+        &url("/py/mcp"),
+        &[
+            ("records", json!({"count": 300})),
+            (
+                "lro_extract",
+                json!({"file_path": "@0", "query": ".id", "limit": 3}),
+            ),
+            ("echo_headers", json!({})),
+        ],
+    )
+    .await;
+    let descriptor: Value = serde_json::from_str(&ok_text(&py["calls"][0])).unwrap();
+    let py_file = descriptor["file_path"]
+        .as_str()
+        .expect("offloaded under /py/mcp");
+    assert!(
+        Path::new(py_file).starts_with(out.join("route-py-mcp")),
+        "{py_file}: the route's own directory"
+    );
+    assert!(ok_text(&py["calls"][1]).contains("rec_0000"), "{py}");
+    let seen: Value = serde_json::from_str(&ok_text(&py["calls"][2])).unwrap();
+    assert_eq!(seen["x-team"], "infra", "the route's header went upstream");
+    assert_ne!(high["protocolVersion"], py["protocolVersion"]);
+
+    let memory = calls(
+        "legacy",
+        &url("/memory/mcp"),
+        &[
+            ("recall_memories", json!({"query": "cache", "count": 200})),
+            ("lro_extract", json!({"file_path": py_file, "query": ".id"})),
+        ],
+    )
+    .await;
+    let descriptor: Value = serde_json::from_str(&ok_text(&memory["calls"][0])).unwrap();
+    assert!(
+        Path::new(
+            descriptor["file_path"]
+                .as_str()
+                .expect("offloaded under /memory/mcp")
+        )
+        .starts_with(out.join("route-memory-mcp"))
+    );
+    assert_eq!(
+        memory["calls"][1]["ok"]["isError"],
+        json!(true),
+        "another route's file is not readable here: {memory}"
+    );
+
+    for path in ["/nope/mcp", "/mcp", "/py"] {
+        let status = http()
+            .post(url(path))
+            .body("{}")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404, "{path}");
+    }
+
+    let after = scrape(addr).await;
+    let delta =
+        |name: &str, labels: &[(&str, &str)]| after.get(name, labels) - before.get(name, labels);
+    assert_eq!(
+        delta("lro_offloaded_results_total", &[("route", "/py/mcp")]),
+        1.0
+    );
+    assert_eq!(
+        delta("lro_offloaded_results_total", &[("route", "/memory/mcp")]),
+        1.0
+    );
+    assert_eq!(
+        delta("lro_offloaded_results_total", &[("route", "/py-high/mcp")]),
+        0.0
+    );
+    assert_eq!(
+        delta(
+            "lro_passed_through_total",
+            &[("route", "/py-high/mcp"), ("reason", "under_threshold")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        delta(
+            "lro_extract_calls_total",
+            &[("route", "/py/mcp"), ("outcome", "ok")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        delta(
+            "lro_extract_calls_total",
+            &[("route", "/memory/mcp"), ("outcome", "error")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        delta(
+            "lro_gateway_requests_total",
+            &[("route", "other"), ("outcome", "not_found")]
+        ),
+        3.0
+    );
+    assert!(
+        http().get(url("/readyz")).send().await.unwrap().status() == 200,
+        "every route's store is writable"
+    );
+    drop(gateway);
+}
+
+/// `--upstream` and routes in the file together are refused, as is a route
+/// without an upstream; each names what is wrong.
+#[test]
+fn bad_route_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    let run = |text: &str, extra: &[&str]| {
+        std::fs::write(&config, text).unwrap();
+        let out = std::process::Command::new(lro_bin())
+            .arg("--config")
+            .arg(&config)
+            .args(["gateway", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let route = "[[gateway.route]]\npath = \"/a/mcp\"\nupstream = \"http://127.0.0.1:9/mcp\"\n";
+    let e = run(route, &["--upstream", "http://127.0.0.1:9/mcp"]);
+    assert!(e.contains("give one or the other"), "{e}");
+    let e = run("[[gateway.route]]\npath = \"/a/mcp\"\n", &[]);
+    assert!(e.contains("[[gateway.route]] #1: upstream: missing"), "{e}");
+    let e = run(&format!("{route}treshold_tokens = 5\n"), &[]);
+    assert!(e.contains("#1") && e.contains("treshold_tokens"), "{e}");
+    let e = run(&format!("{route}{route}"), &[]);
+    assert!(
+        e.contains("#2: path \"/a/mcp\": served by an earlier route too"),
+        "{e}"
+    );
+    let e = run("", &[]);
+    assert!(e.contains("no route"), "{e}");
 }

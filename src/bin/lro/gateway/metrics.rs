@@ -218,10 +218,9 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// The readiness probe's result.
-    pub(crate) fn probe(&self, route: &str, ok: bool) {
-        self.ready.set(i64::from(ok));
-        if !ok {
+    /// A failed readiness probe of `route`'s store.
+    pub(crate) fn probe_failed(&self, route: &str) {
+        {
             self.store_errors
                 .get_or_create(&vec![
                     ("route", route.to_owned()),

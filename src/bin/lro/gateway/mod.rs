@@ -40,6 +40,7 @@ mod limits;
 mod listen;
 mod metrics;
 mod route;
+mod routes;
 mod serve;
 mod shutdown;
 
@@ -58,7 +59,7 @@ pub use shutdown::shutdown_signal;
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::metrics::Metrics;
-use self::route::Router;
+use self::route::{Route, Router};
 use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
 use tower_lro::cleanup::CleanupHandle;
 use tower_lro::config::OffloadConfig;
@@ -76,19 +77,41 @@ pub const DEFAULT_READY_PATH: &str = "/readyz";
 /// The default metrics endpoint path.
 pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
-/// What the gateway serves and forwards to.
+/// One served path and the upstream it forwards to.
 #[derive(Debug, Clone)]
-pub struct GatewayOptions {
-    /// The upstream MCP endpoint (`http://` or `https://`); the gateway
-    /// serves the same path.
+pub struct RouteOptions {
+    /// The path served (e.g. `/github/mcp`); exact match.
+    pub path: String,
+    /// The upstream MCP endpoint (`http://` or `https://`); requests on
+    /// [`path`](Self::path) go to its path.
     pub upstream: Uri,
-    /// Where to listen (port 0: any free port).
-    pub listen: SocketAddr,
     /// Headers sent with every request upstream (e.g. `Authorization`),
     /// in place of the client's of the same name.
     pub headers: HeaderMap,
-    /// The offload configuration (threshold, output directory, ttl...).
+    /// The offload configuration of this route (threshold, output
+    /// directory, ttl...): its files are readable through it only.
     pub config: OffloadConfig,
+}
+
+impl RouteOptions {
+    /// A route serving the upstream URL's own path, with the defaults.
+    pub fn new(upstream: Uri) -> Self {
+        RouteOptions {
+            path: upstream.path().to_owned(),
+            upstream,
+            headers: HeaderMap::new(),
+            config: OffloadConfig::default(),
+        }
+    }
+}
+
+/// What the gateway serves and forwards to.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// The routes: paths served and their upstreams (at least one).
+    pub routes: Vec<RouteOptions>,
+    /// Where to listen (port 0: any free port).
+    pub listen: SocketAddr,
     /// Whether to register upstream as an LRO proxy (default true).
     pub announce: bool,
     /// How upstream connections are opened (CA file, connect timeout).
@@ -107,13 +130,11 @@ pub struct GatewayOptions {
 }
 
 impl GatewayOptions {
-    /// A gateway to `upstream` on `listen` with the defaults.
-    pub fn new(upstream: Uri, listen: SocketAddr) -> Self {
+    /// A gateway with `routes` on `listen` with the defaults.
+    pub fn new(routes: Vec<RouteOptions>, listen: SocketAddr) -> Self {
         GatewayOptions {
-            upstream,
+            routes,
             listen,
-            headers: HeaderMap::new(),
-            config: OffloadConfig::default(),
             announce: true,
             connect: ConnectOptions::default(),
             limits: Limits::default(),
@@ -145,9 +166,15 @@ pub enum GatewayError {
     /// The health, readiness or metrics path is not a path, or is the
     /// served path or another of them.
     #[error(
-        "{0} path {1:?}: expected a path starting with / other than the served one and the other endpoints'"
+        "{0} path {1:?}: expected a path starting with / other than the served ones and the other endpoints'"
     )]
     BadEndpointPath(&'static str, String),
+    /// A route's path is not a path or is served twice, or there is none.
+    #[error("route path {0:?}: expected a path starting with /, served by one route only")]
+    BadRoutePath(String),
+    /// No route.
+    #[error("no route: give --upstream, or [[gateway.route]] tables in the --config file")]
+    NoRoute,
 }
 
 /// A gateway bound to its address, ready to [`serve`](Gateway::serve).
@@ -156,7 +183,7 @@ pub struct Gateway {
     listener: Listener,
     router: Router,
     limits: Limits,
-    cleanup: Option<CleanupHandle>,
+    cleanup: Vec<CleanupHandle>,
     local_addr: SocketAddr,
 }
 
@@ -164,10 +191,19 @@ impl Gateway {
     /// Checks the options, makes the output directory and the upstream
     /// client, binds the address and starts the cleanup task.
     pub async fn bind(options: GatewayOptions) -> Result<Gateway, GatewayError> {
-        check_upstream(&options.upstream)?;
-        let path: Arc<str> = options.upstream.path().into();
+        if options.routes.is_empty() {
+            return Err(GatewayError::NoRoute);
+        }
+        for (i, route) in options.routes.iter().enumerate() {
+            check_upstream(&route.upstream)?;
+            let twice = options.routes[..i].iter().any(|r| r.path == route.path);
+            if !route.path.starts_with('/') || twice {
+                return Err(GatewayError::BadRoutePath(route.path.clone()));
+            }
+        }
+        let served: Vec<&str> = options.routes.iter().map(|r| r.path.as_str()).collect();
         check_endpoints(
-            &path,
+            &served,
             &[
                 ("health", &options.health_path),
                 ("readiness", &options.ready_path),
@@ -175,22 +211,39 @@ impl Gateway {
             ],
         )?;
         let metrics = Metrics::new();
-        let auto_cleanup = options.config.auto_cleanup;
-        let mut layer = OffloadLayer::builder()
-            .config(options.config)
-            .event_hook(metrics.event_hook(&path));
-        if let Some(n) = options.max_request_bytes {
-            layer = layer.max_request_bytes(n);
+        let client = upstream_client(&options.connect)?;
+        let mut routes = Vec::with_capacity(options.routes.len());
+        let mut cleanup = Vec::new();
+        for route in options.routes {
+            let path: Arc<str> = route.path.into();
+            let auto_cleanup = route.config.auto_cleanup;
+            let mut layer = OffloadLayer::builder()
+                .config(route.config)
+                .event_hook(metrics.event_hook(&path));
+            if let Some(n) = options.max_request_bytes {
+                layer = layer.max_request_bytes(n);
+            }
+            let layer = layer.try_build()?;
+            let upstream = Upstream {
+                client: client.clone(),
+                uri: route.upstream,
+                headers: route.headers,
+                announce: options.announce,
+                response_head_timeout: options.limits.response_head_timeout,
+                latency: metrics.upstream_duration(&path),
+            };
+            // The layer's one cleanup task, held to stop it on shutdown: the
+            // layer is new (no request started its own) and this runs in a
+            // runtime, so it is not refused.
+            if auto_cleanup && let Ok(handle) = layer.spawn_cleanup() {
+                cleanup.push(handle);
+            }
+            routes.push(Route {
+                service: tower_layer::Layer::layer(&layer, Forward(Arc::new(upstream))),
+                path,
+                layer,
+            });
         }
-        let layer = layer.try_build()?;
-        let upstream = Upstream {
-            client: upstream_client(&options.connect)?,
-            uri: options.upstream,
-            headers: options.headers,
-            announce: options.announce,
-            response_head_timeout: options.limits.response_head_timeout,
-            latency: metrics.upstream_duration(&path),
-        };
         let bind = |source| GatewayError::Bind {
             addr: options.listen,
             source,
@@ -200,23 +253,17 @@ impl Gateway {
             .map_err(bind)?;
         let listener = Listener::new(tcp, options.limits.max_connections);
         let local_addr = listener.local_addr().map_err(bind)?;
-        let service = tower_layer::Layer::layer(&layer, Forward(Arc::new(upstream)));
         Ok(Gateway {
             listener,
             router: Router {
-                service,
-                path,
+                routes: routes.into(),
                 health: options.health_path.into(),
                 ready: options.ready_path.into(),
                 metrics_path: options.metrics_path.into(),
                 metrics,
-                layer: layer.clone(),
             },
             limits: options.limits,
-            // The layer's one cleanup task, held to stop it on shutdown: the
-            // layer is new (no request started its own) and this runs in a
-            // runtime, so it is not refused.
-            cleanup: auto_cleanup.then(|| layer.spawn_cleanup().ok()).flatten(),
+            cleanup,
             local_addr,
         })
     }
@@ -226,25 +273,21 @@ impl Gateway {
         self.local_addr
     }
 
-    /// The path it serves (the upstream URL's).
-    pub fn path(&self) -> &str {
-        &self.router.path
+    /// The paths it serves, one per route.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.router.routes.iter().map(|r| &*r.path)
     }
 }
 
-/// Each endpoint path starts with `/` and differs from the served path and
-/// from the others (a clash is reported on the later one).
+/// Each endpoint path starts with `/` and differs from the served paths
+/// and from the others (a clash is reported on the later one).
 fn check_endpoints(
-    served: &str,
+    served: &[&str],
     endpoints: &[(&'static str, &String)],
 ) -> Result<(), GatewayError> {
     for (i, (what, path)) in endpoints.iter().enumerate() {
-        let clash = endpoints
-            .iter()
-            .enumerate()
-            .take(i)
-            .any(|(_, (_, other))| other == path);
-        if !path.starts_with('/') || path.as_str() == served || clash {
+        let clash = endpoints[..i].iter().any(|(_, other)| other == path);
+        if !path.starts_with('/') || served.contains(&path.as_str()) || clash {
             return Err(GatewayError::BadEndpointPath(what, (*path).clone()));
         }
     }

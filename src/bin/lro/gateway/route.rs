@@ -28,12 +28,21 @@ use tower_lro::offload::{OffloadLayer, OffloadService};
 /// (its metrics); larger ones pass unread (the call is a few hundred bytes).
 const EXTRACT_SCAN_BYTES: u64 = 64 << 10;
 
+/// One served path: its offload layer in front of its upstream.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub(crate) service: OffloadService<Forward>,
+    /// The path served.
+    pub(crate) path: Arc<str>,
+    /// The layer, whose store the readiness probe writes to.
+    pub(crate) layer: OffloadLayer,
+}
+
 /// The gateway's request router, shared by all connections.
 #[derive(Debug, Clone)]
 pub(crate) struct Router {
-    pub(crate) service: OffloadService<Forward>,
-    /// The path served (the upstream URL's).
-    pub(crate) path: Arc<str>,
+    /// The routes, by path (exact match; a few, looked through in order).
+    pub(crate) routes: Arc<[Route]>,
     /// The health endpoint's path.
     pub(crate) health: Arc<str>,
     /// The readiness endpoint's path.
@@ -42,8 +51,6 @@ pub(crate) struct Router {
     pub(crate) metrics_path: Arc<str>,
     /// The metrics.
     pub(crate) metrics: Arc<Metrics>,
-    /// The layer, whose store the readiness probe writes to.
-    pub(crate) layer: OffloadLayer,
 }
 
 impl Router {
@@ -66,8 +73,9 @@ impl Router {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-")
             .to_owned();
-        let counted = if path == *self.path {
-            Some(self.path.clone())
+        let route = self.routes.iter().position(|r| *r.path == *path);
+        let counted = if let Some(i) = route {
+            Some(self.routes[i].path.clone())
         } else if [&self.health, &self.ready, &self.metrics_path]
             .iter()
             .any(|p| ***p == *path)
@@ -77,7 +85,7 @@ impl Router {
             Some(OTHER_ROUTE.into())
         };
         let metrics = self.metrics.clone();
-        let response = self.answer(request).await;
+        let response = self.answer(route, request).await;
         if let Some(route) = counted {
             metrics.request(
                 &route,
@@ -110,7 +118,7 @@ impl Router {
         })
     }
 
-    async fn answer<B>(mut self, request: Request<B>) -> Response<GatewayBody>
+    async fn answer<B>(self, route: Option<usize>, request: Request<B>) -> Response<GatewayBody>
     where
         B: Body<Data = bytes::Bytes> + Send + 'static,
         B::Error: Into<BoxError> + Send,
@@ -126,9 +134,12 @@ impl Router {
         if get && path == &*self.metrics_path {
             return self.metrics_answer();
         }
-        if path != &*self.path {
+        let Some(route) = route else {
             return text_response(StatusCode::NOT_FOUND, "not found\n");
-        }
+        };
+        let Route {
+            mut service, path, ..
+        } = self.routes[route].clone();
         let mut request = request.map(|b| b.map_err(Into::into).boxed_unsync());
         let mut extract = false;
         let small = request
@@ -149,7 +160,7 @@ impl Router {
             request = Request::from_parts(parts, full(bytes));
         }
         let start = Instant::now();
-        let response = match self.service.call(request).await {
+        let response = match service.call(request).await {
             Ok(response) => response.map(|b| b.map_err(Into::into).boxed_unsync()),
             Err(never) => match never {},
         };
@@ -168,7 +179,7 @@ impl Router {
             Err(_) => (Bytes::new(), false),
         };
         self.metrics
-            .extract(&self.path, ok, start.elapsed().as_secs_f64());
+            .extract(&path, ok, start.elapsed().as_secs_f64());
         Response::from_parts(parts, full(bytes))
     }
 
@@ -177,28 +188,25 @@ impl Router {
     /// store), else `503`, so a load balancer sends no traffic to a
     /// replica whose offloads would only fall back.
     async fn readiness(&self) -> Response<GatewayBody> {
-        let layer = self.layer.clone();
-        let probe = tokio::task::spawn_blocking(move || {
-            let name = format!(
-                "atlatl-readyprobe-{}.jsonl",
-                ulid::Ulid::new().to_string().to_ascii_lowercase()
-            );
-            let store = layer.offloader().store();
-            let path = store.write(&name, b"{}\n").map_err(|e| e.to_string())?;
-            std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))
-        })
-        .await
-        .unwrap_or_else(|e| Err(format!("probe task: {e}")));
-        self.metrics.probe(&self.path, probe.is_ok());
+        let mut probe = Ok(());
+        for route in self.routes.iter() {
+            let layer = route.layer.clone();
+            let probed = tokio::task::spawn_blocking(move || probe_store(&layer))
+                .await
+                .unwrap_or_else(|e| Err(format!("probe task: {e}")));
+            if let Err(e) = probed {
+                self.metrics.probe_failed(&route.path);
+                tracing::warn!(target: "gateway", route = %route.path, error = %e, "not ready: the output store cannot be written");
+                probe = Err(());
+            }
+        }
+        self.metrics.ready.set(i64::from(probe.is_ok()));
         let (status, body) = match probe {
             Ok(()) => (StatusCode::OK, "{\"status\":\"ready\"}\n"),
-            Err(e) => {
-                tracing::warn!(target: "gateway", error = %e, "not ready: the output store cannot be written");
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "{\"status\":\"not ready\",\"reason\":\"the output store cannot be written\"}\n",
-                )
-            }
+            Err(()) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{\"status\":\"not ready\",\"reason\":\"the output store cannot be written\"}\n",
+            ),
         };
         let mut response = text_response(status, body);
         response.headers_mut().insert(
@@ -217,6 +225,20 @@ impl Router {
         );
         response
     }
+}
+
+/// Writes a small file through the layer's own store and removes it.
+fn probe_store(layer: &OffloadLayer) -> Result<(), String> {
+    let name = format!(
+        "atlatl-readyprobe-{}.jsonl",
+        ulid::Ulid::new().to_string().to_ascii_lowercase()
+    );
+    let path = layer
+        .offloader()
+        .store()
+        .write(&name, b"{}\n")
+        .map_err(|e| e.to_string())?;
+    std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))
 }
 
 /// A whole body.

@@ -103,7 +103,7 @@ impl Drop for OpenConnection {
 /// period, then the rest is cut; the cleanup task stops.
 async fn finish(
     grace: Duration,
-    cleanup: Option<CleanupHandle>,
+    cleanup: Vec<CleanupHandle>,
     graceful: GracefulShutdown,
     mut connections: JoinSet<()>,
 ) {
@@ -115,7 +115,7 @@ async fn finish(
     }
     connections.abort_all();
     while connections.join_next().await.is_some() {}
-    if let Some(cleanup) = cleanup {
+    for cleanup in cleanup {
         cleanup.shutdown().await;
     }
     tracing::info!(target: "gateway", "stopped");
