@@ -6,33 +6,39 @@
 //! MCP client ── HTTP ──► gateway (OffloadLayer) ── http(s) ──► MCP server
 //! ```
 //!
-//! Every request on the upstream URL's path (`POST`, `GET`, `DELETE`) is
-//! forwarded with its headers (`Mcp-Session-Id`, `MCP-Protocol-Version`,
-//! `Last-Event-ID`, ...) minus the hop-by-hop ones, plus the configured
-//! ones; bodies stream both ways, so events reach the client as the server
-//! sends them. Tool results over the threshold become a descriptor and a
-//! JSONL file, which remote agents read through `lro_extract` (the layer
+//! Every request on a route's path (the upstream URL's with `--upstream`,
+//! else the `[[gateway.route]]` tables' of the `--config` file, see
+//! [`routes`]; `POST`, `GET`, `DELETE`) is forwarded to its upstream with
+//! its headers (`Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`,
+//! ...) minus the hop-by-hop ones, plus the configured ones; bodies stream
+//! both ways, so events reach the client as the server sends them. Tool
+//! results over the route's threshold become a descriptor and a JSONL
+//! file, which remote agents read through `lro_extract` (the route's layer
 //! answers it). Upstream, the gateway registers as an LRO proxy (the
-//! `lro-proxy` header and `clientInfo.proxy: true`), so a server running LRO
-//! itself answers in full and the offloading happens once, here.
+//! `lro-proxy` header and `clientInfo.proxy: true`), so a server running
+//! LRO itself answers in full and the offloading happens once, here.
 //!
 //! Client sockets get `TCP_NODELAY`; at most [`Limits::max_connections`]
 //! are served at once; a connection that does not deliver a request head
 //! within [`Limits::header_read_timeout`] (slow or idle) is closed. The
 //! upstream gets [`Limits::response_head_timeout`] to start its answer.
 //! Failures answer `502` or `504` with a body that names no address; the
-//! details go to the log. `GET` on the health path answers `200`. On
-//! shutdown, requests in flight finish (within [`Limits::shutdown_grace`])
-//! and the cleanup task stops.
+//! details go to the log. `GET` on the health path answers `200`; on the
+//! readiness path, `200` while every route's store can be written, else
+//! `503`; on the metrics path, the [`metrics`]. On shutdown, requests in
+//! flight finish (within [`Limits::shutdown_grace`]) and the cleanup tasks
+//! stop.
 //!
 //! [`args`] turns the `lro gateway` command line into [`GatewayOptions`];
 //! [`Gateway::bind`] checks them and binds, [`Gateway::serve`] runs until
 //! [`shutdown_signal`]. The files, one per concern: [`listen`] (accept,
-//! `TCP_NODELAY`, the connection cap), [`limits`], [`route`] (health,
-//! the served path, `404`), [`forward`] (the request upstream and its
-//! answer back), [`serve`] (hyper's connections, the graceful end),
-//! [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway of
-//! their own put `tower_lro::offload::OffloadLayer` in front of their proxy.
+//! `TCP_NODELAY`, the connection cap), [`limits`], [`routes`] (the routes
+//! file), [`route`] (health, readiness, metrics, the served paths, `404`),
+//! [`metrics`] (their names and labels), [`forward`] (the request upstream
+//! and its answer back), [`serve`] (hyper's connections, the graceful
+//! end), [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway
+//! of their own put `tower_lro::offload::OffloadLayer` in front of their
+//! proxy.
 
 pub mod args;
 mod forward;
