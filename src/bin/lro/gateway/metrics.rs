@@ -330,6 +330,8 @@ mod tests {
         assert_eq!(write_failure("something else"), "other");
     }
 
+    /// Names in base units with `_total` on counters; families not yet
+    /// touched are left out.
     #[test]
     fn encoded_names_follow_the_conventions() {
         let m = Metrics::new();
@@ -340,10 +342,11 @@ mod tests {
             "lro_gateway_requests_total{route=\"/mcp\",outcome=\"ok\"} 1",
             "# TYPE lro_gateway_request_duration_seconds histogram",
             "lro_extract_calls_total{route=\"/mcp\",outcome=\"ok\"} 1",
-            "# UNIT lro_offloaded_result_bytes bytes",
+            "lro_extract_duration_seconds_count{route=\"/mcp\"} 1",
             "# EOF",
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }
+        assert!(!text.contains("lro_offloaded_results"), "{text}");
     }
 }
