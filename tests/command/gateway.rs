@@ -911,6 +911,8 @@ fn bad_arguments_are_named() {
         "--header-timeout",
         "--response-timeout",
         "--health-path",
+        "--ready-path",
+        "--metrics-path",
         "--log-format",
         "--no-announce",
         "--max-request-bytes",

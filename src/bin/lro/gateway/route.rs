@@ -24,8 +24,9 @@ use super::metrics::{self, Metrics, OTHER_ROUTE};
 use super::{BoxError, GatewayBody, text_response};
 use tower_lro::offload::{OffloadLayer, OffloadService};
 
-/// Request bodies up to this size are looked at for an `lro_extract` call
-/// (its metrics); larger ones pass unread (the call is a few hundred bytes).
+/// Request bodies up to this size (with a `Content-Length`) are looked at
+/// for an `lro_extract` call (its metrics) when no `Mcp-Name` header names
+/// it; larger ones pass unread (the call is a few hundred bytes).
 const EXTRACT_SCAN_BYTES: u64 = 64 << 10;
 
 /// One served path: its offload layer in front of its upstream.
@@ -141,13 +142,18 @@ impl Router {
             mut service, path, ..
         } = self.routes[route].clone();
         let mut request = request.map(|b| b.map_err(Into::into).boxed_unsync());
-        let mut extract = false;
+        // The 2026-07-28 revision names the method and the tool in headers;
+        // earlier ones only in the body, read when it is small.
+        let mut extract = {
+            let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+            header("mcp-method") == Some("tools/call") && header("mcp-name") == Some("lro_extract")
+        };
         let small = request
             .body()
             .size_hint()
             .exact()
             .is_some_and(|n| n <= EXTRACT_SCAN_BYTES);
-        if request.method() == Method::POST && small {
+        if !extract && request.method() == Method::POST && small {
             let (parts, body) = request.into_parts();
             let bytes = match body.collect().await {
                 Ok(collected) => collected.to_bytes(),
