@@ -40,14 +40,14 @@ use tower_lro::offload::rebuild_file;
 
 /// A child process, killed and reaped on drop; its stderr is kept (capped)
 /// for failure messages.
-struct Proc {
+pub(crate) struct Proc {
     name: String,
     child: Child,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Proc {
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 }
@@ -68,7 +68,12 @@ impl std::fmt::Debug for Proc {
 /// Spawns `cmd` and waits, at most `timeout`, for a stdout line starting with
 /// `prefix`; returns the process and the rest of that line. Both pipes keep
 /// being drained afterwards, so the child never blocks on a full pipe.
-fn spawn_ready(name: &str, mut cmd: Command, prefix: &str, timeout: Duration) -> (Proc, String) {
+pub(crate) fn spawn_ready(
+    name: &str,
+    mut cmd: Command,
+    prefix: &str,
+    timeout: Duration,
+) -> (Proc, String) {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -125,7 +130,7 @@ fn spawn_ready(name: &str, mut cmd: Command, prefix: &str, timeout: Duration) ->
 }
 
 /// Waits until `addr` accepts TCP connections (50 tries, 100 ms apart).
-fn wait_for_port(addr: SocketAddr) {
+pub(crate) fn wait_for_port(addr: SocketAddr) {
     for _ in 0..50 {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return;
@@ -200,7 +205,7 @@ fn example_binary(name: &str) -> PathBuf {
 /// The Python SDK server on a free port (`extra`: `--json`, `--stateless`);
 /// returns it and its port. `None`: skipped (no interop tooling; see
 /// `common::require`).
-fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
+pub(crate) fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
     let dir = common::interop_setup()?;
     let mut cmd = Command::new(dir.join(".venv/bin/python"));
     cmd.arg(dir.join("py_server.py")).arg("0").args(extra);
@@ -218,7 +223,7 @@ fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
 /// The `lro` binary cargo built for this test, or `LRO_TEST_BIN` when set
 /// (a copy of it: with a target directory shared between checkouts,
 /// another build may replace the binary while the tests run).
-fn lro_bin() -> PathBuf {
+pub(crate) fn lro_bin() -> PathBuf {
     std::env::var_os("LRO_TEST_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_lro")))
@@ -231,7 +236,7 @@ fn gateway(upstream: &str, dir: &Path) -> (Proc, SocketAddr) {
 
 /// `lro gateway` in front of `upstream` with `extra` flags; returns it and
 /// the address it listens on.
-fn gateway_with(upstream: &str, dir: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
+pub(crate) fn gateway_with(upstream: &str, dir: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
     let mut cmd = Command::new(lro_bin());
     cmd.args(["gateway", "--upstream", upstream, "--listen", "127.0.0.1:0"])
         .args(["--threshold-tokens", "1600", "--ttl-seconds", "600"])
@@ -289,7 +294,7 @@ fn stack_with(python_args: &[&str]) -> Option<Stack> {
 }
 
 /// Waits (at most 5 s) until the stderr of `proc` satisfies `done`; returns it.
-async fn wait_for_log(proc: &Proc, done: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn wait_for_log(proc: &Proc, done: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let log = proc.stderr();
@@ -318,7 +323,7 @@ fn expected_categories(count: usize) -> BTreeMap<String, u64> {
     m
 }
 
-fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -906,6 +911,8 @@ fn bad_arguments_are_named() {
         "--header-timeout",
         "--response-timeout",
         "--health-path",
+        "--ready-path",
+        "--metrics-path",
         "--log-format",
         "--no-announce",
         "--max-request-bytes",
@@ -917,7 +924,8 @@ fn bad_arguments_are_named() {
     let with = |more: &[&'static str]| [&up[..], &listen[..], more].concat();
     // (arguments, exit status, words the one-line error names)
     let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
-        (listen.to_vec(), 2, vec!["--upstream"]),
+        // No --upstream and no routes file: the gateway's own error.
+        (listen.to_vec(), 1, vec!["--upstream", "[[gateway.route]]"]),
         (
             with(&["--max-request-bytes", "lots"]),
             2,

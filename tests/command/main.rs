@@ -7,5 +7,6 @@ mod common;
 
 mod cli;
 mod gateway;
+mod metrics;
 mod oauth;
 mod proxy;

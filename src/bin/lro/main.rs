@@ -114,7 +114,9 @@ fn main() -> ExitCode {
             logs(args.log_filter(), false);
             proxy::args::run(*args, c)
         }),
-        Command::Gateway(args) => config().and_then(|c| gateway::args::run(args, c)),
+        Command::Gateway(args) => {
+            config().and_then(|c| gateway::args::run(args, c, cli.config.as_deref()))
+        }
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,10 +4,13 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{DEFAULT_HEALTH_PATH, Gateway, GatewayOptions, shutdown_signal};
+use super::{
+    DEFAULT_HEALTH_PATH, DEFAULT_METRICS_PATH, DEFAULT_READY_PATH, Gateway, GatewayOptions,
+    RouteOptions, shutdown_signal,
+};
 use clap::{Args, ValueEnum};
 use tower_lro::config::OffloadConfig;
 
@@ -15,9 +18,10 @@ use tower_lro::config::OffloadConfig;
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
     /// The upstream MCP endpoint (streamable HTTP, http:// or https://);
-    /// the gateway serves the same path.
+    /// the gateway serves the same path. Without it, the routes come from
+    /// the --config file's [[gateway.route]] tables.
     #[arg(long, value_name = "URL")]
-    upstream: String,
+    upstream: Option<String>,
     /// Where to listen, e.g. 127.0.0.1:9000 (port 0: any free port).
     #[arg(long, value_name = "ADDR")]
     listen: SocketAddr,
@@ -69,6 +73,14 @@ pub struct GatewayArgs {
     /// The health endpoint (GET answers 200 while the gateway runs).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_HEALTH_PATH)]
     health_path: String,
+    /// The readiness endpoint (GET answers 200 while a file can be written
+    /// to the output directory, else 503).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_READY_PATH)]
+    ready_path: String,
+    /// The metrics endpoint (GET answers the metrics in the OpenMetrics
+    /// text format, which Prometheus scrapes).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_METRICS_PATH)]
+    metrics_path: String,
     /// The log format on stderr (RUST_LOG filters; default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -84,17 +96,25 @@ enum LogFormat {
 }
 
 /// Runs the gateway until SIGINT or SIGTERM.
-pub fn run(args: GatewayArgs, config: OffloadConfig) -> Result<(), String> {
+pub fn run(
+    args: GatewayArgs,
+    config: OffloadConfig,
+    config_file: Option<&Path>,
+) -> Result<(), String> {
     crate::logs("info", matches!(args.log_format, LogFormat::Json));
-    let options = options(args, config)?;
+    let options = options(args, config, config_file)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     runtime.block_on(async {
         let gateway = Gateway::bind(options).await.map_err(|e| e.to_string())?;
-        let url = format!("http://{}{}", gateway.local_addr(), gateway.path());
-        tracing::info!(target: "gateway", listen = %url, "gateway started");
+        let paths: Vec<&str> = gateway.paths().collect();
+        let url = match paths[..] {
+            [path] => format!("http://{}{path}", gateway.local_addr()),
+            _ => format!("http://{}", gateway.local_addr()),
+        };
+        tracing::info!(target: "gateway", listen = %url, routes = ?paths, "gateway started");
         println!("lro gateway listening on {url}");
         let _ = std::io::stdout().flush();
         gateway.serve(shutdown_signal()).await;
@@ -103,11 +123,11 @@ pub fn run(args: GatewayArgs, config: OffloadConfig) -> Result<(), String> {
 }
 
 /// The gateway's options from the flags over the configuration.
-fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOptions, String> {
-    let upstream = args
-        .upstream
-        .parse()
-        .map_err(|e| format!("--upstream {:?}: {e}", args.upstream))?;
+fn options(
+    args: GatewayArgs,
+    mut config: OffloadConfig,
+    config_file: Option<&Path>,
+) -> Result<GatewayOptions, String> {
     if args.threshold_tokens == Some(0) {
         return Err("--threshold-tokens: must be at least 1".to_owned());
     }
@@ -120,9 +140,41 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
     if let Some(s) = args.ttl_seconds {
         config.ttl = Duration::from_secs(s);
     }
-    let mut options = GatewayOptions::new(upstream, args.listen);
-    options.headers = crate::proxy::args::headers(&args.headers, &[])?;
-    options.config = config;
+    let headers = crate::proxy::args::headers(&args.headers, &[])?;
+    let from_file = match config_file {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("configuration: {}: {e}", file.display()))?;
+            super::routes::routes(&text, file, &config, &headers)
+                .map_err(|e| format!("configuration: {e}"))?
+        }
+        None => Vec::new(),
+    };
+    let routes = match (args.upstream, from_file.is_empty()) {
+        (Some(upstream), true) => {
+            let uri = upstream
+                .parse()
+                .map_err(|e| format!("--upstream {upstream:?}: {e}"))?;
+            let mut route = RouteOptions::new(uri);
+            route.headers = headers;
+            route.config = config;
+            vec![route]
+        }
+        (None, false) => from_file,
+        (Some(_), false) => {
+            return Err(
+                "--upstream and [[gateway.route]] tables in the --config file: give one or the other"
+                    .to_owned(),
+            );
+        }
+        (None, true) => {
+            return Err(
+                "no route: give --upstream URL, or [[gateway.route]] tables in the --config file"
+                    .to_owned(),
+            );
+        }
+    };
+    let mut options = GatewayOptions::new(routes, args.listen);
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert;
     options.connect.connect_timeout = seconds("--connect-timeout", args.connect_timeout)?;
@@ -131,6 +183,8 @@ fn options(args: GatewayArgs, mut config: OffloadConfig) -> Result<GatewayOption
     options.limits.response_head_timeout = seconds("--response-timeout", args.response_timeout)?;
     options.limits.shutdown_grace = Duration::from_secs(args.shutdown_grace);
     options.health_path = args.health_path;
+    options.ready_path = args.ready_path;
+    options.metrics_path = args.metrics_path;
     options.max_request_bytes = args.max_request_bytes;
     Ok(options)
 }

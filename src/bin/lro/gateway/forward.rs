@@ -34,6 +34,8 @@ pub(crate) struct Upstream {
     pub(crate) headers: HeaderMap,
     pub(crate) announce: bool,
     pub(crate) response_head_timeout: Duration,
+    /// The upstream latency histogram (to the answer's head).
+    pub(crate) latency: prometheus_client::metrics::histogram::Histogram,
 }
 
 /// Forwards requests to the upstream (see the module docs).
@@ -70,8 +72,11 @@ impl Upstream {
             Ok(request) => request,
             Err(response) => return response,
         };
+        let start = std::time::Instant::now();
         let sent = tokio::time::timeout(self.response_head_timeout, self.client.request(request));
-        match sent.await {
+        let sent = sent.await;
+        self.latency.observe(start.elapsed().as_secs_f64());
+        match sent {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
@@ -88,8 +93,8 @@ impl Upstream {
         }
     }
 
-    /// The request as it goes upstream: the upstream's scheme and host, the
-    /// client's path and query, hop-by-hop headers out, ours in.
+    /// The request as it goes upstream: the upstream's scheme, host and
+    /// path, the client's query, hop-by-hop headers out, ours in.
     async fn upstream_request<B>(
         &self,
         request: Request<B>,
@@ -121,11 +126,13 @@ impl Upstream {
         Ok(Request::from_parts(parts, body))
     }
 
-    /// The upstream URI of a request target.
+    /// The upstream URI of a request target: the upstream's path (the
+    /// route's path may differ from it) and the client's query.
     fn target(&self, uri: &Uri) -> Result<Uri, http::Error> {
-        let path_and_query = uri
-            .path_and_query()
-            .map_or(self.uri.path(), |pq| pq.as_str());
+        let path_and_query = match uri.query() {
+            Some(query) => format!("{}?{query}", self.uri.path()),
+            None => self.uri.path().to_owned(),
+        };
         let mut target = Uri::builder().path_and_query(path_and_query);
         if let Some(scheme) = self.uri.scheme() {
             target = target.scheme(scheme.clone());

@@ -6,39 +6,47 @@
 //! MCP client ── HTTP ──► gateway (OffloadLayer) ── http(s) ──► MCP server
 //! ```
 //!
-//! Every request on the upstream URL's path (`POST`, `GET`, `DELETE`) is
-//! forwarded with its headers (`Mcp-Session-Id`, `MCP-Protocol-Version`,
-//! `Last-Event-ID`, ...) minus the hop-by-hop ones, plus the configured
-//! ones; bodies stream both ways, so events reach the client as the server
-//! sends them. Tool results over the threshold become a descriptor and a
-//! JSONL file, which remote agents read through `lro_extract` (the layer
+//! Every request on a route's path (the upstream URL's with `--upstream`,
+//! else the `[[gateway.route]]` tables' of the `--config` file, see
+//! [`routes`]; `POST`, `GET`, `DELETE`) is forwarded to its upstream with
+//! its headers (`Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`,
+//! ...) minus the hop-by-hop ones, plus the configured ones; bodies stream
+//! both ways, so events reach the client as the server sends them. Tool
+//! results over the route's threshold become a descriptor and a JSONL
+//! file, which remote agents read through `lro_extract` (the route's layer
 //! answers it). Upstream, the gateway registers as an LRO proxy (the
-//! `lro-proxy` header and `clientInfo.proxy: true`), so a server running LRO
-//! itself answers in full and the offloading happens once, here.
+//! `lro-proxy` header and `clientInfo.proxy: true`), so a server running
+//! LRO itself answers in full and the offloading happens once, here.
 //!
 //! Client sockets get `TCP_NODELAY`; at most [`Limits::max_connections`]
 //! are served at once; a connection that does not deliver a request head
 //! within [`Limits::header_read_timeout`] (slow or idle) is closed. The
 //! upstream gets [`Limits::response_head_timeout`] to start its answer.
 //! Failures answer `502` or `504` with a body that names no address; the
-//! details go to the log. `GET` on the health path answers `200`. On
-//! shutdown, requests in flight finish (within [`Limits::shutdown_grace`])
-//! and the cleanup task stops.
+//! details go to the log. `GET` on the health path answers `200`; on the
+//! readiness path, `200` while every route's store can be written, else
+//! `503`; on the metrics path, the [`metrics`]. On shutdown, requests in
+//! flight finish (within [`Limits::shutdown_grace`]) and the cleanup tasks
+//! stop.
 //!
 //! [`args`] turns the `lro gateway` command line into [`GatewayOptions`];
 //! [`Gateway::bind`] checks them and binds, [`Gateway::serve`] runs until
 //! [`shutdown_signal`]. The files, one per concern: [`listen`] (accept,
-//! `TCP_NODELAY`, the connection cap), [`limits`], [`route`] (health,
-//! the served path, `404`), [`forward`] (the request upstream and its
-//! answer back), [`serve`] (hyper's connections, the graceful end),
-//! [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway of
-//! their own put `tower_lro::offload::OffloadLayer` in front of their proxy.
+//! `TCP_NODELAY`, the connection cap), [`limits`], [`routes`] (the routes
+//! file), [`route`] (health, readiness, metrics, the served paths, `404`),
+//! [`metrics`] (their names and labels), [`forward`] (the request upstream
+//! and its answer back), [`serve`] (hyper's connections, the graceful
+//! end), [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway
+//! of their own put `tower_lro::offload::OffloadLayer` in front of their
+//! proxy.
 
 pub mod args;
 mod forward;
 mod limits;
 mod listen;
+mod metrics;
 mod route;
+mod routes;
 mod serve;
 mod shutdown;
 
@@ -56,7 +64,8 @@ pub use shutdown::shutdown_signal;
 
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
-use self::route::Router;
+use self::metrics::Metrics;
+use self::route::{Route, Router};
 use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
 use tower_lro::cleanup::CleanupHandle;
 use tower_lro::config::OffloadConfig;
@@ -69,20 +78,46 @@ type GatewayBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The default health endpoint path.
 pub const DEFAULT_HEALTH_PATH: &str = "/healthz";
+/// The default readiness endpoint path.
+pub const DEFAULT_READY_PATH: &str = "/readyz";
+/// The default metrics endpoint path.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
+
+/// One served path and the upstream it forwards to.
+#[derive(Debug, Clone)]
+pub struct RouteOptions {
+    /// The path served (e.g. `/github/mcp`); exact match.
+    pub path: String,
+    /// The upstream MCP endpoint (`http://` or `https://`); requests on
+    /// [`path`](Self::path) go to its path.
+    pub upstream: Uri,
+    /// Headers sent with every request upstream (e.g. `Authorization`),
+    /// in place of the client's of the same name.
+    pub headers: HeaderMap,
+    /// The offload configuration of this route (threshold, output
+    /// directory, ttl...): its files are readable through it only.
+    pub config: OffloadConfig,
+}
+
+impl RouteOptions {
+    /// A route serving the upstream URL's own path, with the defaults.
+    pub fn new(upstream: Uri) -> Self {
+        RouteOptions {
+            path: upstream.path().to_owned(),
+            upstream,
+            headers: HeaderMap::new(),
+            config: OffloadConfig::default(),
+        }
+    }
+}
 
 /// What the gateway serves and forwards to.
 #[derive(Debug, Clone)]
 pub struct GatewayOptions {
-    /// The upstream MCP endpoint (`http://` or `https://`); the gateway
-    /// serves the same path.
-    pub upstream: Uri,
+    /// The routes: paths served and their upstreams (at least one).
+    pub routes: Vec<RouteOptions>,
     /// Where to listen (port 0: any free port).
     pub listen: SocketAddr,
-    /// Headers sent with every request upstream (e.g. `Authorization`),
-    /// in place of the client's of the same name.
-    pub headers: HeaderMap,
-    /// The offload configuration (threshold, output directory, ttl...).
-    pub config: OffloadConfig,
     /// Whether to register upstream as an LRO proxy (default true).
     pub announce: bool,
     /// How upstream connections are opened (CA file, connect timeout).
@@ -91,23 +126,27 @@ pub struct GatewayOptions {
     pub limits: Limits,
     /// The health endpoint's path (default [`DEFAULT_HEALTH_PATH`]).
     pub health_path: String,
+    /// The readiness endpoint's path (default [`DEFAULT_READY_PATH`]).
+    pub ready_path: String,
+    /// The metrics endpoint's path (default [`DEFAULT_METRICS_PATH`]).
+    pub metrics_path: String,
     /// Requests up to this many bytes are read to find the tool calls to
     /// watch (default: the layer's, 1 MiB); answers to larger ones pass.
     pub max_request_bytes: Option<usize>,
 }
 
 impl GatewayOptions {
-    /// A gateway to `upstream` on `listen` with the defaults.
-    pub fn new(upstream: Uri, listen: SocketAddr) -> Self {
+    /// A gateway with `routes` on `listen` with the defaults.
+    pub fn new(routes: Vec<RouteOptions>, listen: SocketAddr) -> Self {
         GatewayOptions {
-            upstream,
+            routes,
             listen,
-            headers: HeaderMap::new(),
-            config: OffloadConfig::default(),
             announce: true,
             connect: ConnectOptions::default(),
             limits: Limits::default(),
             health_path: DEFAULT_HEALTH_PATH.to_owned(),
+            ready_path: DEFAULT_READY_PATH.to_owned(),
+            metrics_path: DEFAULT_METRICS_PATH.to_owned(),
             max_request_bytes: None,
         }
     }
@@ -130,9 +169,18 @@ pub enum GatewayError {
         /// Why.
         source: std::io::Error,
     },
-    /// The health path is not a path, or is the served path.
-    #[error("health path {0:?}: expected a path starting with / other than the served one")]
-    BadHealthPath(String),
+    /// The health, readiness or metrics path is not a path, or is the
+    /// served path or another of them.
+    #[error(
+        "{0} path {1:?}: expected a path starting with / other than the served ones and the other endpoints'"
+    )]
+    BadEndpointPath(&'static str, String),
+    /// A route's path is not a path or is served twice, or there is none.
+    #[error("route path {0:?}: expected a path starting with /, served by one route only")]
+    BadRoutePath(String),
+    /// No route.
+    #[error("no route: give --upstream, or [[gateway.route]] tables in the --config file")]
+    NoRoute,
 }
 
 /// A gateway bound to its address, ready to [`serve`](Gateway::serve).
@@ -141,7 +189,7 @@ pub struct Gateway {
     listener: Listener,
     router: Router,
     limits: Limits,
-    cleanup: Option<CleanupHandle>,
+    cleanup: Vec<CleanupHandle>,
     local_addr: SocketAddr,
 }
 
@@ -149,25 +197,59 @@ impl Gateway {
     /// Checks the options, makes the output directory and the upstream
     /// client, binds the address and starts the cleanup task.
     pub async fn bind(options: GatewayOptions) -> Result<Gateway, GatewayError> {
-        check_upstream(&options.upstream)?;
-        let path: Arc<str> = options.upstream.path().into();
-        let health = options.health_path.as_str();
-        if !health.starts_with('/') || health == &*path {
-            return Err(GatewayError::BadHealthPath(options.health_path));
+        if options.routes.is_empty() {
+            return Err(GatewayError::NoRoute);
         }
-        let auto_cleanup = options.config.auto_cleanup;
-        let mut layer = OffloadLayer::builder().config(options.config);
-        if let Some(n) = options.max_request_bytes {
-            layer = layer.max_request_bytes(n);
+        for (i, route) in options.routes.iter().enumerate() {
+            check_upstream(&route.upstream)?;
+            let twice = options.routes[..i].iter().any(|r| r.path == route.path);
+            if !route.path.starts_with('/') || twice {
+                return Err(GatewayError::BadRoutePath(route.path.clone()));
+            }
         }
-        let layer = layer.try_build()?;
-        let upstream = Upstream {
-            client: upstream_client(&options.connect)?,
-            uri: options.upstream,
-            headers: options.headers,
-            announce: options.announce,
-            response_head_timeout: options.limits.response_head_timeout,
-        };
+        let served: Vec<&str> = options.routes.iter().map(|r| r.path.as_str()).collect();
+        check_endpoints(
+            &served,
+            &[
+                ("health", &options.health_path),
+                ("readiness", &options.ready_path),
+                ("metrics", &options.metrics_path),
+            ],
+        )?;
+        let metrics = Metrics::new();
+        let client = upstream_client(&options.connect)?;
+        let mut routes = Vec::with_capacity(options.routes.len());
+        let mut cleanup = Vec::new();
+        for route in options.routes {
+            let path: Arc<str> = route.path.into();
+            let auto_cleanup = route.config.auto_cleanup;
+            let mut layer = OffloadLayer::builder()
+                .config(route.config)
+                .event_hook(metrics.event_hook(&path));
+            if let Some(n) = options.max_request_bytes {
+                layer = layer.max_request_bytes(n);
+            }
+            let layer = layer.try_build()?;
+            let upstream = Upstream {
+                client: client.clone(),
+                uri: route.upstream,
+                headers: route.headers,
+                announce: options.announce,
+                response_head_timeout: options.limits.response_head_timeout,
+                latency: metrics.upstream_duration(&path),
+            };
+            // The layer's one cleanup task, held to stop it on shutdown: the
+            // layer is new (no request started its own) and this runs in a
+            // runtime, so it is not refused.
+            if auto_cleanup && let Ok(handle) = layer.spawn_cleanup() {
+                cleanup.push(handle);
+            }
+            routes.push(Route {
+                service: tower_layer::Layer::layer(&layer, Forward(Arc::new(upstream))),
+                path,
+                layer,
+            });
+        }
         let bind = |source| GatewayError::Bind {
             addr: options.listen,
             source,
@@ -177,19 +259,17 @@ impl Gateway {
             .map_err(bind)?;
         let listener = Listener::new(tcp, options.limits.max_connections);
         let local_addr = listener.local_addr().map_err(bind)?;
-        let service = tower_layer::Layer::layer(&layer, Forward(Arc::new(upstream)));
         Ok(Gateway {
             listener,
             router: Router {
-                service,
-                path,
+                routes: routes.into(),
                 health: options.health_path.into(),
+                ready: options.ready_path.into(),
+                metrics_path: options.metrics_path.into(),
+                metrics,
             },
             limits: options.limits,
-            // The layer's one cleanup task, held to stop it on shutdown: the
-            // layer is new (no request started its own) and this runs in a
-            // runtime, so it is not refused.
-            cleanup: auto_cleanup.then(|| layer.spawn_cleanup().ok()).flatten(),
+            cleanup,
             local_addr,
         })
     }
@@ -199,10 +279,25 @@ impl Gateway {
         self.local_addr
     }
 
-    /// The path it serves (the upstream URL's).
-    pub fn path(&self) -> &str {
-        &self.router.path
+    /// The paths it serves, one per route.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.router.routes.iter().map(|r| &*r.path)
     }
+}
+
+/// Each endpoint path starts with `/` and differs from the served paths
+/// and from the others (a clash is reported on the later one).
+fn check_endpoints(
+    served: &[&str],
+    endpoints: &[(&'static str, &String)],
+) -> Result<(), GatewayError> {
+    for (i, (what, path)) in endpoints.iter().enumerate() {
+        let clash = endpoints[..i].iter().any(|(_, other)| other == path);
+        if !path.starts_with('/') || served.contains(&path.as_str()) || clash {
+            return Err(GatewayError::BadEndpointPath(what, (*path).clone()));
+        }
+    }
+    Ok(())
 }
 
 /// A short plain-text answer of the gateway's own.

@@ -1,7 +1,8 @@
-//! What the gateway does with a request: the health endpoint, the served
-//! path through the offload layer, `404` elsewhere; one log line each,
-//! written when the answer's body ends (a streamed answer's time is the
-//! time to its last byte, not to its headers).
+//! What the gateway does with a request: the health, readiness and metrics
+//! endpoints, the served path through the offload layer, `404` elsewhere;
+//! one log line each, written when the answer's body ends (a streamed
+//! answer's time is the time to its last byte, not to its headers), and
+//! the request counted in the metrics.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -14,18 +15,43 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use tower_service::Service;
 
+use bytes::Bytes;
+use http_body_util::Full;
+use serde::Deserialize;
+
 use super::forward::Forward;
+use super::metrics::{self, Metrics, OTHER_ROUTE};
 use super::{BoxError, GatewayBody, text_response};
-use tower_lro::offload::OffloadService;
+use tower_lro::offload::{OffloadLayer, OffloadService};
+
+/// Request bodies up to this size (with a `Content-Length`) are looked at
+/// for an `lro_extract` call (its metrics) when no `Mcp-Name` header names
+/// it; larger ones pass unread (the call is a few hundred bytes).
+const EXTRACT_SCAN_BYTES: u64 = 64 << 10;
+
+/// One served path: its offload layer in front of its upstream.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub(crate) service: OffloadService<Forward>,
+    /// The path served.
+    pub(crate) path: Arc<str>,
+    /// The layer, whose store the readiness probe writes to.
+    pub(crate) layer: OffloadLayer,
+}
 
 /// The gateway's request router, shared by all connections.
 #[derive(Debug, Clone)]
 pub(crate) struct Router {
-    pub(crate) service: OffloadService<Forward>,
-    /// The path served (the upstream URL's).
-    pub(crate) path: Arc<str>,
+    /// The routes, by path (exact match; a few, looked through in order).
+    pub(crate) routes: Arc<[Route]>,
     /// The health endpoint's path.
     pub(crate) health: Arc<str>,
+    /// The readiness endpoint's path.
+    pub(crate) ready: Arc<str>,
+    /// The metrics endpoint's path.
+    pub(crate) metrics_path: Arc<str>,
+    /// The metrics.
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl Router {
@@ -48,7 +74,26 @@ impl Router {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-")
             .to_owned();
-        let response = self.answer(request).await;
+        let route = self.routes.iter().position(|r| *r.path == *path);
+        let counted = if let Some(i) = route {
+            Some(self.routes[i].path.clone())
+        } else if [&self.health, &self.ready, &self.metrics_path]
+            .iter()
+            .any(|p| ***p == *path)
+        {
+            None
+        } else {
+            Some(OTHER_ROUTE.into())
+        };
+        let metrics = self.metrics.clone();
+        let response = self.answer(route, request).await;
+        if let Some(route) = counted {
+            metrics.request(
+                &route,
+                response.status().as_u16(),
+                start.elapsed().as_secs_f64(),
+            );
+        }
         let log = RequestLog {
             start,
             to_headers: start.elapsed(),
@@ -74,24 +119,182 @@ impl Router {
         })
     }
 
-    async fn answer<B>(mut self, request: Request<B>) -> Response<GatewayBody>
+    async fn answer<B>(self, route: Option<usize>, request: Request<B>) -> Response<GatewayBody>
     where
         B: Body<Data = bytes::Bytes> + Send + 'static,
         B::Error: Into<BoxError> + Send,
     {
         let path = request.uri().path();
-        if path == &*self.health && matches!(*request.method(), Method::GET | Method::HEAD) {
+        let get = matches!(*request.method(), Method::GET | Method::HEAD);
+        if get && path == &*self.health {
             return health();
         }
-        if path != &*self.path {
-            return text_response(StatusCode::NOT_FOUND, "not found\n");
+        if get && path == &*self.ready {
+            return self.readiness().await;
         }
-        let request = request.map(|b| b.map_err(Into::into).boxed_unsync());
-        match self.service.call(request).await {
+        if get && path == &*self.metrics_path {
+            return self.metrics_answer();
+        }
+        let Some(route) = route else {
+            return text_response(StatusCode::NOT_FOUND, "not found\n");
+        };
+        let Route {
+            mut service, path, ..
+        } = self.routes[route].clone();
+        let mut request = request.map(|b| b.map_err(Into::into).boxed_unsync());
+        // The 2026-07-28 revision names the method and the tool in headers;
+        // earlier ones only in the body, read when it is small.
+        let mut extract = {
+            let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+            header("mcp-method") == Some("tools/call") && header("mcp-name") == Some("lro_extract")
+        };
+        let small = request
+            .body()
+            .size_hint()
+            .exact()
+            .is_some_and(|n| n <= EXTRACT_SCAN_BYTES);
+        if !extract && request.method() == Method::POST && small {
+            let (parts, body) = request.into_parts();
+            let bytes = match body.collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e) => {
+                    tracing::debug!(target: "gateway", "request body broke off: {e}");
+                    return text_response(StatusCode::BAD_REQUEST, "the request body broke off\n");
+                }
+            };
+            extract = is_extract_call(&bytes);
+            request = Request::from_parts(parts, full(bytes));
+        }
+        let start = Instant::now();
+        let response = match service.call(request).await {
             Ok(response) => response.map(|b| b.map_err(Into::into).boxed_unsync()),
             Err(never) => match never {},
+        };
+        if !extract {
+            return response;
         }
+        // The layer's own answer, whole in its memory already: read to tell
+        // a failed extraction from a good one.
+        let (parts, body) = response.into_parts();
+        let (bytes, ok) = match body.collect().await {
+            Ok(collected) => {
+                let bytes = collected.to_bytes();
+                let ok = parts.status.is_success() && answer_is_ok(&bytes);
+                (bytes, ok)
+            }
+            Err(_) => (Bytes::new(), false),
+        };
+        self.metrics
+            .extract(&path, ok, start.elapsed().as_secs_f64());
+        Response::from_parts(parts, full(bytes))
     }
+
+    /// The readiness answer: `200` when a file can be written to the output
+    /// store and removed again (the probe writes through the layer's own
+    /// store), else `503`, so a load balancer sends no traffic to a
+    /// replica whose offloads would only fall back.
+    async fn readiness(&self) -> Response<GatewayBody> {
+        let mut probe = Ok(());
+        for route in self.routes.iter() {
+            let layer = route.layer.clone();
+            let probed = tokio::task::spawn_blocking(move || probe_store(&layer))
+                .await
+                .unwrap_or_else(|e| Err(format!("probe task: {e}")));
+            if let Err(e) = probed {
+                self.metrics.probe_failed(&route.path);
+                tracing::warn!(target: "gateway", route = %route.path, error = %e, "not ready: the output store cannot be written");
+                probe = Err(());
+            }
+        }
+        self.metrics.ready.set(i64::from(probe.is_ok()));
+        let (status, body) = match probe {
+            Ok(()) => (StatusCode::OK, "{\"status\":\"ready\"}\n"),
+            Err(()) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{\"status\":\"not ready\",\"reason\":\"the output store cannot be written\"}\n",
+            ),
+        };
+        let mut response = text_response(status, body);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+
+    /// The metrics, in the OpenMetrics text format.
+    fn metrics_answer(&self) -> Response<GatewayBody> {
+        let mut response = text_response(StatusCode::OK, &self.metrics.encode());
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(metrics::CONTENT_TYPE),
+        );
+        response
+    }
+}
+
+/// Writes a small file through the layer's own store and removes it.
+fn probe_store(layer: &OffloadLayer) -> Result<(), String> {
+    let name = format!(
+        "atlatl-readyprobe-{}.jsonl",
+        ulid::Ulid::new().to_string().to_ascii_lowercase()
+    );
+    let path = layer
+        .offloader()
+        .store()
+        .write(&name, b"{}\n")
+        .map_err(|e| e.to_string())?;
+    std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))
+}
+
+/// A whole body.
+fn full(bytes: Bytes) -> GatewayBody {
+    Full::new(bytes).map_err(|e| match e {}).boxed_unsync()
+}
+
+/// Whether a request body is one `tools/call` of `lro_extract`.
+fn is_extract_call(bytes: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Call {
+        method: String,
+        params: Option<Params>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        name: Option<String>,
+    }
+    if memchr::memmem::find(bytes, b"lro_extract").is_none() {
+        return false;
+    }
+    serde_json::from_slice::<Call>(bytes).is_ok_and(|call| {
+        call.method == "tools/call"
+            && call
+                .params
+                .and_then(|p| p.name)
+                .is_some_and(|n| n == "lro_extract")
+    })
+}
+
+/// Whether the layer's answer (JSON, or an event stream of it) is a result
+/// without `isError: true`.
+fn answer_is_ok(bytes: &[u8]) -> bool {
+    let ok = |message: &serde_json::Value| {
+        message.get("error").is_none()
+            && message
+                .get("result")
+                .is_some_and(|r| r.get("isError") != Some(&serde_json::Value::Bool(true)))
+    };
+    if let Ok(message) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        return ok(&message);
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let data: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim_start)
+        .collect::<Vec<_>>()
+        .join("\n");
+    serde_json::from_str::<serde_json::Value>(&data).is_ok_and(|m| ok(&m))
 }
 
 /// The health endpoint's answer: the gateway is up and accepting requests

@@ -64,6 +64,7 @@ impl Gateway {
         accepted: Accepted,
     ) -> impl Future<Output = ()> + Send + 'static {
         let router = self.router.clone();
+        let open = OpenConnection::new(self.router.metrics.connections_open.clone());
         let peer = accepted.peer;
         let service = hyper::service::service_fn(move |request| {
             let router = router.clone();
@@ -76,7 +77,25 @@ impl Gateway {
                 tracing::debug!(target: "gateway", %peer, "connection ended: {e}");
             }
             drop(slot);
+            drop(open);
         }
+    }
+}
+
+/// One open client connection in the `connections open` gauge, until
+/// dropped (also when its task is aborted at the end of the grace period).
+struct OpenConnection(prometheus_client::metrics::gauge::Gauge);
+
+impl OpenConnection {
+    fn new(gauge: prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        OpenConnection(gauge)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 
@@ -84,7 +103,7 @@ impl Gateway {
 /// period, then the rest is cut; the cleanup task stops.
 async fn finish(
     grace: Duration,
-    cleanup: Option<CleanupHandle>,
+    cleanup: Vec<CleanupHandle>,
     graceful: GracefulShutdown,
     mut connections: JoinSet<()>,
 ) {
@@ -96,7 +115,7 @@ async fn finish(
     }
     connections.abort_all();
     while connections.join_next().await.is_some() {}
-    if let Some(cleanup) = cleanup {
+    for cleanup in cleanup {
         cleanup.shutdown().await;
     }
     tracing::info!(target: "gateway", "stopped");

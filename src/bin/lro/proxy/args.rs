@@ -408,7 +408,9 @@ pub(crate) fn headers(given: &[String], files: &[PathBuf]) -> Result<HeaderMap, 
     Ok(map)
 }
 
-fn add_header(map: &mut HeaderMap, text: &str) -> Result<(), String> {
+/// Adds one `NAME: VALUE` header, `${VAR}` in the value from the
+/// environment (an unset one is an error).
+pub(crate) fn add_header(map: &mut HeaderMap, text: &str) -> Result<(), String> {
     let bad = || "expected \"NAME: VALUE\"".to_owned();
     let (name, value) = text.split_once(':').ok_or_else(bad)?;
     let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
