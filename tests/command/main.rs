@@ -9,3 +9,4 @@ mod cli;
 mod gateway;
 mod oauth;
 mod proxy;
+mod proxy_memory;
