@@ -10,3 +10,4 @@ mod gateway;
 mod metrics;
 mod oauth;
 mod proxy;
+mod proxy_memory;

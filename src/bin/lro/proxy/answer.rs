@@ -3,6 +3,17 @@
 //! event stream event by event as the server sends it (the server's own
 //! GET stream too). A `tools/list` answer goes without the hidden tools;
 //! a request whose answer cannot come gets a JSON-RPC error.
+//!
+//! Memory: each message waits for room in the bounded queue to stdout
+//! before the next bytes of the answer are read, and an event is held only
+//! up to a cap while its bytes come. Over the cap, an event of an answer
+//! ends that answer with a JSON-RPC error to the agent (the request is
+//! owed one, and the rest of the stream cannot be trusted to be relayed
+//! whole); an event of the server's own GET stream is dropped with a
+//! warning in the log and the stream goes on after it (a server request
+//! or notification the agent cannot take in; closing and reopening the
+//! stream would lose what comes meanwhile, and a server that sends it
+//! again would make it a loop).
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HeaderMap};
@@ -13,6 +24,13 @@ use tower_lro::sse::{EventSplitter, event_data};
 use super::message::Message;
 use super::refusal::refusal;
 use super::{Shared, within};
+
+/// The largest event of an answer's event stream (as the largest line the
+/// agent may send: 64 MiB; large tool results are offloaded before this).
+const MAX_ANSWER_EVENT_BYTES: usize = 64 << 20;
+/// The largest event of the server's own GET stream (its requests and
+/// notifications).
+const MAX_STREAM_EVENT_BYTES: usize = 16 << 20;
 
 /// Relays one HTTP answer to the agent.
 pub(super) async fn deliver<B>(
@@ -43,7 +61,7 @@ where
             .await
             .ok_or("the answer stalled (body timeout)")?;
         let bytes = collected.map_err(|e| format!("the answer broke off: {e}"))?;
-        relay_json(&bytes.to_bytes(), shared, message)
+        relay_json(&bytes.to_bytes(), shared, message).await
     }
 }
 
@@ -59,7 +77,7 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 }
 
 /// A JSON answer: one message, or a batch (one line per message).
-fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), String> {
+async fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "the answer is not UTF-8".to_owned())?;
     if message.method.as_deref() == Some("initialize") {
         shared.remember_version(text);
@@ -69,16 +87,19 @@ fn relay_json(bytes: &[u8], shared: &Shared, message: &Message) -> Result<(), St
         return Ok(());
     }
     match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(text) {
-        Ok(batch) => batch
-            .iter()
-            .for_each(|m| shared.send_answer(m.get(), message.method.as_deref())),
-        Err(_) => shared.send_answer(text, message.method.as_deref()),
+        Ok(batch) => {
+            for m in batch {
+                shared.send_answer(m.get(), message.method.as_deref()).await;
+            }
+        }
+        Err(_) => shared.send_answer(text, message.method.as_deref()).await,
     }
     Ok(())
 }
 
 /// An event stream: each event's data, as it comes; `method`: the request
-/// it answers (`None`: the server's own stream).
+/// it answers (`None`: the server's own stream, whose events over the cap
+/// are dropped; see the module's documentation).
 pub(super) async fn relay_events<B>(
     body: B,
     shared: &Shared,
@@ -88,49 +109,122 @@ where
     B: http_body::Body<Data = Bytes>,
     B::Error: std::fmt::Display,
 {
+    let cap = match method {
+        Some(_) => MAX_ANSWER_EVENT_BYTES,
+        None => MAX_STREAM_EVENT_BYTES,
+    };
     let mut body = std::pin::pin!(body);
     let mut splitter = EventSplitter::default();
+    // Past an event over the cap, the bytes up to its end are skipped.
+    let mut skipping: Option<SkipEvent> = None;
     while let Some(frame) = within(shared.body_timeout, body.frame())
         .await
         .ok_or("the event stream stalled (body timeout)")?
     {
         let frame = frame.map_err(|e| format!("the event stream broke off: {e}"))?;
-        let Ok(data) = frame.into_data() else {
+        let Ok(mut data) = frame.into_data() else {
             continue;
         };
+        if let Some(skip) = &mut skipping {
+            let Some(end) = skip.end_in(&data) else {
+                continue;
+            };
+            data = data.slice(end..);
+            skipping = None;
+        }
         splitter.push(&data);
         while let Some(event) = splitter.next_event() {
-            shared.send_event(&event, method);
+            shared.send_event(&event, method).await;
+        }
+        if splitter.buffered() > cap {
+            if method.is_some() {
+                return Err(format!(
+                    "the server sent an event over {} MiB; the answer is dropped",
+                    cap >> 20
+                ));
+            }
+            tracing::warn!(
+                target: "tower_lro",
+                "the server's stream sent an event over {} MiB; it is dropped, the stream goes on",
+                cap >> 20
+            );
+            let mut skip = SkipEvent::default();
+            let held = splitter.take_rest();
+            // The held bytes tell where in a line the skipping starts; they
+            // may even end the event (a last CR the splitter waited on).
+            match skip.end_in(&held) {
+                Some(end) => splitter.push(&held[end..]),
+                None => skipping = Some(skip),
+            }
         }
     }
     if let Some(event) = splitter.finish_event() {
-        shared.send_event(&event, method);
+        shared.send_event(&event, method).await;
     }
     Ok(())
 }
 
+/// Finds the end of an event (a blank line; lines end with CRLF, LF or
+/// CR) in bytes that come in chunks, holding nothing but where it is.
+#[derive(Debug, Default)]
+struct SkipEvent {
+    /// No byte since the last line end (and one was seen).
+    at_line_start: bool,
+    /// The last byte was a CR (a LF right after it is the same line end).
+    after_cr: bool,
+}
+
+impl SkipEvent {
+    /// Where the event ends in `chunk` (the index just past its blank
+    /// line), if it does.
+    fn end_in(&mut self, chunk: &[u8]) -> Option<usize> {
+        for (i, &b) in chunk.iter().enumerate() {
+            let after_cr = std::mem::replace(&mut self.after_cr, false);
+            match b {
+                b'\n' if after_cr => {}
+                b'\r' | b'\n' if self.at_line_start => {
+                    // A LF right after this CR belongs to this line end: a
+                    // next event starting with it would be an empty line.
+                    let mut end = i + 1;
+                    if b == b'\r' && chunk.get(end) == Some(&b'\n') {
+                        end += 1;
+                    }
+                    self.at_line_start = false;
+                    return Some(end);
+                }
+                b'\r' | b'\n' => {
+                    self.at_line_start = true;
+                    self.after_cr = b == b'\r';
+                }
+                _ => self.at_line_start = false,
+            }
+        }
+        None
+    }
+}
+
 impl Shared {
-    /// One message to the agent.
-    pub(super) fn send(&self, message: &str) {
-        let _ = self.out.send(message.to_owned());
+    /// One message to the agent, once there is room on stdout.
+    pub(super) async fn send(&self, message: &str) {
+        self.out.send(message.to_owned()).await;
     }
 
     /// An answer to the agent's `method`: a `tools/list` one without the
     /// hidden tools.
-    pub(super) fn send_answer(&self, text: &str, method: Option<&str>) {
+    pub(super) async fn send_answer(&self, text: &str, method: Option<&str>) {
         match method
             .filter(|m| *m == "tools/list")
             .and_then(|_| self.hidden.list_without(text))
         {
-            Some(shown) => self.send(&shown),
-            None => self.send(text),
+            Some(shown) => self.out.send(shown).await,
+            None => self.send(text).await,
         }
     }
 
     /// The data of one event to the agent (none for priming events and
     /// comments); data of several lines is minified into one. In the
     /// answer to `initialize`, the negotiated version is remembered.
-    pub(super) fn send_event(&self, event: &Bytes, method: Option<&str>) {
+    pub(super) async fn send_event(&self, event: &Bytes, method: Option<&str>) {
         let Some(data) = event_data(event) else {
             return;
         };
@@ -141,9 +235,9 @@ impl Shared {
             return;
         }
         if text.contains('\n') || text.contains('\r') {
-            self.send_answer(&one_line(text), method);
+            self.send_answer(&one_line(text), method).await;
         } else {
-            self.send_answer(text, method);
+            self.send_answer(text, method).await;
         }
         if method == Some("initialize") {
             self.remember_version(text);
@@ -151,7 +245,7 @@ impl Shared {
     }
 
     /// The JSON-RPC error a request is owed when its answer cannot come.
-    pub(super) fn owe_error(&self, message: &Message, why: &str) {
+    pub(super) async fn owe_error(&self, message: &Message, why: &str) {
         let Some(id) = &message.request_id else {
             return;
         };
@@ -160,7 +254,7 @@ impl Shared {
             "id": id,
             "error": {"code": -32000, "message": format!("lro proxy: {why}")},
         });
-        self.send(&error.to_string());
+        self.out.send(error.to_string()).await;
     }
 }
 
@@ -174,6 +268,30 @@ fn one_line(json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_of_a_skipped_event_is_found_across_chunks_and_line_ends() {
+        for (chunks, rest) in [
+            (&[&b"data: aaaa"[..], b"aa\n", b"\nnext"][..], &b"next"[..]),
+            (&[b"data: a\r\n", b"\r\nnext"], b"next"),
+            (&[b"data: a\r", b"\n\r\nnext"], b"next"),
+            (&[b"data: a\r\r", b"next"], b""),
+            (&[b"data: a\r\n\r", b"\nnext"], b""),
+            (&[b"data: a\ndata: b\n\n"], b""),
+        ] {
+            let mut skip = SkipEvent::default();
+            let mut found = None;
+            for chunk in chunks {
+                if let Some(end) = skip.end_in(chunk) {
+                    found = Some(&chunk[end..]);
+                    break;
+                }
+            }
+            assert_eq!(found, Some(rest), "{chunks:?}");
+        }
+        let mut skip = SkipEvent::default();
+        assert_eq!(skip.end_in(b"data: a\ndata: b\r\nid: 3\r"), None);
+    }
 
     #[test]
     fn data_of_several_lines_becomes_the_same_json_on_one_line() {

@@ -36,7 +36,10 @@
 //! request carries; so does a `401` to the GET of the server's stream or
 //! to the `initialize` of a renewed session, each then sent once more. Bounds:
 //! `connect_timeout`, `headers_timeout` (status and headers) and
-//! `body_timeout` (the longest silence in an answer).
+//! `body_timeout` (the longest silence in an answer). Memory: the queue to
+//! stdout is bounded (a server that floods an agent that reads slowly is
+//! slowed down, its stream read no faster than stdout is), and so is an
+//! event of an event stream while it comes ([`answer`]).
 //! Tools the user hid ([`hidden_tools`]) are refused here and left out of
 //! `tools/list` answers.
 //!
@@ -80,14 +83,13 @@ use bytes::Bytes;
 use http::Uri;
 use http::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 use tower_lro::store::StoreError;
 
 use self::hidden_tools::HiddenTools;
 use self::session::goodbye;
-use self::stdio::{read_lines, write_lines};
+use self::stdio::{Outbox, read_lines, write_lines};
 use self::upstream::Upstream;
 use crate::auth::{Auth, AuthError, AuthOptions};
 use crate::connect::{ConnectError, ConnectOptions, upstream_client};
@@ -190,7 +192,8 @@ struct Shared {
     session: Mutex<Session>,
     /// Held while a dropped session is renewed (one renewal at a time).
     renewing: tokio::sync::Mutex<()>,
-    out: mpsc::UnboundedSender<String>,
+    /// The bounded queue to stdout (a sender waits for room).
+    out: Outbox,
 }
 
 /// The header carrying the session id.
@@ -212,8 +215,8 @@ where
         .config(options.config.clone())
         .partition(|_| Some("the agent of this lro proxy".to_owned()))
         .try_build()?;
-    let (out, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_lines(rx, output));
+    let (out, rx, room) = Outbox::new();
+    let writer = tokio::spawn(write_lines(rx, room, output));
     let shared = Arc::new(Shared::new(options, out)?);
     if let Some(auth) = &shared.auth
         && let Err(e) = auth.prepare().await
@@ -252,10 +255,7 @@ fn check_upstream(options: &ProxyOptions) -> Result<(), ProxyError> {
 }
 
 impl Shared {
-    fn new(
-        options: ProxyOptions,
-        out: mpsc::UnboundedSender<String>,
-    ) -> Result<Shared, ProxyError> {
+    fn new(options: ProxyOptions, out: Outbox) -> Result<Shared, ProxyError> {
         let client = upstream_client(&options.connect)?;
         let auth = match options.auth {
             Some(auth) if !options.headers.contains_key(AUTHORIZATION) => Some(Auth::new(

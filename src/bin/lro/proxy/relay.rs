@@ -29,16 +29,20 @@ const MAX_RECOVERIES: usize = 2;
 /// carried one), a new session is made with the agent's `initialize`; when
 /// it wants a (new) token (`401`), one is got; either way the message is
 /// sent once more, so the agent never notices. A call of a hidden tool is
-/// refused here.
+/// refused here. `taken` is told once the server has taken the message
+/// (its answer's status is in; for `initialize`, once the answer is
+/// relayed, since later requests need its session and version), so the
+/// reading of stdin never waits for room on stdout.
 pub(super) async fn relay(
     message: Message,
     shared: Arc<Shared>,
     mut service: OffloadService<Upstream>,
+    mut taken: Option<tokio::sync::oneshot::Sender<()>>,
 ) {
     if let (Some(tool), Some(id)) = (&message.tool, &message.request_id)
         && shared.hidden.hides(tool)
     {
-        shared.send(&HiddenTools::refusal(id, tool));
+        shared.send(&HiddenTools::refusal(id, tool)).await;
         return;
     }
     if message.method.as_deref() == Some("initialize") {
@@ -61,6 +65,11 @@ pub(super) async fn relay(
             Recovery::None => break,
         }
     }
+    if message.method.as_deref() != Some("initialize")
+        && let Some(taken) = taken.take()
+    {
+        let _ = taken.send(());
+    }
     let answer = match sent {
         Ok(response) => deliver(response, &shared, &message).await,
         Err(UpstreamError::Auth(why)) => Err(why),
@@ -68,7 +77,10 @@ pub(super) async fn relay(
     };
     if let Err(why) = answer {
         tracing::warn!(target: "tower_lro", method = ?message.method, "{why}");
-        shared.owe_error(&message, &why);
+        shared.owe_error(&message, &why).await;
+    }
+    if let Some(taken) = taken {
+        let _ = taken.send(());
     }
     if message.method.as_deref() == Some("notifications/initialized") {
         open_stream(&shared);
