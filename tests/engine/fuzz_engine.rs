@@ -209,9 +209,17 @@ fn check_rewritten(off: &Offloaded, input: &str) -> Result<(), TestCaseError> {
         if k == b"content" || k == b"structuredContent" {
             continue;
         }
+        let mut kept = after.get(k).and_then(|v| canon(v.get()));
+        if k == b"_meta" {
+            // The engine adds one member there: where the records of
+            // `structuredContent` went (`lro/offloaded`).
+            if let Some(Json::Obj(members)) = &mut kept {
+                members.retain(|(key, _)| key.as_slice() != b"lro/offloaded");
+            }
+        }
         prop_assert_eq!(
             before.get(k).and_then(|v| canon(v.get())),
-            after.get(k).and_then(|v| canon(v.get())),
+            kept,
             "top-level field {:?} kept",
             String::from_utf8_lossy(k)
         );
