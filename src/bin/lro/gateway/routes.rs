@@ -35,7 +35,9 @@ use crate::proxy::args::add_header;
 /// The routes of the TOML document `text` (read from `file`), each over
 /// `base` (the gateway's configuration, flags applied) and `headers` (the
 /// `--header` flags; a route's own headers replace those of the same name).
-/// None when it has no `[[gateway.route]]` table.
+/// None when it has no `[[gateway.route]]` table. (About 110 lines: one
+/// pass over the tables, each key checked where it is read, so that every
+/// refusal names its table and key.)
 pub(crate) fn routes(
     text: &str,
     file: &Path,
