@@ -50,12 +50,14 @@
 //!
 //! This file holds the types (what a file header records, what an
 //! extraction gives, the record buffer); `split` takes a result apart,
-//! `assemble` puts one back together, `shape` finds where records sit in
+//! with `envelope` (what of the original the header keeps, and what it
+//! leaves to the rewritten result), `assemble` puts one back together, `shape` finds where records sit in
 //! one value and walks a minified array's elements (used by `split`),
 //! `lines` turns plain text into line records and back, `layout` keeps the
 //! whitespace of a JSON text as a small table.
 
 mod assemble;
+mod envelope;
 mod layout;
 mod lines;
 mod shape;
