@@ -130,6 +130,27 @@ pub trait Store: Send + Sync + 'static {
     /// partially written file under `file_name`.
     fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError>;
 
+    /// Writes a new file called `file_name` whose contents are `head`
+    /// followed by everything `body` reads (to its end), with the
+    /// guarantees of [`Store::write`], and returns its absolute path. A
+    /// large result is written this way from where it was spilled, so a
+    /// store should stream it: the default reads `body` into memory and
+    /// calls [`Store::write`]; [`FsStore`] copies it in bounded memory.
+    fn write_from(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
+        let mut contents = head.to_vec();
+        body.read_to_end(&mut contents)
+            .map_err(|source| StoreError::Write {
+                path: self.dir().join(file_name),
+                source,
+            })?;
+        self.write(file_name, &contents)
+    }
+
     /// The directory files are written to.
     fn dir(&self) -> &Path;
 
@@ -337,6 +358,17 @@ impl FsStore {
     /// other modules (the history's): `file_name` must be a plain file name
     /// the caller built (no separator, no leading dot).
     pub(crate) fn publish(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        self.publish_from(file_name, contents, &mut io::empty())
+    }
+
+    /// [`FsStore::publish`] of `head` then all of `body`, copied in bounded
+    /// memory.
+    fn publish_from(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
         if file_name.is_empty() || file_name.starts_with('.') || file_name.contains(['/', '\\']) {
             return Err(StoreError::InvalidName(file_name.to_owned()));
         }
@@ -350,7 +382,10 @@ impl FsStore {
         let mut options = fs::OpenOptions::new();
         private_file(options.write(true).create_new(true));
         let mut file = options.open(&tmp).map_err(werr(&tmp))?;
-        let written = file.write_all(contents).and_then(|()| file.flush());
+        let written = file
+            .write_all(head)
+            .and_then(|()| io::copy(body, &mut file))
+            .and_then(|_| file.flush());
         drop(file);
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
@@ -379,6 +414,18 @@ impl Store for FsStore {
             return Err(StoreError::InvalidName(file_name.to_owned()));
         }
         self.publish(file_name, contents)
+    }
+
+    fn write_from(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
+        if !is_offload_file_name(file_name) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.publish_from(file_name, head, body)
     }
 
     fn dir(&self) -> &Path {
@@ -438,6 +485,12 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
         let leftovers: Vec<_> = fs::read_dir(root.path().join("out")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        let streamed = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
+        let mut body: &[u8] = b"{\"a\":1}\n";
+        let path = store.write_from(&streamed, b"{}\n", &mut body).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{}\n{\"a\":1}\n");
+        let mut again: &[u8] = b"x";
+        assert!(store.write_from(&streamed, b"", &mut again).is_err());
         assert!(matches!(
             store.write("../evil.jsonl", b""),
             Err(StoreError::InvalidName(_))
