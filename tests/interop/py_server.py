@@ -2,8 +2,11 @@
 formerly `FastMCP`), served over the streamable-http transport on 127.0.0.1.
 
     python py_server.py PORT [--json] [--stateless] [--resumable]
+    python py_server.py PORT --sse
 
-PORT 0 picks a free port. Once the socket listens, the first line on stdout
+PORT 0 picks a free port. `--sse` serves the old HTTP+SSE transport
+(2024-11-05) instead: the event stream at GET /sse, messages POSTed to
+/messages/ (tests/command/legacy_sse.rs). Once the socket listens, the first line on stdout
 is `LISTENING <port>`. `--resumable` keeps every event in memory, so a
 client can resume a stream with `Last-Event-ID`. The tests in tests/gateway.rs put `lro gateway`
 in front of it.
@@ -134,7 +137,7 @@ class MemoryEventStore(EventStore):
 
 def main() -> None:
     if len(sys.argv) < 2:
-        sys.exit("usage: py_server.py PORT [--json] [--stateless] [--resumable]")
+        sys.exit("usage: py_server.py PORT [--json] [--stateless] [--resumable] | PORT --sse")
     port = int(sys.argv[1])
     json_response = "--json" in sys.argv[2:]
     stateless = "--stateless" in sys.argv[2:]
@@ -143,13 +146,16 @@ def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(128)
-    app = mcp.streamable_http_app(
-        streamable_http_path="/mcp",
-        json_response=json_response,
-        stateless_http=stateless,
-        event_store=event_store,
-        host="127.0.0.1",
-    )
+    if "--sse" in sys.argv[2:]:
+        app = mcp.sse_app(host="127.0.0.1")
+    else:
+        app = mcp.streamable_http_app(
+            streamable_http_path="/mcp",
+            json_response=json_response,
+            stateless_http=stateless,
+            event_store=event_store,
+            host="127.0.0.1",
+        )
     config = uvicorn.Config(app, log_level="warning")
     server = uvicorn.Server(config)
     print(f"LISTENING {sock.getsockname()[1]}", flush=True)

@@ -167,7 +167,7 @@ where
 /// Finds the end of an event (a blank line; lines end with CRLF, LF or
 /// CR) in bytes that come in chunks, holding nothing but where it is.
 #[derive(Debug, Default)]
-struct SkipEvent {
+pub(super) struct SkipEvent {
     /// No byte since the last line end (and one was seen).
     at_line_start: bool,
     /// The last byte was a CR (a LF right after it is the same line end).
@@ -177,7 +177,7 @@ struct SkipEvent {
 impl SkipEvent {
     /// Where the event ends in `chunk` (the index just past its blank
     /// line), if it does.
-    fn end_in(&mut self, chunk: &[u8]) -> Option<usize> {
+    pub(super) fn end_in(&mut self, chunk: &[u8]) -> Option<usize> {
         for (i, &b) in chunk.iter().enumerate() {
             let after_cr = std::mem::replace(&mut self.after_cr, false);
             match b {
@@ -261,7 +261,7 @@ impl Shared {
 /// A JSON text on one line: a JSON text holds CR and LF only as whitespace
 /// between tokens (inside strings they are escaped), so each becomes a
 /// space and the value is the same.
-fn one_line(json: &str) -> String {
+pub(super) fn one_line(json: &str) -> String {
     json.replace(['\r', '\n'], " ")
 }
 

@@ -115,8 +115,9 @@ struct RemoteArgs {
     /// The longest silence within an answer, event streams too (0: no limit).
     #[arg(long, value_name = "SECONDS")]
     body_timeout: Option<f64>,
-    /// http-first or http-only: streamable HTTP (the old HTTP+SSE
-    /// transport, sse-first and sse-only, is not supported).
+    /// http-first (default: streamable HTTP, the old HTTP+SSE transport
+    /// of 2024-11-05 when the server answers 404 or 405), http-only,
+    /// sse-first (HTTP+SSE, then streamable HTTP) or sse-only.
     #[arg(long, value_name = "STRATEGY")]
     transport: Option<String>,
     /// legacy (the agent's own handshake, as is); `auto` is not supported.
@@ -185,6 +186,9 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.headers_timeout = seconds("--headers-timeout", args.remote.headers_timeout)?;
     options.body_timeout = seconds("--body-timeout", args.remote.body_timeout)?;
     options.hidden_tools = args.remote.ignore_tool.clone();
+    if let Some(strategy) = &args.remote.transport {
+        options.transport = strategy.parse()?;
+    }
     options.auth = if args.oauth.no_oauth {
         None
     } else {
@@ -205,20 +209,6 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
 fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
     let refused =
         |flag: &str, why: &str| Err(format!("{flag} is not supported by lro proxy: {why}"));
-    match remote.transport.as_deref() {
-        None | Some("http-first" | "http-only") => {}
-        Some(t @ ("sse-first" | "sse-only")) => {
-            return refused(
-                &format!("--transport {t}"),
-                "it speaks streamable HTTP only, not the old HTTP+SSE transport (2024-11-05)",
-            );
-        }
-        Some(t) => {
-            return Err(format!(
-                "--transport {t:?}: expected http-first, http-only, sse-first or sse-only"
-            ));
-        }
-    }
     match remote.protocol.as_deref() {
         None | Some("legacy") => {}
         Some("auto") => {

@@ -69,11 +69,13 @@ mod answer;
 pub mod args;
 mod fresh_token;
 mod hidden_tools;
+mod legacy_sse;
 mod message;
 mod refusal;
 mod relay;
 mod session;
 mod stdio;
+pub mod transport;
 mod upstream;
 
 use std::sync::{Arc, Mutex};
@@ -90,6 +92,7 @@ use tower_lro::store::StoreError;
 use self::hidden_tools::HiddenTools;
 use self::session::goodbye;
 use self::stdio::{Outbox, read_lines, write_lines};
+use self::transport::{Strategy, Transport};
 use self::upstream::Upstream;
 use crate::auth::{Auth, AuthError, AuthOptions};
 use crate::connect::{ConnectError, ConnectOptions, upstream_client};
@@ -124,6 +127,8 @@ pub struct ProxyOptions {
     /// Tools hidden from the agent (`*` patterns, any case): their calls
     /// are refused, `tools/list` answers relayed without them.
     pub hidden_tools: Vec<String>,
+    /// Streamable HTTP, the old HTTP+SSE transport, or one then the other.
+    pub transport: Strategy,
 }
 
 impl ProxyOptions {
@@ -140,6 +145,7 @@ impl ProxyOptions {
             headers_timeout: None,
             body_timeout: None,
             hidden_tools: Vec::new(),
+            transport: Strategy::default(),
         }
     }
 }
@@ -194,6 +200,8 @@ struct Shared {
     renewing: tokio::sync::Mutex<()>,
     /// The bounded queue to stdout (a sender waits for room).
     out: Outbox,
+    /// Which transport is spoken upstream (and the HTTP+SSE connection).
+    transport: Transport,
 }
 
 /// The header carrying the session id.
@@ -226,6 +234,7 @@ where
     let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
     let read = read_lines(input, &shared, &service).await;
     goodbye(&shared).await;
+    shared.transport.legacy.close();
     drop(service);
     drop(shared);
     let _ = writer.await;
@@ -278,6 +287,7 @@ impl Shared {
             session: Mutex::new(Session::default()),
             renewing: tokio::sync::Mutex::new(()),
             out,
+            transport: Transport::new(options.transport),
         })
     }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use http::Response;
 use http::StatusCode;
 use http::header::{AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
-use hyper::body::Incoming;
 use tower_lro::offload::{OffloadBody, OffloadService};
 use tower_service::Service;
 
@@ -18,6 +17,7 @@ use super::answer::deliver;
 use super::hidden_tools::HiddenTools;
 use super::message::Message;
 use super::session::{open_stream, renew_session};
+use super::transport::UpstreamBody;
 use super::upstream::{Upstream, UpstreamError, error_kind};
 
 /// How many times one message is sent again after a recovery (a new
@@ -72,7 +72,7 @@ pub(super) async fn relay(
     }
     let answer = match sent {
         Ok(response) => deliver(response, &shared, &message).await,
-        Err(UpstreamError::Auth(why)) => Err(why),
+        Err(UpstreamError::Auth(why) | UpstreamError::Transport(why)) => Err(why),
         Err(e) => Err(format!("the server cannot be reached ({})", error_kind(&e))),
     };
     if let Err(why) = answer {
@@ -112,7 +112,7 @@ async fn send(
     service: &mut OffloadService<Upstream>,
 ) -> (
     SentWith,
-    Result<Response<OffloadBody<Incoming>>, UpstreamError>,
+    Result<Response<OffloadBody<UpstreamBody>>, UpstreamError>,
 ) {
     let mut request = shared.post(message.bytes.clone());
     for (name, value) in &message.routing {
@@ -157,7 +157,7 @@ async fn recover(
         }
         (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, None, _) if initialize => {
             Recovery::Fail(format!(
-                "the server answered HTTP {} to initialize: it may speak only the old HTTP+SSE transport (2024-11-05), which lro proxy does not support",
+                "the server answered HTTP {} to initialize: it may speak only the old HTTP+SSE transport (2024-11-05), which --transport http-only does not try (http-first, the default, does)",
                 status.as_u16()
             ))
         }

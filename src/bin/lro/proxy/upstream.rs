@@ -13,6 +13,7 @@ use hyper::body::Incoming;
 use tower_lro::offload::RequestBody;
 use tower_service::Service;
 
+use super::transport::UpstreamBody;
 use super::{SESSION_HEADER, VERSION_HEADER};
 use super::{Shared, within};
 use crate::announce::{announce_in_headers, announce_in_initialize};
@@ -31,6 +32,9 @@ pub(super) enum UpstreamError {
     /// A sign-in was needed and failed.
     #[error("{0}")]
     Auth(String),
+    /// The transport failed (see [`transport`](super::transport)).
+    #[error("{0}")]
+    Transport(String),
 }
 
 /// A short, address-free account of an upstream error.
@@ -39,6 +43,7 @@ pub(super) fn error_kind(e: &UpstreamError) -> &'static str {
         UpstreamError::Client(e) => failure_kind(e),
         UpstreamError::Timeout => "no answer within the headers timeout",
         UpstreamError::Auth(_) => "the sign-in failed",
+        UpstreamError::Transport(_) => "the transport failed",
     }
 }
 
@@ -105,7 +110,7 @@ impl Shared {
 pub(super) struct Upstream(pub(super) Arc<Shared>);
 
 impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
-    type Response = Response<Incoming>;
+    type Response = Response<UpstreamBody>;
     type Error = UpstreamError;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
@@ -128,7 +133,7 @@ impl Service<Request<RequestBody<Full<Bytes>>>> for Upstream {
                 .await
                 .map(|c| c.to_bytes())
                 .unwrap_or_default();
-            shared.send_upstream(parts, bytes).await
+            shared.send_message(parts, bytes).await
         })
     }
 }
