@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod gateway;
+mod legacy_sse;
 mod metrics;
 mod oauth;
 mod proxy;
