@@ -694,8 +694,7 @@ fn mcp_remote_flags_without_meaning_here_are_refused_by_name() {
         )
     };
     for (args, named) in [
-        (&["--transport", "sse-only"][..], "--transport sse-only"),
-        (&["--transport", "sse-first"][..], "--transport sse-first"),
+        (&["--transport", "sse"][..], "--transport \"sse\""),
         (&["--enable-proxy"][..], "--enable-proxy"),
         (&["--device-code"][..], "--device-code"),
         (&["--keep-alive"][..], "--keep-alive"),
@@ -835,11 +834,13 @@ async fn headers_and_body_timeouts_answer_the_agent_instead_of_hanging() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_of_the_old_http_sse_transport_gets_a_clear_error() {
+async fn a_server_of_the_old_http_sse_transport_with_http_only_gets_a_clear_error() {
     let Some(dir) = common::interop_setup() else {
         return;
     };
-    // server-everything in its HTTP+SSE (2024-11-05) mode: GET /sse, POST /message.
+    // server-everything in its HTTP+SSE (2024-11-05) mode: GET /sse, POST
+    // /message. The default, http-first, would fall back to it
+    // (tests/command/legacy_sse.rs); http-only says why it cannot.
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(dir.join("everything_server.mjs"))
         .arg("sse")
@@ -848,11 +849,14 @@ async fn a_server_of_the_old_http_sse_transport_gets_a_clear_error() {
     let (_server, port) = common::start_listening(cmd, "server-everything (sse)").await;
     let out = tempfile::tempdir().unwrap();
     let mut cmd = proxy_command(&format!("http://127.0.0.1:{port}/sse"), out.path());
-    cmd.arg("--no-oauth");
+    cmd.args(["--no-oauth", "--transport", "http-only"]);
     let mut agent = Agent::spawn(cmd);
     let init = agent.handshake().await;
     let message = init["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("old HTTP+SSE transport"), "{init}");
+    assert!(
+        message.contains("old HTTP+SSE transport") && message.contains("http-only"),
+        "{init}"
+    );
     let (ok, log) = agent.finish().await;
     assert!(ok, "{log}");
 }

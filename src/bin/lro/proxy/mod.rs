@@ -55,7 +55,12 @@
 //! * [`relay`] — one message through the layer to the server, with its
 //!   recoveries (a new session, a new token), then its answer relayed.
 //! * [`upstream`] — the HTTP requests to the server (session headers,
-//!   token, the LRO proxy announcement) and the service behind the layer.
+//!   token, the LRO proxy announcement) and the service behind the layer;
+//!   [`transport`] — which transport that service speaks (`--transport`):
+//!   streamable HTTP, or [`legacy_sse`], the old HTTP+SSE transport
+//!   (2024-11-05), whose answers come on the server's event stream and are
+//!   handed to the layer as the answers of their requests
+//!   ([`upstream_body`]), so they are offloaded the same way.
 //! * [`answer`] — the server's answer to the agent: a JSON body, or an
 //!   event stream event by event; [`refusal`] — what the agent is told of
 //!   an HTTP error.
@@ -77,6 +82,7 @@ mod session;
 mod stdio;
 pub mod transport;
 mod upstream;
+mod upstream_body;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -17,8 +17,8 @@ use super::answer::deliver;
 use super::hidden_tools::HiddenTools;
 use super::message::Message;
 use super::session::{open_stream, renew_session};
-use super::transport::UpstreamBody;
 use super::upstream::{Upstream, UpstreamError, error_kind};
+use super::upstream_body::UpstreamBody;
 
 /// How many times one message is sent again after a recovery (a new
 /// token, a new session).

@@ -23,24 +23,11 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use http_body_util::BodyExt;
-use http_body_util::combinators::UnsyncBoxBody;
-use hyper::body::Incoming;
 
 use super::Shared;
 use super::legacy_sse::{LegacyError, LegacySse};
 use super::upstream::UpstreamError;
-
-/// Any error of a body from upstream.
-pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The body of an answer from upstream, whichever the transport.
-pub(super) type UpstreamBody = UnsyncBoxBody<Bytes, BoxError>;
-
-/// The body of a streamable-HTTP answer, as an [`UpstreamBody`].
-pub(super) fn boxed(response: Response<Incoming>) -> Response<UpstreamBody> {
-    response.map(|body| body.map_err(BoxError::from).boxed_unsync())
-}
+use super::upstream_body::{UpstreamBody, boxed};
 
 /// How the proxy picks its transport (`--transport`, mcp-remote's values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use tower_lro::offload::RequestBody;
 use tower_service::Service;
 
-use super::transport::UpstreamBody;
+use super::upstream_body::UpstreamBody;
 use super::{SESSION_HEADER, VERSION_HEADER};
 use super::{Shared, within};
 use crate::announce::{announce_in_headers, announce_in_initialize};

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use tokio::sync::oneshot;
 
-use super::super::transport::BoxError;
+use super::super::upstream_body::BoxError;
 
 /// The answer to one request, as it comes on the event stream.
 pub(super) struct AwaitedAnswer {

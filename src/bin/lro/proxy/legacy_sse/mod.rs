@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The answers come on the GET stream, not on the POST's answer; so each
-//! request of the agent is remembered by its id ([`Pending`]) and its
+//! request of the agent is remembered by its id (`State::pending`) and its
 //! answer, when it comes on the stream, is handed to the request's own HTTP
 //! response ([`AwaitedAnswer`]), which is what the offload layer reads:
 //! large tool results are offloaded, `lro_extract` and `lro_list` answered,
@@ -48,8 +48,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::transport::{UpstreamBody, boxed};
 use super::upstream::UpstreamError;
+use super::upstream_body::{UpstreamBody, boxed};
 use super::{Shared, within};
 use crate::announce::{announce_in_headers, announce_in_initialize};
 use crate::auth::Auth;
