@@ -32,6 +32,7 @@
 
 mod awaited;
 mod connect;
+mod oversized;
 mod stream;
 
 use std::collections::HashMap;
@@ -53,7 +54,7 @@ use super::upstream_body::{UpstreamBody, boxed};
 use super::{Shared, within};
 use crate::announce::{announce_in_headers, announce_in_initialize};
 use crate::auth::Auth;
-use awaited::AwaitedAnswer;
+use awaited::{AwaitedAnswer, Delivery};
 
 /// How long the answer to a replayed `initialize` may take.
 const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -100,7 +101,7 @@ pub(super) enum LegacyError {
 }
 
 /// A sender of the answer to one request, and the stream it waits on.
-type Waiter = (u64, oneshot::Sender<Bytes>);
+type Waiter = (u64, oneshot::Sender<Delivery>);
 
 /// The open stream and the requests waiting for their answers on it.
 #[derive(Default)]
@@ -163,7 +164,7 @@ impl LegacySse {
 
     /// Waits for the answer to `key` on the stream of `generation`; `None`
     /// when that stream is gone already.
-    fn expect(&self, key: &str, generation: u64) -> Option<oneshot::Receiver<Bytes>> {
+    fn expect(&self, key: &str, generation: u64) -> Option<oneshot::Receiver<Delivery>> {
         let mut state = self.lock();
         if state.open.as_ref().map(|(_, g)| *g) != Some(generation) {
             return None;
@@ -183,7 +184,7 @@ impl LegacySse {
     }
 
     /// The waiter of the answer `key`, taken.
-    fn answered(&self, key: &str) -> Option<oneshot::Sender<Bytes>> {
+    fn answered(&self, key: &str) -> Option<oneshot::Sender<Delivery>> {
         self.lock().pending.remove(key).map(|(_, tx)| tx)
     }
 
@@ -313,7 +314,7 @@ impl Shared {
             .post_legacy(endpoint, Bytes::from(message.to_string()))
             .await;
         if !sent.is_ok_and(|r| r.status().is_success())
-            || within(Some(REPLAY_TIMEOUT), answer).await.is_none()
+            || !matches!(within(Some(REPLAY_TIMEOUT), answer).await, Some(Ok(Ok(_))))
         {
             legacy.forget(Some(&id_key(&id)));
             tracing::warn!(target: "tower_lro", "the new HTTP+SSE session was not initialized");

@@ -5,7 +5,9 @@
 //! queue to stdout before the stream is read on (a server that floods an
 //! agent that reads slowly is slowed down, never buffered without bound),
 //! and an event is held only up to a cap while it comes: over it, it is
-//! dropped with a warning and the stream goes on after it.
+//! dropped with a warning and the stream goes on after it; when it was the
+//! answer a request waits for, that request gets an error at once
+//! ([`oversized`](super::oversized)).
 //!
 //! [`LegacySse`]: super::LegacySse
 
@@ -17,8 +19,9 @@ use hyper::body::Incoming;
 use tower_lro::sse::{EventSplitter, event_data};
 
 use super::super::Shared;
-use super::super::answer::{SkipEvent, one_line};
+use super::super::answer::one_line;
 use super::answer_id;
+use super::oversized::Oversized;
 
 /// The largest event of the stream: it carries the answers too, so as
 /// large as an event of an answer in streamable HTTP (large tool results
@@ -39,7 +42,7 @@ pub(super) async fn read(shared: Arc<Shared>, stream: (Incoming, EventSplitter),
 /// Relays the stream's events until it ends; why it ended.
 async fn relay(shared: &Shared, (mut body, mut splitter): (Incoming, EventSplitter)) -> String {
     // Past an event over the cap, the bytes up to its end are skipped.
-    let mut skipping: Option<SkipEvent> = None;
+    let mut skipping: Option<Oversized> = None;
     loop {
         while let Some(event) = splitter.next_event() {
             on_event(shared, event).await;
@@ -50,11 +53,13 @@ async fn relay(shared: &Shared, (mut body, mut splitter): (Incoming, EventSplitt
                 "the server's HTTP+SSE stream sent an event over {} MiB; it is dropped, the stream goes on",
                 MAX_EVENT_BYTES >> 20
             );
-            let mut skip = SkipEvent::default();
             let held = splitter.take_rest();
-            match skip.end_in(&held) {
-                Some(end) => splitter.push(&held[end..]),
-                None => skipping = Some(skip),
+            match Oversized::start(&held) {
+                (oversized, Some(end)) => {
+                    dropped(shared, &oversized);
+                    splitter.push(&held[end..]);
+                }
+                (oversized, None) => skipping = Some(oversized),
             }
             continue;
         }
@@ -66,14 +71,29 @@ async fn relay(shared: &Shared, (mut body, mut splitter): (Incoming, EventSplitt
                 Err(_) => continue,
             },
         };
-        if let Some(skip) = &mut skipping {
-            let Some(end) = skip.end_in(&data) else {
+        if let Some(oversized) = &mut skipping {
+            let Some(end) = oversized.feed(&data) else {
                 continue;
             };
+            dropped(shared, oversized);
             data = data.slice(end..);
             skipping = None;
         }
         splitter.push(&data);
+    }
+}
+
+/// A dropped event: when it was the answer a request waits for, the
+/// request is told.
+fn dropped(shared: &Shared, oversized: &Oversized) {
+    let waiter = oversized
+        .answer_id()
+        .and_then(|id| shared.transport.legacy.answered(&id));
+    if let Some(waiter) = waiter {
+        let _ = waiter.send(Err(format!(
+            "the server sent an answer over {} MiB; it is dropped",
+            MAX_EVENT_BYTES >> 20
+        )));
     }
 }
 
@@ -99,7 +119,7 @@ async fn on_event(shared: &Shared, event: Bytes) {
                 Ok(text) if text.contains(['\r', '\n']) => Bytes::from(one_line(text)),
                 _ => data,
             };
-            let _ = waiter.send(data);
+            let _ = waiter.send(Ok(data));
         }
         None => shared.send_event(&event, None).await,
     }
