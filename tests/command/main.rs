@@ -8,6 +8,7 @@ mod common;
 mod cli;
 mod gateway;
 mod legacy_sse;
+mod legacy_sse_memory;
 mod metrics;
 mod oauth;
 mod proxy;
