@@ -428,3 +428,64 @@ async fn a_dropped_stream_fails_the_waiting_call_and_the_next_reconnects() {
         "answered on a new stream: {answer}"
     );
 }
+
+/// `sse-first` to a server of streamable HTTP whose `GET` is `405` (rmcp
+/// without sessions): the proxy falls back to streamable HTTP, and its
+/// offloading works there as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_first_falls_back_to_streamable_http_on_405() {
+    use common::mcp::{Mode, mcp_service, serve_mcp};
+    let addr = serve_mcp(mcp_service(Mode::StatelessJson), None).await;
+    let mut proxy = Proxy::start(&format!("http://{addr}/mcp"), &["--transport", "sse-first"]);
+    proxy.say(INITIALIZE).await;
+    let init = proxy.answer(1).await;
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    proxy.say(INITIALIZED).await;
+    proxy
+        .say(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#)
+        .await;
+    let list = proxy.answer(2).await;
+    let tools: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tools: {list}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"recall_memories") && tools.contains(&"lro_extract"),
+        "{tools:?}"
+    );
+    proxy
+        .say(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"recall_memories","arguments":{"count":200}}}"#)
+        .await;
+    let large = proxy.answer(3).await;
+    let d = checked_descriptor(&large["result"], "recall_memories over streamable HTTP");
+    assert_eq!(d.summary.count, 200);
+    assert!(Path::new(&d.file_path).starts_with(proxy._dir.path()));
+}
+
+/// The user's headers and the LRO proxy announcement go with the messages
+/// POSTed to the endpoint, as with streamable HTTP (the Python SDK
+/// server's `echo_headers` tool says what it got).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_and_the_proxy_announcement_reach_an_sse_server() {
+    let Some(dir) = interop_setup() else {
+        return;
+    };
+    let (_server, port) = py_server(&dir, 0, &["--sse"]).await;
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let mut proxy = Proxy::start(&url, &["--header", "X-Team: lro"]);
+    proxy.say(INITIALIZE).await;
+    assert!(proxy.answer(1).await["result"].is_object());
+    proxy.say(INITIALIZED).await;
+    proxy
+        .say(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_headers","arguments":{}}}"#)
+        .await;
+    let answer = proxy.answer(2).await;
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"));
+    let headers: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(headers["x-team"], "lro", "{headers}");
+    assert_eq!(headers["lro-proxy"], "1", "{headers}");
+}
