@@ -8,7 +8,7 @@ mod common;
 mod cli;
 mod gateway;
 mod legacy_sse;
-mod legacy_sse_memory;
+mod legacy_sse_faults;
 mod metrics;
 mod oauth;
 mod proxy;

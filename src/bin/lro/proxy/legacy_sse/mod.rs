@@ -194,7 +194,11 @@ impl LegacySse {
         let mut state = self.lock();
         if state.open.as_ref().map(|(_, g)| *g) == Some(generation) {
             state.open = None;
-            state.reader = None;
+            // A stream the server forgot (a 404 to a POST) may still be
+            // open: it is closed, its events are no longer the agent's.
+            if let Some(reader) = state.reader.take() {
+                reader.abort();
+            }
         }
         state.pending.retain(|_, (g, _)| *g != generation);
     }

@@ -1,10 +1,10 @@
-//! `lro proxy`'s memory over the old HTTP+SSE transport, against a hostile
-//! server on loopback (fault injection: an axum app that speaks the
-//! transport and misbehaves): a flood on the event stream at an agent that
-//! does not read stdout for a while (peak RSS under a fixed bound, nothing
-//! lost), and answers over the event cap (the waiting request gets an
-//! error, the stream goes on), with the answer's id first (as the Python
-//! SDK writes it) and last (as the TypeScript SDK does).
+//! `lro proxy` over the old HTTP+SSE transport against a hostile server on
+//! loopback (fault injection: an axum app that speaks the transport and
+//! misbehaves): a flood on the event stream at an agent that does not read
+//! stdout for a while (peak RSS under a fixed bound, nothing lost), answers
+//! over the event cap (the waiting request gets an error, the stream goes
+//! on), with the answer's id first (as the Python SDK writes it) and last
+//! (as the TypeScript SDK does), and a session the server forgets.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -36,6 +36,11 @@ struct Server {
     sent: AtomicUsize,
     /// The flood is out.
     flood_done: AtomicBool,
+    /// Event streams opened, `initialize` requests received.
+    gets: AtomicUsize,
+    initializes: AtomicUsize,
+    /// The next message is answered `404` (a forgotten session).
+    forget_next: AtomicBool,
 }
 
 /// A body fed by a channel of one chunk: what is "sent" was taken by the
@@ -66,6 +71,7 @@ async fn stream(State(server): State<Arc<Server>>) -> Response {
     .await
     .unwrap();
     *server.stream.lock().unwrap() = Some(tx);
+    server.gets.fetch_add(1, Ordering::SeqCst);
     (
         [(http::header::CONTENT_TYPE, "text/event-stream")],
         Body::new(ChannelBody(rx)),
@@ -94,7 +100,13 @@ fn filler(size: usize) -> impl Iterator<Item = Bytes> {
 
 /// A message of the agent: `202`, and its answer on the stream.
 async fn message(State(server): State<Arc<Server>>, body: Bytes) -> StatusCode {
+    if server.forget_next.swap(false, Ordering::SeqCst) {
+        return StatusCode::NOT_FOUND;
+    }
     let message: Value = serde_json::from_slice(&body).unwrap();
+    if message["method"] == "initialize" {
+        server.initializes.fetch_add(1, Ordering::SeqCst);
+    }
     let (Some(id), Some(method)) = (message.get("id").cloned(), message["method"].as_str()) else {
         return StatusCode::ACCEPTED;
     };
@@ -315,4 +327,26 @@ async fn an_answer_over_the_cap_is_an_error_for_its_request_and_the_stream_goes_
     // Bounded by the cap (an event up to 64 MiB, its buffer grown by
     // doubling), not by what the server sends.
     assert!(peak < 192 << 20, "peak RSS {} MiB", peak >> 20);
+}
+
+/// A `404` to a POST: the server forgot the session. The proxy opens a new
+/// stream, sends the agent's `initialize` again, then the message, which
+/// is answered; the agent sees nothing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_session_is_renewed_without_the_agent_noticing() {
+    let (mut agent, server) = Agent::start().await;
+    assert_eq!(server.gets.load(Ordering::SeqCst), 1);
+    server.forget_next.store(true, Ordering::SeqCst);
+    agent.call(2, "small", json!({})).await;
+    let v = agent.next().await.expect("an answer");
+    assert_eq!(v["id"], 2, "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "small", "{v}");
+    assert_eq!(server.gets.load(Ordering::SeqCst), 2, "a new stream");
+    assert_eq!(
+        server.initializes.load(Ordering::SeqCst),
+        2,
+        "the agent's initialize sent again"
+    );
+    let log = agent.finish().await;
+    assert!(!log.contains("panicked"), "{log}");
 }
