@@ -29,7 +29,7 @@ use crate::common;
 const SEND_TIME: Duration = Duration::from_secs(90);
 
 #[derive(Default)]
-struct Server {
+pub(super) struct Server {
     /// The event stream's sending side, once the proxy opened it.
     stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     /// Bytes taken by the connection.
@@ -63,7 +63,7 @@ fn sse(message: &Value) -> Bytes {
 }
 
 /// The event stream: its endpoint first, then what the posts send.
-async fn stream(State(server): State<Arc<Server>>) -> Response {
+pub(super) async fn stream(State(server): State<Arc<Server>>) -> Response {
     let (tx, rx) = mpsc::channel(1);
     tx.send(Bytes::from_static(
         b"event: endpoint\ndata: /messages?session=1\n\n",
@@ -99,7 +99,7 @@ fn filler(size: usize) -> impl Iterator<Item = Bytes> {
 }
 
 /// A message of the agent: `202`, and its answer on the stream.
-async fn message(State(server): State<Arc<Server>>, body: Bytes) -> StatusCode {
+pub(super) async fn message(State(server): State<Arc<Server>>, body: Bytes) -> StatusCode {
     if server.forget_next.swap(false, Ordering::SeqCst) {
         return StatusCode::NOT_FOUND;
     }

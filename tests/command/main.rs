@@ -9,6 +9,7 @@ mod cli;
 mod gateway;
 mod legacy_sse;
 mod legacy_sse_faults;
+mod legacy_sse_oauth;
 mod metrics;
 mod oauth;
 mod proxy;

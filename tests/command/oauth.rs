@@ -98,7 +98,7 @@ async fn agent_after_a_call(ttl: u64) -> Option<(World, Agent, Value)> {
 }
 
 /// Starts oidc-provider; returns it and its port.
-async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
+pub(super) async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(dir.join("oauth_provider.mjs"))
         .env("ACCESS_TTL", ttl.to_string())
@@ -109,12 +109,12 @@ async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
 
 /// What the bearer check needs.
 #[derive(Clone)]
-struct Guard {
-    issuer: String,
-    resource: String,
-    metadata_url: String,
-    http: reqwest::Client,
-    streams: StreamFaults,
+pub(super) struct Guard {
+    pub(super) issuer: String,
+    pub(super) resource: String,
+    pub(super) metadata_url: String,
+    pub(super) http: reqwest::Client,
+    pub(super) streams: StreamFaults,
 }
 
 /// Faults of the bearer check: it refuses (`401`) the next `refuse`
@@ -122,7 +122,7 @@ struct Guard {
 /// `Mcp-Session-Id`), even with a valid token, as a server does once it
 /// stops accepting a token; `opened` counts the streams let through.
 #[derive(Clone, Default)]
-struct StreamFaults {
+pub(super) struct StreamFaults {
     refuse: Arc<AtomicUsize>,
     refuse_new: Arc<AtomicUsize>,
     opened: Arc<AtomicUsize>,
@@ -190,7 +190,11 @@ async fn protected_mcp(
 
 /// Lets a request through when its bearer token is active at the provider
 /// and meant for this resource; else `401` with the RFC 9728 challenge.
-async fn bearer_check(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+pub(super) async fn bearer_check(
+    State(guard): State<Guard>,
+    request: Request,
+    next: Next,
+) -> Response {
     let token = request
         .headers()
         .get("authorization")
@@ -254,14 +258,14 @@ fn urlencode(s: &str) -> String {
 }
 
 /// `lro proxy URL --output-dir OUT`.
-fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
+pub(super) fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"));
     cmd.args(["proxy", url, "--output-dir"]).arg(out);
     cmd
 }
 
 /// An agent on the proxy's stdio.
-struct Agent {
+pub(super) struct Agent {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Lines<BufReader<ChildStdout>>,
@@ -284,7 +288,7 @@ impl Agent {
     }
 
     /// Runs `cmd` (an `lro proxy`) as the agent's server.
-    fn spawn(mut cmd: tokio::process::Command) -> Agent {
+    pub(super) fn spawn(mut cmd: tokio::process::Command) -> Agent {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -332,7 +336,7 @@ impl Agent {
     }
 
     /// `initialize` and `notifications/initialized`; the answer.
-    async fn handshake(&mut self) -> Value {
+    pub(super) async fn handshake(&mut self) -> Value {
         self.say(
             json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},
@@ -346,7 +350,7 @@ impl Agent {
     }
 
     /// A `tools/call` of the server's `status` tool; the answer.
-    async fn status(&mut self, id: u64) -> Value {
+    pub(super) async fn status(&mut self, id: u64) -> Value {
         self.say(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":"status","arguments":{}}}))
             .await;
@@ -354,7 +358,7 @@ impl Agent {
     }
 
     /// Closes stdin; the exit status and what the proxy logged.
-    async fn finish(mut self) -> (bool, String) {
+    pub(super) async fn finish(mut self) -> (bool, String) {
         drop(self.stdin.take());
         let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await

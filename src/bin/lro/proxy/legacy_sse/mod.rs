@@ -69,10 +69,7 @@ pub(super) enum LegacyError {
     #[error("{}", super::upstream::error_kind(.0))]
     Upstream(UpstreamError),
     /// The `GET` of the event stream got an HTTP error.
-    #[error(
-        "the server answered HTTP {} to the GET of an HTTP+SSE event stream: it does not speak the old HTTP+SSE transport (2024-11-05) at this URL",
-        .0.as_u16()
-    )]
+    #[error("the server answered HTTP {} to the GET of an HTTP+SSE event stream: {}", .0.as_u16(), refused_why(*.0))]
     Refused(StatusCode),
     /// The `GET` got something else than an event stream.
     #[error(
@@ -98,6 +95,17 @@ pub(super) enum LegacyError {
     /// The stream kept closing under the message.
     #[error("the server's HTTP+SSE event stream closed while the message was sent")]
     Closed,
+}
+
+/// What an HTTP error to the `GET` of the event stream says.
+fn refused_why(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => {
+            "it wants credentials (a sign-in, which is off or failed, or --header Authorization)"
+        }
+        StatusCode::FORBIDDEN => "the credentials are not allowed",
+        _ => "it does not speak the old HTTP+SSE transport (2024-11-05) at this URL",
+    }
 }
 
 /// A sender of the answer to one request, and the stream it waits on.
