@@ -11,8 +11,8 @@
 //!   ```
 //!
 //! * `lro proxy` ([`proxy`]) — the spec's local LRO proxy: MCP over stdio
-//!   to the agent, streamable HTTP to the remote server, large results in
-//!   files on the agent's own disk; a drop-in for `mcp-remote` (its flags,
+//!   to the agent, streamable HTTP (or the old HTTP+SSE transport) to the
+//!   remote server, large results in files on the agent's own disk; a drop-in for `mcp-remote` (its flags,
 //!   its OAuth sign-in: [`auth`]):
 //!
 //!   ```text
@@ -85,8 +85,9 @@ enum Command {
     Extract(files::ExtractArgs),
     /// Deletes expired offloaded files.
     Cleanup(files::CleanupArgs),
-    /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP to
-    /// the remote server; large results become files on this machine.
+    /// The local LRO proxy: MCP over stdio to the agent, streamable HTTP
+    /// (or the old HTTP+SSE transport, --transport) to the remote server;
+    /// large results become files on this machine.
     ///
     /// It adds two tools to the server's own: lro_extract (runs one of an
     /// offloaded file's jq recipes, or a jq filter, and answers by pages)

@@ -1,6 +1,7 @@
 //! The spec's local LRO proxy ("Remote Transport Proxy"): MCP over stdio to
-//! the agent, streamable HTTP to the remote server, large results offloaded
-//! into files on the agent's own disk, where its shell and `jq` are.
+//! the agent, streamable HTTP to the remote server (or the old HTTP+SSE
+//! transport: [`transport`]), large results offloaded into files on the
+//! agent's own disk, where its shell and `jq` are.
 //!
 //! ```text
 //! agent ── stdin/stdout (one JSON-RPC message per line) ──► lro proxy
