@@ -156,8 +156,21 @@ fn request_of(bytes: &[u8]) -> (Option<String>, bool) {
     }
 }
 
-/// The id of an answer (a message with an id and no method).
+/// From how many bytes on a message is first read at its edges for its id.
+const EDGES_FROM: usize = 64 << 10;
+
+/// The id of an answer (a message with an id and no method). A large one
+/// is read at its edges first ([`oversized::at_edges`]): its id is most
+/// often there, and a second parse of it all is spared.
 fn answer_id(data: &[u8]) -> Option<String> {
+    if data.len() > EDGES_FROM {
+        let tail = &data[data.len() - oversized::TAIL_BYTES..];
+        match oversized::at_edges(&data[..oversized::HEAD_BYTES], tail) {
+            oversized::Edges::Answer(id) => return Some(id),
+            oversized::Edges::NotAnswer => return None,
+            oversized::Edges::Unknown => {}
+        }
+    }
     let head = serde_json::from_slice::<Head>(data).ok()?;
     match (head.id, head.method) {
         (Some(id), None) => Some(id_key(&id)),
@@ -405,6 +418,41 @@ mod tests {
             answer_id(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#),
             None
         );
+        // Large ones, read at their edges or whole: the same ids.
+        let big = "x".repeat(100_000);
+        for (message, id) in [
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"t":"{big}"}}}}"#),
+                Some("7"),
+            ),
+            (
+                format!(r#"{{"result":{{"t":"{big}"}},"jsonrpc":"2.0","id":"b"}}"#),
+                Some("\"b\""),
+            ),
+            (
+                format!(r#"{{"result":{{"t":"{big}"}},"id":8,"jsonrpc":"2.0"}}"#),
+                Some("8"),
+            ),
+            (
+                format!(r#"{{"error":{{"message":"{big}"}},"id":6}}"#),
+                Some("6"),
+            ),
+            (
+                format!(r#"{{"id":9,"method":"x","params":{{"t":"{big}"}}}}"#),
+                None,
+            ),
+            (
+                format!(r#"{{"method":"x","params":{{"t":"{big}"}},"id":9}}"#),
+                None,
+            ),
+        ] {
+            assert_eq!(
+                answer_id(message.as_bytes()).as_deref(),
+                id,
+                "{}",
+                &message[..40]
+            );
+        }
     }
 
     #[test]

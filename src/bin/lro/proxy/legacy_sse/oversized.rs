@@ -5,7 +5,8 @@
 //! `result` (the Python SDK: `{"jsonrpc":"2.0","id":4,"result":…}`) or
 //! after it (the TypeScript SDK: `{"result":…,"jsonrpc":"2.0","id":4}`);
 //! the first bytes also tell an answer (`result`, `error`) from a request
-//! of the server (`method`), whose id is in another space.
+//! of the server (`method`), whose id is in another space. The same reading
+//! spares a large answer that comes whole a second parse ([`at_edges`]).
 
 use std::fmt;
 
@@ -16,10 +17,40 @@ use serde_json::Value;
 use super::super::answer::SkipEvent;
 use super::id_key;
 
-/// The first bytes of the event kept.
-const HEAD_BYTES: usize = 4096;
-/// The last bytes of the event kept.
-const TAIL_BYTES: usize = 256;
+/// The first bytes of a message read for its id.
+pub(super) const HEAD_BYTES: usize = 4096;
+/// The last bytes of a message read for its id.
+pub(super) const TAIL_BYTES: usize = 256;
+
+/// What the first and last bytes of a message say of it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Edges {
+    /// An answer, with its id (as a key of the waiting requests).
+    Answer(String),
+    /// A request or a notification of the server.
+    NotAnswer,
+    /// Nothing certain.
+    Unknown,
+}
+
+/// What `head` (the first bytes of a JSON-RPC message) and `tail` (its
+/// last ones) say of it; an id only when it is certainly the answer's.
+pub(super) fn at_edges(head: &[u8], tail: &[u8]) -> Edges {
+    let mut says = HeadSays::Unknown;
+    let mut de = serde_json::Deserializer::from_slice(head);
+    // The head is cut short: the error at its end is expected, what was
+    // read before it is in `says`.
+    let _ = serde::Deserializer::deserialize_map(&mut de, Head(&mut says));
+    match says {
+        HeadSays::Answer(Some(id)) => Edges::Answer(id_key(&id)),
+        HeadSays::Answer(None) => match id_at_end(tail) {
+            Some(id) => Edges::Answer(id_key(&id)),
+            None => Edges::Unknown,
+        },
+        HeadSays::NotAnswer => Edges::NotAnswer,
+        HeadSays::Unknown => Edges::Unknown,
+    }
+}
 
 /// An event being skipped.
 #[derive(Debug)]
@@ -57,16 +88,9 @@ impl Oversized {
     /// The id of the answer the event was (as a key of the waiting
     /// requests), when its first and last bytes tell it.
     pub(super) fn answer_id(&self) -> Option<String> {
-        let data = first_data(&self.head)?;
-        let mut says = HeadSays::Unknown;
-        let mut de = serde_json::Deserializer::from_slice(data);
-        // The head is cut short: the error at its end is expected, what
-        // was read before it is in `says`.
-        let _ = serde::Deserializer::deserialize_map(&mut de, Head(&mut says));
-        match says {
-            HeadSays::Answer(Some(id)) => Some(id_key(&id)),
-            HeadSays::Answer(None) => id_at_end(&self.tail).map(|id| id_key(&id)),
-            HeadSays::Unknown | HeadSays::NotAnswer => None,
+        match at_edges(first_data(&self.head)?, &self.tail) {
+            Edges::Answer(id) => Some(id),
+            Edges::NotAnswer | Edges::Unknown => None,
         }
     }
 }

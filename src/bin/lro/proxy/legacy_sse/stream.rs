@@ -101,7 +101,7 @@ fn dropped(shared: &Shared, oversized: &Oversized) {
 /// agent; events of other types than `message` are not MCP's.
 async fn on_event(shared: &Shared, event: Bytes) {
     let kind = event_type(&event);
-    if kind != b"message" {
+    if !kind.is_empty() && kind != b"message" {
         tracing::debug!(
             target: "tower_lro",
             "an HTTP+SSE event of type {:?} is ignored",
@@ -125,12 +125,15 @@ async fn on_event(shared: &Shared, event: Bytes) {
     }
 }
 
-/// The type of an event: its last `event:` field, `message` without one.
+/// The type of an event: its last `event` field (empty, like none, means
+/// `message`).
 pub(super) fn event_type(event: &[u8]) -> &[u8] {
     let mut kind: &[u8] = b"message";
     for line in event.split(|b| *b == b'\n' || *b == b'\r') {
         if let Some(value) = line.strip_prefix(b"event:") {
             kind = value.strip_prefix(b" ").unwrap_or(value);
+        } else if line == b"event" {
+            kind = b"";
         }
     }
     kind
@@ -149,5 +152,6 @@ mod tests {
         assert_eq!(event_type(b"event:message\ndata: {}\n\n"), b"message");
         assert_eq!(event_type(b"data: {}\n\n"), b"message");
         assert_eq!(event_type(b": comment\revent: a\revent: b\r\r"), b"b");
+        assert_eq!(event_type(b"event: a\nevent\ndata: {}\n\n"), b"");
     }
 }
