@@ -92,6 +92,11 @@ pub(super) enum LegacyError {
         /// The server's origin.
         server: String,
     },
+    /// A request with the same id is waiting for its answer.
+    #[error(
+        "a request with id {0} is already waiting for its answer: the ids of requests in flight must differ"
+    )]
+    IdInUse(String),
     /// The stream kept closing under the message.
     #[error("the server's HTTP+SSE event stream closed while the message was sent")]
     Closed,
@@ -106,6 +111,15 @@ fn refused_why(status: StatusCode) -> &'static str {
         StatusCode::FORBIDDEN => "the credentials are not allowed",
         _ => "it does not speak the old HTTP+SSE transport (2024-11-05) at this URL",
     }
+}
+
+/// Why an answer cannot be waited for.
+#[derive(Debug, PartialEq, Eq)]
+enum NoWait {
+    /// The stream is gone (another is opened).
+    Gone,
+    /// A request with the same id waits already.
+    InUse,
 }
 
 /// A sender of the answer to one request, and the stream it waits on.
@@ -183,19 +197,20 @@ impl LegacySse {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits for the answer to `key` on the stream of `generation`; `None`
-    /// when that stream is gone already.
-    fn expect(&self, key: &str, generation: u64) -> Option<oneshot::Receiver<Delivery>> {
+    /// Waits for the answer to `key` on the stream of `generation`.
+    fn expect(&self, key: &str, generation: u64) -> Result<oneshot::Receiver<Delivery>, NoWait> {
         let mut state = self.lock();
         if state.open.as_ref().map(|(_, g)| *g) != Some(generation) {
-            return None;
+            return Err(NoWait::Gone);
+        }
+        // An id in use: the answers to the two requests could not be told
+        // apart (the first stays the one waiting).
+        if state.pending.contains_key(key) {
+            return Err(NoWait::InUse);
         }
         let (tx, rx) = oneshot::channel();
-        // An id the agent reuses while its first request waits: the first
-        // waiter is told its answer cannot come (the server cannot tell
-        // the two answers apart either).
         state.pending.insert(key.to_owned(), (generation, tx));
-        Some(rx)
+        Ok(rx)
     }
 
     fn forget(&self, key: Option<&str>) {
@@ -251,8 +266,9 @@ impl Shared {
             let (endpoint, generation) = self.legacy_endpoint(initialize).await?;
             let answer = match &key {
                 Some(key) => match legacy.expect(key, generation) {
-                    Some(rx) => Some(rx),
-                    None => continue,
+                    Ok(rx) => Some(rx),
+                    Err(NoWait::Gone) => continue,
+                    Err(NoWait::InUse) => return Err(LegacyError::IdInUse(key.clone())),
                 },
                 None => None,
             };
@@ -331,7 +347,7 @@ impl Shared {
         let id = Value::from(format!("lro-proxy-renewal-{generation}"));
         message["id"] = id.clone();
         let legacy = &self.transport.legacy;
-        let Some(answer) = legacy.expect(&id_key(&id), generation) else {
+        let Ok(answer) = legacy.expect(&id_key(&id), generation) else {
             return;
         };
         tracing::info!(target: "tower_lro", "a new HTTP+SSE session: sending the agent's initialize again");
@@ -461,10 +477,30 @@ mod tests {
         let endpoint: Uri = "http://127.0.0.1:1/messages?session_id=1".parse().unwrap();
         legacy.lock().open = Some((endpoint, 1));
         let mut waiting = legacy.expect("1", 1).expect("the stream is open");
-        assert!(legacy.expect("2", 2).is_none(), "not the open stream");
+        assert_eq!(
+            legacy.expect("2", 2).err(),
+            Some(NoWait::Gone),
+            "not the open stream"
+        );
+        assert_eq!(
+            legacy.expect("1", 1).err(),
+            Some(NoWait::InUse),
+            "an id in use"
+        );
+        assert!(waiting.try_recv().is_err(), "still waiting: nothing yet");
         legacy.dropped(1);
-        assert!(waiting.try_recv().is_err(), "told: its sender is gone");
+        assert!(
+            matches!(
+                waiting.try_recv(),
+                Err(oneshot::error::TryRecvError::Closed)
+            ),
+            "told: its sender is gone"
+        );
         assert!(legacy.lock().pending.is_empty());
-        assert!(legacy.expect("3", 1).is_none(), "the stream is gone");
+        assert_eq!(
+            legacy.expect("3", 1).err(),
+            Some(NoWait::Gone),
+            "the stream is gone"
+        );
     }
 }
