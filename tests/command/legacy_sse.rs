@@ -31,7 +31,8 @@ async fn py_server(dir: &Path, port: u16, flags: &[&str]) -> (tokio::process::Ch
     cmd.arg(dir.join("py_server.py"))
         .arg(port.to_string())
         .args(flags)
-        .current_dir(dir);
+        .current_dir(dir)
+        .stderr(Stdio::null());
     common::start_listening(cmd, "py_server.py").await
 }
 
@@ -289,6 +290,22 @@ impl Proxy {
             .unwrap_or_else(|_| panic!("no {what} within {ANSWER_TIMEOUT:?}"))
     }
 
+    /// The line of the answer to `id`, as the proxy wrote it.
+    async fn raw_answer(&mut self, id: u64) -> String {
+        let wait = async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                if v["id"] == id && v.get("method").is_none() {
+                    return line;
+                }
+            }
+            panic!("stdout ended before the answer to {id}");
+        };
+        tokio::time::timeout(ANSWER_TIMEOUT, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no answer to {id} within {ANSWER_TIMEOUT:?}"))
+    }
+
     async fn answer(&mut self, id: u64) -> Value {
         self.next(&format!("answer to {id}"), |v| {
             v["id"] == id && v.get("method").is_none()
@@ -488,4 +505,76 @@ async fn headers_and_the_proxy_announcement_reach_an_sse_server() {
     let headers: Value = serde_json::from_str(text).unwrap();
     assert_eq!(headers["x-team"], "lro", "{headers}");
     assert_eq!(headers["lro-proxy"], "1", "{headers}");
+}
+
+/// The data of the event answering `id` that a plain HTTP+SSE client gets
+/// from the server at `url` after POSTing `lines` (bounded in time).
+async fn direct_answer(url: &str, lines: &[&str], id: u64) -> String {
+    use tower_lro::sse::{EventSplitter, event_data};
+    let http = reqwest::Client::new();
+    let mut stream = http
+        .get(url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut splitter = EventSplitter::default();
+    let mut endpoint = None;
+    let read = async {
+        loop {
+            while let Some(event) = splitter.next_event() {
+                let Some(data) = event_data(&event) else {
+                    continue;
+                };
+                let data = String::from_utf8(data.to_vec()).unwrap();
+                if event.starts_with(b"event: endpoint") {
+                    let at = reqwest::Url::parse(url).unwrap().join(&data).unwrap();
+                    for line in lines {
+                        let sent = http
+                            .post(at.clone())
+                            .header("content-type", "application/json")
+                            .body(line.to_string())
+                            .send()
+                            .await
+                            .unwrap();
+                        assert_eq!(sent.status(), 202);
+                    }
+                    endpoint = Some(at);
+                } else if serde_json::from_str::<Value>(&data).unwrap()["id"] == id {
+                    return data;
+                }
+            }
+            let chunk = stream.chunk().await.unwrap().expect("the stream goes on");
+            splitter.push(&chunk);
+        }
+    };
+    let data = tokio::time::timeout(ANSWER_TIMEOUT, read)
+        .await
+        .expect("the answer within the time");
+    assert!(endpoint.is_some());
+    data
+}
+
+/// Small results through the proxy are the server's own bytes: the line
+/// the agent gets is the data of the event a plain client gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_results_are_the_servers_own_bytes() {
+    let Some(dir) = interop_setup() else {
+        return;
+    };
+    let (_server, port) = py_server(&dir, 0, &["--sse"]).await;
+    let url = format!("http://127.0.0.1:{port}/sse");
+    for call in [
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{"name":"bytes \u00e9\u4e2d"}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"records_list","arguments":{"count":5}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"layout","arguments":{"kind":"nope"}}}"#,
+    ] {
+        let direct = direct_answer(&url, &[INITIALIZE, INITIALIZED, call], 2).await;
+        let mut proxy = Proxy::start(&url, &["--transport", "sse-only"]);
+        for line in [INITIALIZE, INITIALIZED, call] {
+            proxy.say(line).await;
+        }
+        let proxied = proxy.raw_answer(2).await;
+        assert_eq!(proxied, direct, "{call}");
+    }
 }
