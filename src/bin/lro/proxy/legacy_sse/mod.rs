@@ -58,9 +58,10 @@ use awaited::{AwaitedAnswer, Delivery};
 
 /// How long the answer to a replayed `initialize` may take.
 const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
-/// The most bytes of a POST's own answer read (it is `Accepted`); the rest
-/// is dropped with the connection.
+/// The most bytes of a POST's own answer read (it is `Accepted`), and how
+/// long that may take; the rest is dropped with the connection.
 const MAX_POST_ANSWER_BYTES: usize = 64 << 10;
+const POST_ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why the HTTP+SSE transport could not carry a message.
 #[derive(Debug, thiserror::Error)]
@@ -293,7 +294,7 @@ impl Shared {
             // The POST's own answer ("Accepted") is read, so the connection
             // goes back to the pool.
             let _ = within(
-                Some(REPLAY_TIMEOUT),
+                Some(POST_ANSWER_TIMEOUT),
                 Limited::new(response.into_body(), MAX_POST_ANSWER_BYTES).collect(),
             )
             .await;
