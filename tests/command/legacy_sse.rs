@@ -199,8 +199,8 @@ async fn python_sdk_sse_server_through_the_proxy_sse_first() {
 }
 
 /// server-everything's `sse` mode, with the default strategy: its POST to
-/// /sse gets 404, so the proxy falls back to HTTP+SSE. Its sampling
-/// request goes to the agent and the agent's answer back.
+/// /sse gets 404, so the proxy falls back to HTTP+SSE. Its sampling and
+/// elicitation requests go to the agent and the agent's answers back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_sse_through_the_proxy_http_first_falls_back_on_404() {
     let Some(dir) = interop_setup() else {
@@ -215,11 +215,14 @@ async fn server_everything_sse_through_the_proxy_http_first_falls_back_on_404() 
     let (_server, port) = common::start_listening(cmd, "server-everything sse").await;
     let url = format!("http://127.0.0.1:{port}/sse");
     let (v, proxy_dir) = client("everything", &url, &[]).await;
-    let d = check_common(&v, 5, proxy_dir.path());
+    let d = check_common(&v, 6, proxy_dir.path());
     assert_eq!(
         v["proxied"]["asked"],
-        serde_json::json!(["Resource trigger-sampling-request context: what is 2+2?"]),
-        "the server's request reached the agent"
+        serde_json::json!([
+            "Resource trigger-sampling-request context: what is 2+2?",
+            "Please provide inputs for the following fields:"
+        ]),
+        "the server's requests reached the agent"
     );
     let text = ok(&v["proxied"]["calls"][4], "sampling")["content"][0]["text"]
         .as_str()

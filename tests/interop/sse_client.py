@@ -32,6 +32,7 @@ CALLS = {
         ("get-tiny-image", {}),
         ("get-structured-content", {"location": "New York"}),
         ("trigger-sampling-request", {"prompt": "what is 2+2?", "maxTokens": 20}),
+        ("trigger-elicitation-request", {}),
         ("echo", {"message": LARGE}),
     ],
 }
@@ -72,7 +73,17 @@ async def session(kind, server, proxied):
             role="assistant", content=types.TextContent(type="text", text="four"), model="test"
         )
 
-    async with Client(server, mode="legacy", read_timeout_seconds=30, sampling_callback=sampling) as client:
+    async def elicitation(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async with Client(
+        server,
+        mode="legacy",
+        read_timeout_seconds=30,
+        sampling_callback=sampling,
+        elicitation_callback=elicitation,
+    ) as client:
         out = {"protocolVersion": client.protocol_version}
         out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
         out["calls"] = [await attempt(client.call_tool(name, args)) for name, args in CALLS[kind]]
