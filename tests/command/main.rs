@@ -6,8 +6,10 @@
 mod common;
 
 mod cli;
+mod forward_proxy;
 mod gateway;
 mod metrics;
 mod oauth;
 mod proxy;
 mod proxy_memory;
+mod proxy_reach;

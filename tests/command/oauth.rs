@@ -36,10 +36,10 @@ const RS_BASIC: &str = "Basic cmVzb3VyY2Utc2VydmVyOnJzLXNlY3JldA==";
 
 /// The authorization server, the protected MCP server, and the proxy's
 /// token and output directories.
-struct World {
+pub(crate) struct World {
     _provider: Child,
-    issuer: String,
-    mcp: SocketAddr,
+    pub(crate) issuer: String,
+    pub(crate) mcp: SocketAddr,
     sessions: Arc<LocalSessionManager>,
     streams: StreamFaults,
     auth_dir: tempfile::TempDir,
@@ -49,7 +49,7 @@ struct World {
 
 /// A world whose access tokens live `ttl` seconds (`None` when the
 /// interop tooling cannot be installed).
-async fn world(ttl: u64) -> Option<World> {
+pub(crate) async fn world(ttl: u64) -> Option<World> {
     let dir = common::interop_setup()?;
     let (provider, port) = provider(&dir, ttl).await;
     let issuer = format!("http://127.0.0.1:{port}");
@@ -254,14 +254,14 @@ fn urlencode(s: &str) -> String {
 }
 
 /// `lro proxy URL --output-dir OUT`.
-fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
+pub(crate) fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"));
     cmd.args(["proxy", url, "--output-dir"]).arg(out);
     cmd
 }
 
 /// An agent on the proxy's stdio.
-struct Agent {
+pub(crate) struct Agent {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Lines<BufReader<ChildStdout>>,
@@ -270,7 +270,7 @@ struct Agent {
 
 impl Agent {
     /// Starts `lro proxy` for `world` with `extra` flags and environment.
-    fn start(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Agent {
+    pub(crate) fn start(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Agent {
         let dir = common::interop_dir();
         let browser = format!("node {}", dir.join("oauth_browser.mjs").display());
         let mut cmd = proxy_command(&format!("http://{}/mcp", world.mcp), world.out_dir.path());
@@ -284,7 +284,7 @@ impl Agent {
     }
 
     /// Runs `cmd` (an `lro proxy`) as the agent's server.
-    fn spawn(mut cmd: tokio::process::Command) -> Agent {
+    pub(crate) fn spawn(mut cmd: tokio::process::Command) -> Agent {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -306,7 +306,7 @@ impl Agent {
         }
     }
 
-    async fn say(&mut self, message: Value) {
+    pub(crate) async fn say(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin
             .write_all(format!("{message}\n").as_bytes())
@@ -315,7 +315,7 @@ impl Agent {
     }
 
     /// The answer to request `id` (other messages skipped).
-    async fn answer(&mut self, id: u64) -> Value {
+    pub(crate) async fn answer(&mut self, id: u64) -> Value {
         let wait = async {
             while let Some(line) = self.lines.next_line().await.unwrap() {
                 let v: Value = serde_json::from_str(&line).unwrap();
@@ -332,7 +332,7 @@ impl Agent {
     }
 
     /// `initialize` and `notifications/initialized`; the answer.
-    async fn handshake(&mut self) -> Value {
+    pub(crate) async fn handshake(&mut self) -> Value {
         self.say(
             json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},
@@ -346,7 +346,7 @@ impl Agent {
     }
 
     /// A `tools/call` of the server's `status` tool; the answer.
-    async fn status(&mut self, id: u64) -> Value {
+    pub(crate) async fn status(&mut self, id: u64) -> Value {
         self.say(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":"status","arguments":{}}}))
             .await;
@@ -354,7 +354,7 @@ impl Agent {
     }
 
     /// Closes stdin; the exit status and what the proxy logged.
-    async fn finish(mut self) -> (bool, String) {
+    pub(crate) async fn finish(mut self) -> (bool, String) {
         drop(self.stdin.take());
         let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await
@@ -384,7 +384,7 @@ async fn session(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Value {
 }
 
 /// How many sign-ins the browser completed.
-fn sign_ins(world: &World) -> Vec<String> {
+pub(crate) fn sign_ins(world: &World) -> Vec<String> {
     std::fs::read_to_string(&world.browser_log)
         .unwrap_or_default()
         .lines()
@@ -696,7 +696,6 @@ fn mcp_remote_flags_without_meaning_here_are_refused_by_name() {
     for (args, named) in [
         (&["--transport", "sse-only"][..], "--transport sse-only"),
         (&["--transport", "sse-first"][..], "--transport sse-first"),
-        (&["--enable-proxy"][..], "--enable-proxy"),
         (&["--device-code"][..], "--device-code"),
         (&["--keep-alive"][..], "--keep-alive"),
         (&["--protocol", "auto"][..], "--protocol auto"),

@@ -135,7 +135,9 @@ struct RemoteArgs {
     /// agent: not listed, calls refused; repeatable.
     #[arg(long, value_name = "PATTERN")]
     ignore_tool: Vec<String>,
-    #[arg(long, hide = true)]
+    /// Go through the HTTP proxy of HTTPS_PROXY / HTTP_PROXY (lower-case
+    /// forms too; credentials in its URL), NO_PROXY honoured; OAuth too.
+    #[arg(long)]
     enable_proxy: bool,
     #[arg(long, hide = true)]
     keep_alive: bool,
@@ -179,6 +181,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert.clone();
     options.allow_http = args.remote.allow_http;
+    options.connect.env_proxy = args.remote.enable_proxy;
     if let Some(timeout) = seconds("--connect-timeout", args.remote.connect_timeout)? {
         options.connect.connect_timeout = timeout;
     }
@@ -230,11 +233,6 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
     let flags = [
-        (
-            remote.enable_proxy,
-            "--enable-proxy",
-            "no outbound HTTP proxy support",
-        ),
         (remote.keep_alive, "--keep-alive", "no keep-alive pings"),
         (
             remote.ping_interval.is_some(),
