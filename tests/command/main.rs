@@ -11,5 +11,6 @@ mod gateway;
 mod metrics;
 mod oauth;
 mod proxy;
+mod proxy_keepalive;
 mod proxy_memory;
 mod proxy_reach;

@@ -264,7 +264,7 @@ pub(crate) fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
 pub(crate) struct Agent {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
+    pub(crate) lines: Lines<BufReader<ChildStdout>>,
     stderr: tokio::task::JoinHandle<String>,
 }
 
@@ -697,7 +697,6 @@ fn mcp_remote_flags_without_meaning_here_are_refused_by_name() {
         (&["--transport", "sse-only"][..], "--transport sse-only"),
         (&["--transport", "sse-first"][..], "--transport sse-first"),
         (&["--device-code"][..], "--device-code"),
-        (&["--keep-alive"][..], "--keep-alive"),
         (&["--protocol", "auto"][..], "--protocol auto"),
         (
             &["--authorize-param", "state=x"][..],

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ProxyOptions;
+use super::keep_alive::DEFAULT_PING_INTERVAL;
 use crate::auth::{AuthOptions, default_dir};
 use clap::Args;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -139,10 +140,14 @@ struct RemoteArgs {
     /// forms too; credentials in its URL), NO_PROXY honoured; OAuth too.
     #[arg(long)]
     enable_proxy: bool,
-    #[arg(long, hide = true)]
+    /// Keep-alive: an MCP ping of the proxy's own whenever the link has
+    /// been idle 30 s (or --ping-interval); a dead link is pinged until it
+    /// is back, a session the server dropped is renewed at once.
+    #[arg(long)]
     keep_alive: bool,
-    #[arg(long, hide = true, value_name = "SECONDS")]
-    ping_interval: Option<String>,
+    /// Seconds of idleness before a keep-alive ping (implies --keep-alive).
+    #[arg(long, value_name = "SECONDS")]
+    ping_interval: Option<f64>,
     #[arg(long, hide = true)]
     ipv4: bool,
     #[arg(long, hide = true)]
@@ -188,6 +193,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.headers_timeout = seconds("--headers-timeout", args.remote.headers_timeout)?;
     options.body_timeout = seconds("--body-timeout", args.remote.body_timeout)?;
     options.hidden_tools = args.remote.ignore_tool.clone();
+    options.ping_interval = ping_interval(&args.remote)?;
     options.auth = if args.oauth.no_oauth {
         None
     } else {
@@ -233,12 +239,6 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
     let flags = [
-        (remote.keep_alive, "--keep-alive", "no keep-alive pings"),
-        (
-            remote.ping_interval.is_some(),
-            "--ping-interval",
-            "no keep-alive pings",
-        ),
         (
             remote.ipv4,
             "--ipv4",
@@ -258,6 +258,20 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
     match flags.iter().find(|(given, _, _)| *given) {
         Some((_, flag, why)) => refused(flag, why),
         None => Ok(()),
+    }
+}
+
+/// The keep-alive interval: `--ping-interval`, else the default with
+/// `--keep-alive`, else none.
+fn ping_interval(remote: &RemoteArgs) -> Result<Option<Duration>, String> {
+    match remote.ping_interval {
+        Some(s) if s > 0.0 => Duration::try_from_secs_f64(s)
+            .map(Some)
+            .map_err(|_| format!("--ping-interval {s}: expected a number of seconds")),
+        Some(s) => Err(format!(
+            "--ping-interval {s}: expected a positive number of seconds"
+        )),
+        None => Ok(remote.keep_alive.then_some(DEFAULT_PING_INTERVAL)),
     }
 }
 

@@ -62,13 +62,16 @@
 //! * [`session`] — the session's life: remembered at `initialize`, its GET
 //!   stream, renewed when the server drops it, ended with `DELETE`;
 //!   [`fresh_token`] — a new token and one more try for the requests that
-//!   do not go through the layer (the GET stream, a renewed `initialize`).
+//!   do not go through the layer (the GET stream, a renewed `initialize`);
+//!   [`keep_alive`] — pings of the proxy's own while the link is idle: a
+//!   dead link or a dropped session found before the agent needs them.
 //! * [`args`] — the `lro proxy` command line (mcp-remote's flags).
 
 mod answer;
 pub mod args;
 mod fresh_token;
 mod hidden_tools;
+mod keep_alive;
 mod message;
 mod refusal;
 mod relay;
@@ -77,7 +80,7 @@ mod stdio;
 mod upstream;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Uri;
@@ -124,6 +127,9 @@ pub struct ProxyOptions {
     /// Tools hidden from the agent (`*` patterns, any case): their calls
     /// are refused, `tools/list` answers relayed without them.
     pub hidden_tools: Vec<String>,
+    /// Keep-alive: a `ping` of the proxy's own when the link has been idle
+    /// this long ([`keep_alive`]); `None`: no pings.
+    pub ping_interval: Option<Duration>,
 }
 
 impl ProxyOptions {
@@ -140,6 +146,7 @@ impl ProxyOptions {
             headers_timeout: None,
             body_timeout: None,
             hidden_tools: Vec::new(),
+            ping_interval: None,
         }
     }
 }
@@ -194,6 +201,8 @@ struct Shared {
     renewing: tokio::sync::Mutex<()>,
     /// The bounded queue to stdout (a sender waits for room).
     out: Outbox,
+    /// When a request was last sent upstream (keep-alive pings the idle).
+    last_sent: Mutex<Instant>,
 }
 
 /// The header carrying the session id.
@@ -217,6 +226,7 @@ where
         .try_build()?;
     let (out, rx, room) = Outbox::new();
     let writer = tokio::spawn(write_lines(rx, room, output));
+    let ping_interval = options.ping_interval;
     let shared = Arc::new(Shared::new(options, out)?);
     if let Some(auth) = &shared.auth
         && let Err(e) = auth.prepare().await
@@ -224,7 +234,11 @@ where
         tracing::warn!(target: "tower_lro", "oauth: {e}");
     }
     let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
+    let pings = ping_interval.map(|interval| keep_alive::spawn(&shared, interval));
     let read = read_lines(input, &shared, &service).await;
+    if let Some(pings) = pings {
+        pings.abort();
+    }
     goodbye(&shared).await;
     drop(service);
     drop(shared);
@@ -278,6 +292,7 @@ impl Shared {
             session: Mutex::new(Session::default()),
             renewing: tokio::sync::Mutex::new(()),
             out,
+            last_sent: Mutex::new(Instant::now()),
         })
     }
 

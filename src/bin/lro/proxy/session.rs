@@ -65,15 +65,17 @@ async fn new_session(shared: &Arc<Shared>, initialize: Bytes) -> Option<Response
     .await
 }
 
-/// Opens the server's GET stream once per session, in the background.
+/// Opens the server's GET stream once per session, in the background (once
+/// more after it broke off, when called again).
 pub(super) fn open_stream(shared: &Arc<Shared>) {
-    {
+    let generation = {
         let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
         if session.stream_opened || session.id.is_none() {
             return;
         }
         session.stream_opened = true;
-    }
+        session.generation
+    };
     let shared = shared.clone();
     tokio::spawn(async move {
         let Some(response) = stream_response(&shared).await else {
@@ -81,6 +83,13 @@ pub(super) fn open_stream(shared: &Arc<Shared>) {
         };
         if let Err(why) = relay_events(response.into_body(), &shared, None).await {
             tracing::info!(target: "tower_lro", "server stream ended: {why}");
+            // Broken off (the link went down): opened again when the link
+            // is back (a keep-alive ping answered), unless the session was
+            // renewed meanwhile (which opens its own).
+            let mut session = shared.lock();
+            if session.generation == generation {
+                session.stream_opened = false;
+            }
         }
     });
 }
