@@ -94,6 +94,9 @@ pub struct ConnectOptions {
     /// Through the HTTP proxy of `HTTPS_PROXY`/`HTTP_PROXY` (and their
     /// lower-case forms), `NO_PROXY` honoured (`--enable-proxy`).
     pub env_proxy: bool,
+    /// Connect over IPv4 only: a server's IPv6 addresses are not tried
+    /// (`--ipv4`).
+    pub ipv4_only: bool,
 }
 
 impl Default for ConnectOptions {
@@ -102,6 +105,7 @@ impl Default for ConnectOptions {
             ca_cert: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             env_proxy: false,
+            ipv4_only: false,
         }
     }
 }
@@ -171,6 +175,11 @@ fn connector(
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(Some(options.connect_timeout));
     tcp.enforce_http(false);
+    if options.ipv4_only {
+        // With only an IPv4 local address, hyper-util tries only the
+        // server's IPv4 addresses.
+        tcp.set_local_address(Some(std::net::Ipv4Addr::UNSPECIFIED.into()));
+    }
     Ok(HttpsConnectorBuilder::new()
         .with_tls_config(tls_config(options)?)
         .https_or_http()

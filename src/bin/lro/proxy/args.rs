@@ -148,7 +148,8 @@ struct RemoteArgs {
     /// Seconds of idleness before a keep-alive ping (implies --keep-alive).
     #[arg(long, value_name = "SECONDS")]
     ping_interval: Option<f64>,
-    #[arg(long, hide = true)]
+    /// Connect over IPv4 only (a server's IPv6 addresses are not tried).
+    #[arg(long)]
     ipv4: bool,
     #[arg(long, hide = true)]
     device_code: bool,
@@ -187,6 +188,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.connect.ca_cert = args.ca_cert.clone();
     options.allow_http = args.remote.allow_http;
     options.connect.env_proxy = args.remote.enable_proxy;
+    options.connect.ipv4_only = args.remote.ipv4;
     if let Some(timeout) = seconds("--connect-timeout", args.remote.connect_timeout)? {
         options.connect.connect_timeout = timeout;
     }
@@ -239,11 +241,6 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
     let flags = [
-        (
-            remote.ipv4,
-            "--ipv4",
-            "addresses are tried as the system resolves them",
-        ),
         (
             remote.device_code,
             "--device-code",
