@@ -366,7 +366,7 @@ impl Agent {
 
 /// A run an agent makes: handshake, one tool call, exit. Panics unless all
 /// of it succeeded; returns the tool's result.
-async fn session(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Value {
+pub(crate) async fn session(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Value {
     let mut agent = Agent::start(world, extra, env);
     let init = agent.handshake().await;
     assert!(
@@ -393,7 +393,7 @@ pub(crate) fn sign_ins(world: &World) -> Vec<String> {
 }
 
 /// The one stored file whose name ends with `suffix`.
-fn stored(world: &World, suffix: &str) -> (PathBuf, Value) {
+pub(crate) fn stored(world: &World, suffix: &str) -> (PathBuf, Value) {
     let found: Vec<PathBuf> = std::fs::read_dir(world.auth_dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -696,7 +696,6 @@ fn mcp_remote_flags_without_meaning_here_are_refused_by_name() {
     for (args, named) in [
         (&["--transport", "sse-only"][..], "--transport sse-only"),
         (&["--transport", "sse-first"][..], "--transport sse-first"),
-        (&["--device-code"][..], "--device-code"),
         (&["--protocol", "auto"][..], "--protocol auto"),
         (
             &["--authorize-param", "state=x"][..],

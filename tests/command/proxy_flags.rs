@@ -1,6 +1,6 @@
 //! mcp-remote's flags that were refused: `--ipv4` now works (a server's
-//! IPv6 addresses are not tried); `--device-code`, `--client-metadata-url`
-//! and `--protocol auto` stay one-line refusals that name the flag; bad
+//! IPv6 addresses are not tried); `--client-metadata-url` and `--protocol
+//! auto` stay one-line refusals that name the flag; bad
 //! keep-alive intervals are refused with the flag named.
 
 use std::net::SocketAddr;
@@ -77,7 +77,6 @@ fn flags_still_refused_are_one_line_refusals() {
         )
     };
     for (args, named) in [
-        (&["--device-code"][..], "--device-code is not supported"),
         (
             &["--client-metadata-url", "https://example.com/client.json"][..],
             "--client-metadata-url is not supported",

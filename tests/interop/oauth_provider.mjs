@@ -1,6 +1,7 @@
 // A real OAuth 2.1 / OpenID Connect authorization server for tests/oauth.rs:
 // `oidc-provider` on 127.0.0.1 (a free port), with dynamic client
 // registration, PKCE, refresh tokens, the client-credentials grant,
+// the device authorization grant (RFC 8628),
 // introspection, revocation, resource indicators (opaque access tokens for
 // the MCP server) and its development login and consent pages.
 //
@@ -42,6 +43,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: true },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
     resourceIndicators: {

@@ -104,6 +104,9 @@ pub(crate) struct ServerMeta {
     /// RFC 7591 dynamic client registration.
     #[serde(default)]
     pub registration_endpoint: Option<String>,
+    /// RFC 8628 device authorization (`--device-code`).
+    #[serde(default)]
+    pub device_authorization_endpoint: Option<String>,
     /// How clients may authenticate at the token endpoint.
     #[serde(default)]
     pub token_endpoint_auth_methods_supported: Vec<String>,
@@ -163,10 +166,14 @@ pub(crate) async fn discover(
             .map(str::to_owned);
         meta.resource_scopes = strings(resource.get("scopes_supported"));
     }
-    for endpoint in [&meta.authorization_endpoint, &meta.registration_endpoint]
-        .into_iter()
-        .flatten()
-        .chain([&meta.token_endpoint])
+    for endpoint in [
+        &meta.authorization_endpoint,
+        &meta.registration_endpoint,
+        &meta.device_authorization_endpoint,
+    ]
+    .into_iter()
+    .flatten()
+    .chain([&meta.token_endpoint])
     {
         usable_endpoint(endpoint, allow_http)?;
     }

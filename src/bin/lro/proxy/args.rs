@@ -99,6 +99,10 @@ struct OAuthArgs {
     /// Send the OpenID Connect ID token instead of the access token.
     #[arg(long)]
     use_id_token: bool,
+    /// The device authorization grant (RFC 8628): approve a code shown on
+    /// stderr on any device; no callback listener.
+    #[arg(long, conflicts_with = "client_credentials")]
+    device_code: bool,
 }
 
 /// mcp-remote's other flags: network, logs, and those refused by name.
@@ -151,8 +155,6 @@ struct RemoteArgs {
     /// Connect over IPv4 only (a server's IPv6 addresses are not tried).
     #[arg(long)]
     ipv4: bool,
-    #[arg(long, hide = true)]
-    device_code: bool,
     #[arg(long, hide = true, value_name = "URL")]
     client_metadata_url: Option<String>,
 }
@@ -240,18 +242,11 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         }
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
-    let flags = [
-        (
-            remote.device_code,
-            "--device-code",
-            "the device authorization grant is not implemented",
-        ),
-        (
-            remote.client_metadata_url.is_some(),
-            "--client-metadata-url",
-            "client ID metadata documents are not implemented",
-        ),
-    ];
+    let flags = [(
+        remote.client_metadata_url.is_some(),
+        "--client-metadata-url",
+        "client ID metadata documents are not implemented",
+    )];
     match flags.iter().find(|(given, _, _)| *given) {
         Some((_, flag, why)) => refused(flag, why),
         None => Ok(()),
@@ -315,6 +310,7 @@ fn auth_options(args: &ProxyArgs) -> Result<AuthOptions, String> {
             .map(|v| json_arg("--static-oauth-client-info", v).and_then(expand_json))
             .transpose()?,
         client_credentials: o.client_credentials,
+        device_code: o.device_code,
         token_endpoint: o.token_endpoint.clone(),
         use_id_token: o.use_id_token,
         allow_http: args.remote.allow_http,
