@@ -11,6 +11,7 @@ mod gateway;
 mod metrics;
 mod oauth;
 mod proxy;
+mod proxy_cimd;
 mod proxy_device;
 mod proxy_flags;
 mod proxy_keepalive;

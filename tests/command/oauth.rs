@@ -50,8 +50,13 @@ pub(crate) struct World {
 /// A world whose access tokens live `ttl` seconds (`None` when the
 /// interop tooling cannot be installed).
 pub(crate) async fn world(ttl: u64) -> Option<World> {
+    world_with(ttl, &[]).await
+}
+
+/// [`world`], the provider started with `env` too.
+pub(crate) async fn world_with(ttl: u64, env: &[(&str, &str)]) -> Option<World> {
     let dir = common::interop_setup()?;
-    let (provider, port) = provider(&dir, ttl).await;
+    let (provider, port) = provider(&dir, ttl, env).await;
     let issuer = format!("http://127.0.0.1:{port}");
     let streams = StreamFaults::default();
     let (mcp, sessions) = protected_mcp(issuer.clone(), streams.clone()).await;
@@ -98,10 +103,11 @@ async fn agent_after_a_call(ttl: u64) -> Option<(World, Agent, Value)> {
 }
 
 /// Starts oidc-provider; returns it and its port.
-async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
+async fn provider(dir: &Path, ttl: u64, env: &[(&str, &str)]) -> (Child, u16) {
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(dir.join("oauth_provider.mjs"))
         .env("ACCESS_TTL", ttl.to_string())
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stderr(Stdio::inherit());
     common::start_listening(cmd, "oidc-provider").await

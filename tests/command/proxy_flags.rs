@@ -1,7 +1,7 @@
 //! mcp-remote's flags that were refused: `--ipv4` now works (a server's
-//! IPv6 addresses are not tried); `--client-metadata-url` and `--protocol
-//! auto` stay one-line refusals that name the flag; bad
-//! keep-alive intervals are refused with the flag named.
+//! IPv6 addresses are not tried); `--protocol auto` stays a one-line
+//! refusal naming the flag; bad keep-alive intervals and grants that
+//! exclude each other are refused with the flags named.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -77,10 +77,6 @@ fn flags_still_refused_are_one_line_refusals() {
         )
     };
     for (args, named) in [
-        (
-            &["--client-metadata-url", "https://example.com/client.json"][..],
-            "--client-metadata-url is not supported",
-        ),
         (
             &["--protocol", "auto"][..],
             "--protocol auto is not supported",

@@ -107,6 +107,10 @@ pub(crate) struct ServerMeta {
     /// RFC 8628 device authorization (`--device-code`).
     #[serde(default)]
     pub device_authorization_endpoint: Option<String>,
+    /// Whether an https URL of a client ID metadata document may serve as
+    /// the client id (`--client-metadata-url`).
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
     /// How clients may authenticate at the token endpoint.
     #[serde(default)]
     pub token_endpoint_auth_methods_supported: Vec<String>,

@@ -84,6 +84,10 @@ pub struct AuthOptions {
     /// The device authorization grant (RFC 8628): the user approves a code
     /// on another device; no callback listener.
     pub device_code: bool,
+    /// The https URL of the proxy's client ID metadata document, its
+    /// client id where the authorization server takes such documents
+    /// (else the proxy registers, as without it).
+    pub client_metadata_url: Option<String>,
     /// A known token endpoint (client credentials only): no discovery.
     pub token_endpoint: Option<String>,
     /// Sends the OpenID Connect ID token instead of the access token.
@@ -109,6 +113,7 @@ impl Default for AuthOptions {
             static_client_metadata: None,
             client_credentials: false,
             device_code: false,
+            client_metadata_url: None,
             token_endpoint: None,
             use_id_token: false,
             success_url: None,
@@ -450,6 +455,19 @@ impl Auth {
         if let Some(info) = &self.options.static_client_info {
             return serde_json::from_value(info.clone())
                 .map_err(|e| AuthError::Config(format!("--static-oauth-client-info: {e}")));
+        }
+        if let Some(url) = &self.options.client_metadata_url {
+            if meta.client_id_metadata_document_supported {
+                let info = ClientInfo {
+                    client_id: url.clone(),
+                    client_secret: None,
+                    redirect_uris: vec![redirect_uri.to_owned()],
+                    token_endpoint_auth_method: Some("none".to_owned()),
+                };
+                self.store.write(CLIENT, &info)?;
+                return Ok(info);
+            }
+            tracing::info!(target: "tower_lro", "the authorization server takes no client ID metadata documents; registering instead");
         }
         if let Some(info) = self.store.read::<ClientInfo>(CLIENT)
             && info.redirect_uris.iter().any(|u| u == redirect_uri)

@@ -103,6 +103,10 @@ struct OAuthArgs {
     /// stderr on any device; no callback listener.
     #[arg(long, conflicts_with = "client_credentials")]
     device_code: bool,
+    /// The https URL of this client's ID metadata document, used as its
+    /// client id where the authorization server takes such documents.
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
 }
 
 /// mcp-remote's other flags: network, logs, and those refused by name.
@@ -155,8 +159,6 @@ struct RemoteArgs {
     /// Connect over IPv4 only (a server's IPv6 addresses are not tried).
     #[arg(long)]
     ipv4: bool,
-    #[arg(long, hide = true, value_name = "URL")]
-    client_metadata_url: Option<String>,
 }
 
 impl ProxyArgs {
@@ -242,14 +244,20 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         }
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
-    let flags = [(
-        remote.client_metadata_url.is_some(),
-        "--client-metadata-url",
-        "client ID metadata documents are not implemented",
-    )];
-    match flags.iter().find(|(given, _, _)| *given) {
-        Some((_, flag, why)) => refused(flag, why),
-        None => Ok(()),
+    Ok(())
+}
+
+/// `--client-metadata-url`: an https URL with a path (a client ID
+/// metadata document's name).
+fn client_metadata_url(given: Option<&str>) -> Result<Option<String>, String> {
+    let Some(given) = given else { return Ok(None) };
+    match url::Url::parse(given) {
+        Ok(url) if url.scheme() == "https" && url.path() != "/" && url.fragment().is_none() => {
+            Ok(Some(given.to_owned()))
+        }
+        _ => Err(format!(
+            "--client-metadata-url {given:?}: expected an https URL with a path, e.g. https://example.com/lro-client.json"
+        )),
     }
 }
 
@@ -311,6 +319,7 @@ fn auth_options(args: &ProxyArgs) -> Result<AuthOptions, String> {
             .transpose()?,
         client_credentials: o.client_credentials,
         device_code: o.device_code,
+        client_metadata_url: client_metadata_url(o.client_metadata_url.as_deref())?,
         token_endpoint: o.token_endpoint.clone(),
         use_id_token: o.use_id_token,
         allow_http: args.remote.allow_http,
