@@ -53,17 +53,29 @@ async fn record(State(methods): State<Methods>, request: Request, next: Next) ->
         let v: Value = serde_json::from_slice(&bytes).unwrap_or_default();
         let method = v["method"].as_str().unwrap_or("(an answer)").to_owned();
         methods.0.lock().unwrap().push(method);
+    } else if parts.method == axum::http::Method::GET {
+        methods.0.lock().unwrap().push("GET".to_owned());
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
 }
 
+/// The memory server (its sessions with it), recording into `methods`.
+fn app(methods: Methods) -> Router {
+    Router::new()
+        .route_service("/mcp", mcp_service(Mode::StatefulSse))
+        .layer(axum::middleware::from_fn_with_state(methods, record))
+}
+
 /// A memory server on `listener`, recording into `methods`; aborting the
 /// task closes the listener and all its connections.
 fn serve(listener: tokio::net::TcpListener, methods: Methods) -> tokio::task::JoinHandle<()> {
-    let app = Router::new()
-        .route_service("/mcp", mcp_service(Mode::StatefulSse))
-        .layer(axum::middleware::from_fn_with_state(methods, record));
+    serve_app(listener, app(methods))
+}
+
+/// `app` on `listener`; aborting the task closes the listener and all its
+/// connections (the app and its sessions live on).
+fn serve_app(listener: tokio::net::TcpListener, app: Router) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut connections = tokio::task::JoinSet::new();
         while let Ok((tcp, _)) = listener.accept().await {
@@ -158,22 +170,10 @@ async fn without_keep_alive_the_proxy_sends_no_pings() {
     assert_eq!(methods.count("ping"), 0, "{:?}", methods.all());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_gone_and_back_gets_a_new_session_before_the_agent_asks() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let first = Methods::default();
-    let server = serve(listener, first.clone());
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = proxy_command(&format!("http://{addr}/mcp"), dir.path());
-    cmd.args(["--no-oauth", "--keep-alive", "--ping-interval", "0.2"])
-        .env("RUST_LOG", "tower_lro=info");
-    let mut agent = Agent::spawn(cmd);
-    agent.handshake().await;
-    status_is_next(&mut agent, 2).await;
-    eventually("a ping at the first server", || first.count("ping") >= 1).await;
-    // Gone: every connection closed; the port answers no more (each
-    // attempt is accepted and closed at once, and counted).
+/// Stops `server` (every connection closed), then keeps its port dead
+/// (each attempt accepted and closed at once) until the proxy has tried
+/// it twice.
+async fn gone_for_a_while(server: tokio::task::JoinHandle<()>, addr: SocketAddr) {
     server.abort();
     let _ = server.await;
     let down = tokio::net::TcpListener::bind(addr).await.unwrap();
@@ -191,6 +191,61 @@ async fn a_server_gone_and_back_gets_a_new_session_before_the_agent_asks() {
     .await;
     dead.abort();
     let _ = dead.await;
+}
+
+/// `lro proxy` pinging every 0.2 s, logging at info.
+fn pinging_agent(addr: SocketAddr, out: &std::path::Path) -> Agent {
+    let mut cmd = proxy_command(&format!("http://{addr}/mcp"), out);
+    cmd.args(["--no-oauth", "--keep-alive", "--ping-interval", "0.2"])
+        .env("RUST_LOG", "tower_lro=info");
+    Agent::spawn(cmd)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_cut_and_back_gets_the_servers_stream_opened_again() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let methods = Methods::default();
+    let app = app(methods.clone());
+    let server = serve_app(listener, app.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = pinging_agent(addr, dir.path());
+    agent.handshake().await;
+    eventually("the server's stream opened", || methods.count("GET") == 1).await;
+    eventually("a ping", || methods.count("ping") >= 1).await;
+    gone_for_a_while(server, addr).await;
+    // Back, with its sessions: no new session, the stream opened again.
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let _server = serve_app(listener, app);
+    eventually("the stream opened again, the agent silent", || {
+        methods.count("GET") == 2
+    })
+    .await;
+    status_is_next(&mut agent, 2).await;
+    assert_eq!(methods.count("initialize"), 1, "{:?}", methods.all());
+    let (ok, log) = agent.finish().await;
+    assert!(ok, "{log}");
+    assert!(
+        log.contains("keep-alive: the server answers again"),
+        "{log}"
+    );
+    assert!(log.contains("opening the server's stream again"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_gone_and_back_gets_a_new_session_before_the_agent_asks() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let first = Methods::default();
+    let server = serve(listener, first.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = pinging_agent(addr, dir.path());
+    agent.handshake().await;
+    status_is_next(&mut agent, 2).await;
+    eventually("a ping at the first server", || first.count("ping") >= 1).await;
+    // Gone: every connection closed; the port answers no more (each
+    // attempt is accepted and closed at once, and counted).
+    gone_for_a_while(server, addr).await;
     // Back on the same port, the session forgotten.
     let second = Methods::default();
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();

@@ -5,8 +5,8 @@
 //! own POST, under an id of the proxy's, `lro-keepalive-N`).
 //!
 //! What a ping tells: answered, the link and the session are alive (and
-//! the server's GET stream, if it broke off while the link was down, is
-//! opened again); `404` for the session, the server dropped it (it was
+//! the server's GET stream, if it broke off, or may hang on a connection
+//! that died while the link was down, is opened again); `404` for the session, the server dropped it (it was
 //! restarted, or forgot an idle session), so a new one is made now, as a
 //! `404` to an agent's message would ([`renew_session`]), and the agent's
 //! next message finds it ready; no answer (refused, reset, or none within
@@ -23,7 +23,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 
 use super::Shared;
-use super::session::{open_stream, renew_session};
+use super::session::{renew_session, reopen_stream};
 use super::upstream::error_kind;
 
 /// The interval of `--keep-alive` without `--ping-interval`.
@@ -59,9 +59,9 @@ pub(super) fn spawn(shared: &Arc<Shared>, interval: Duration) -> tokio::task::Jo
                 Pong::Alive => {
                     if down {
                         tracing::info!(target: "tower_lro", "keep-alive: the server answers again");
-                        down = false;
                     }
-                    open_stream(&shared);
+                    reopen_stream(&shared, down);
+                    down = false;
                 }
                 Pong::SessionDropped(generation) => {
                     tracing::info!(target: "tower_lro", "keep-alive: the server dropped the session; renewing it");

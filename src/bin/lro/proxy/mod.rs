@@ -179,6 +179,10 @@ struct Session {
     id: Option<HeaderValue>,
     version: Option<HeaderValue>,
     stream_opened: bool,
+    /// The task relaying the server's stream, once opened.
+    stream: Option<tokio::task::AbortHandle>,
+    /// Whether that stream broke off (rather than being refused or ended).
+    stream_broken: bool,
     /// How many times the session was renewed after the server dropped it.
     generation: u64,
     /// The agent's `initialize`, sent again to renew the session.
