@@ -2,12 +2,13 @@
 //! by [`gateway`](crate::gateway) and [`proxy`](crate::proxy): `http://` and
 //! `https://` (rustls with the `ring` provider, the system's root
 //! certificates plus an optional private CA file), `TCP_NODELAY` on every
-//! socket it opens, a connect timeout, and with `--enable-proxy` the HTTP
-//! proxy the environment names ([`env_proxy`]).
+//! socket it opens, a connect timeout, IPv4 only with `--ipv4`, and with
+//! `--enable-proxy` the HTTP proxy the environment names ([`env_proxy`]).
 //!
 //! [`upstream_client`] makes one from [`ConnectOptions`] (the `--ca-cert`,
-//! `--connect-timeout` and `--enable-proxy` flags); [`failure_kind`] and [`error_chain`] say
-//! what went wrong without (for the agent) or with (for the log) addresses.
+//! `--connect-timeout`, `--ipv4` and `--enable-proxy` flags);
+//! [`failure_kind`] and [`error_chain`] say what went wrong without (for
+//! the agent) or with (for the log) addresses.
 
 mod env_proxy;
 
