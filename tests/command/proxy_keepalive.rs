@@ -145,7 +145,6 @@ async fn idle_links_get_pings_whose_answers_the_agent_never_sees() {
     status_is_next(&mut agent, 3).await;
     let (ok, log) = agent.finish().await;
     assert!(ok, "{log}");
-    assert!(!log.contains("keep-alive"), "no link trouble: {log}");
     // --keep-alive alone pings every 30 s: a run of it works the same.
     let mut agent = self::agent(addr, dir.path(), &["--keep-alive"]);
     agent.handshake().await;
@@ -218,7 +217,7 @@ async fn a_link_cut_and_back_gets_the_servers_stream_opened_again() {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let _server = serve_app(listener, app);
     eventually("the stream opened again, the agent silent", || {
-        methods.count("GET") == 2
+        methods.count("GET") >= 2
     })
     .await;
     status_is_next(&mut agent, 2).await;
