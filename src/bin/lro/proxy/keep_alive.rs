@@ -14,6 +14,10 @@
 //! once, and pinged again each interval until the server answers. A `401`
 //! (the token expired while idle) counts as alive: the agent's next
 //! message gets the new token, a sign-in never starts from a ping.
+//!
+//! Pings start once the agent's `initialize` is answered (before it, there
+//! is no session to keep), and carry the 2026-07-28 routing headers as the
+//! agent's messages do.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +27,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 
 use super::Shared;
+use super::message::Message;
 use super::session::{renew_session, reopen_stream};
 use super::upstream::error_kind;
 
@@ -87,8 +92,16 @@ async fn ping(shared: &Shared, n: u64, limit: Duration) -> Pong {
         let session = shared.lock();
         session.id.as_ref().map(|_| session.generation)
     };
+    // The 2026-07-28 routing headers, as any message of the agent's gets.
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let routing = serde_json::from_str(&text)
+        .map(|value| Message::new(&text, &value).routing)
+        .unwrap_or_default();
     let exchange = async {
-        let (parts, _) = shared.post(body.clone()).into_parts();
+        let (mut parts, _) = shared.post(body.clone()).into_parts();
+        for (name, value) in routing {
+            parts.headers.insert(name, value);
+        }
         let response = shared
             .send_upstream(parts, body)
             .await
