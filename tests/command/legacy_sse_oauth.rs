@@ -55,7 +55,7 @@ async fn a_protected_sse_server_gets_a_sign_in_then_the_stored_token() {
     let Some(dir) = common::interop_setup() else {
         return;
     };
-    let (_provider, port) = provider(&dir, 3600).await;
+    let (_provider, port) = provider(&dir, 3600, &[]).await;
     let addr = protected_sse(&format!("http://127.0.0.1:{port}")).await;
     let auth_dir = tempfile::tempdir().unwrap();
     let out_dir = tempfile::tempdir().unwrap();

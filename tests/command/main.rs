@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod forward_proxy;
 mod gateway;
 mod legacy_sse;
 mod legacy_sse_faults;
@@ -13,4 +14,9 @@ mod legacy_sse_oauth;
 mod metrics;
 mod oauth;
 mod proxy;
+mod proxy_cimd;
+mod proxy_device;
+mod proxy_flags;
+mod proxy_keepalive;
 mod proxy_memory;
+mod proxy_reach;

@@ -36,10 +36,10 @@ const RS_BASIC: &str = "Basic cmVzb3VyY2Utc2VydmVyOnJzLXNlY3JldA==";
 
 /// The authorization server, the protected MCP server, and the proxy's
 /// token and output directories.
-struct World {
+pub(crate) struct World {
     _provider: Child,
-    issuer: String,
-    mcp: SocketAddr,
+    pub(crate) issuer: String,
+    pub(crate) mcp: SocketAddr,
     sessions: Arc<LocalSessionManager>,
     streams: StreamFaults,
     auth_dir: tempfile::TempDir,
@@ -49,9 +49,14 @@ struct World {
 
 /// A world whose access tokens live `ttl` seconds (`None` when the
 /// interop tooling cannot be installed).
-async fn world(ttl: u64) -> Option<World> {
+pub(crate) async fn world(ttl: u64) -> Option<World> {
+    world_with(ttl, &[]).await
+}
+
+/// [`world`], the provider started with `env` too.
+pub(crate) async fn world_with(ttl: u64, env: &[(&str, &str)]) -> Option<World> {
     let dir = common::interop_setup()?;
-    let (provider, port) = provider(&dir, ttl).await;
+    let (provider, port) = provider(&dir, ttl, env).await;
     let issuer = format!("http://127.0.0.1:{port}");
     let streams = StreamFaults::default();
     let (mcp, sessions) = protected_mcp(issuer.clone(), streams.clone()).await;
@@ -98,10 +103,11 @@ async fn agent_after_a_call(ttl: u64) -> Option<(World, Agent, Value)> {
 }
 
 /// Starts oidc-provider; returns it and its port.
-pub(super) async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
+pub(crate) async fn provider(dir: &Path, ttl: u64, env: &[(&str, &str)]) -> (Child, u16) {
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(dir.join("oauth_provider.mjs"))
         .env("ACCESS_TTL", ttl.to_string())
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stderr(Stdio::inherit());
     common::start_listening(cmd, "oidc-provider").await
@@ -109,7 +115,7 @@ pub(super) async fn provider(dir: &Path, ttl: u64) -> (Child, u16) {
 
 /// What the bearer check needs.
 #[derive(Clone)]
-pub(super) struct Guard {
+pub(crate) struct Guard {
     pub(super) issuer: String,
     pub(super) resource: String,
     pub(super) metadata_url: String,
@@ -122,7 +128,7 @@ pub(super) struct Guard {
 /// `Mcp-Session-Id`), even with a valid token, as a server does once it
 /// stops accepting a token; `opened` counts the streams let through.
 #[derive(Clone, Default)]
-pub(super) struct StreamFaults {
+pub(crate) struct StreamFaults {
     refuse: Arc<AtomicUsize>,
     refuse_new: Arc<AtomicUsize>,
     opened: Arc<AtomicUsize>,
@@ -190,7 +196,7 @@ async fn protected_mcp(
 
 /// Lets a request through when its bearer token is active at the provider
 /// and meant for this resource; else `401` with the RFC 9728 challenge.
-pub(super) async fn bearer_check(
+pub(crate) async fn bearer_check(
     State(guard): State<Guard>,
     request: Request,
     next: Next,
@@ -258,23 +264,23 @@ fn urlencode(s: &str) -> String {
 }
 
 /// `lro proxy URL --output-dir OUT`.
-pub(super) fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
+pub(crate) fn proxy_command(url: &str, out: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"));
     cmd.args(["proxy", url, "--output-dir"]).arg(out);
     cmd
 }
 
 /// An agent on the proxy's stdio.
-pub(super) struct Agent {
+pub(crate) struct Agent {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
+    pub(crate) lines: Lines<BufReader<ChildStdout>>,
     stderr: tokio::task::JoinHandle<String>,
 }
 
 impl Agent {
     /// Starts `lro proxy` for `world` with `extra` flags and environment.
-    fn start(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Agent {
+    pub(crate) fn start(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Agent {
         let dir = common::interop_dir();
         let browser = format!("node {}", dir.join("oauth_browser.mjs").display());
         let mut cmd = proxy_command(&format!("http://{}/mcp", world.mcp), world.out_dir.path());
@@ -288,7 +294,7 @@ impl Agent {
     }
 
     /// Runs `cmd` (an `lro proxy`) as the agent's server.
-    pub(super) fn spawn(mut cmd: tokio::process::Command) -> Agent {
+    pub(crate) fn spawn(mut cmd: tokio::process::Command) -> Agent {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -310,7 +316,7 @@ impl Agent {
         }
     }
 
-    async fn say(&mut self, message: Value) {
+    pub(crate) async fn say(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin
             .write_all(format!("{message}\n").as_bytes())
@@ -319,7 +325,7 @@ impl Agent {
     }
 
     /// The answer to request `id` (other messages skipped).
-    async fn answer(&mut self, id: u64) -> Value {
+    pub(crate) async fn answer(&mut self, id: u64) -> Value {
         let wait = async {
             while let Some(line) = self.lines.next_line().await.unwrap() {
                 let v: Value = serde_json::from_str(&line).unwrap();
@@ -336,7 +342,7 @@ impl Agent {
     }
 
     /// `initialize` and `notifications/initialized`; the answer.
-    pub(super) async fn handshake(&mut self) -> Value {
+    pub(crate) async fn handshake(&mut self) -> Value {
         self.say(
             json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},
@@ -350,7 +356,7 @@ impl Agent {
     }
 
     /// A `tools/call` of the server's `status` tool; the answer.
-    pub(super) async fn status(&mut self, id: u64) -> Value {
+    pub(crate) async fn status(&mut self, id: u64) -> Value {
         self.say(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":"status","arguments":{}}}))
             .await;
@@ -358,7 +364,7 @@ impl Agent {
     }
 
     /// Closes stdin; the exit status and what the proxy logged.
-    pub(super) async fn finish(mut self) -> (bool, String) {
+    pub(crate) async fn finish(mut self) -> (bool, String) {
         drop(self.stdin.take());
         let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await
@@ -370,7 +376,7 @@ impl Agent {
 
 /// A run an agent makes: handshake, one tool call, exit. Panics unless all
 /// of it succeeded; returns the tool's result.
-async fn session(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Value {
+pub(crate) async fn session(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Value {
     let mut agent = Agent::start(world, extra, env);
     let init = agent.handshake().await;
     assert!(
@@ -388,7 +394,7 @@ async fn session(world: &World, extra: &[&str], env: &[(&str, &str)]) -> Value {
 }
 
 /// How many sign-ins the browser completed.
-fn sign_ins(world: &World) -> Vec<String> {
+pub(crate) fn sign_ins(world: &World) -> Vec<String> {
     std::fs::read_to_string(&world.browser_log)
         .unwrap_or_default()
         .lines()
@@ -397,7 +403,7 @@ fn sign_ins(world: &World) -> Vec<String> {
 }
 
 /// The one stored file whose name ends with `suffix`.
-fn stored(world: &World, suffix: &str) -> (PathBuf, Value) {
+pub(crate) fn stored(world: &World, suffix: &str) -> (PathBuf, Value) {
     let found: Vec<PathBuf> = std::fs::read_dir(world.auth_dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -699,9 +705,6 @@ fn mcp_remote_flags_without_meaning_here_are_refused_by_name() {
     };
     for (args, named) in [
         (&["--transport", "sse"][..], "--transport \"sse\""),
-        (&["--enable-proxy"][..], "--enable-proxy"),
-        (&["--device-code"][..], "--device-code"),
-        (&["--keep-alive"][..], "--keep-alive"),
         (&["--protocol", "auto"][..], "--protocol auto"),
         (
             &["--authorize-param", "state=x"][..],

@@ -1,7 +1,9 @@
 // A browser for tests/oauth.rs: `lro proxy` runs `$BROWSER URL`; this
 // follows the authorization server's redirects with a cookie jar, submits
 // oidc-provider's development login and consent forms, and ends by loading
-// the proxy's loopback callback, as a person at a browser would.
+// the proxy's loopback callback, as a person at a browser would (or, for
+// the device authorization grant, confirms the user code and ends on the
+// authorization server's success page).
 //
 //   BROWSER="node oauth_browser.mjs" BROWSER_LOG=/tmp/log lro proxy ...
 //
@@ -52,7 +54,13 @@ for (let step = 0; step < 20; step += 1) {
     log(`${res.status}`);
     process.exit(res.ok ? 0 : 1);
   }
-  const next = form(await res.text(), url);
+  const page = await res.text();
+  const next = form(page, url);
+  if (!next && res.ok && url.pathname.startsWith('/device')) {
+    // The device authorization grant ends on the server's own page.
+    log(`device ${res.status}`);
+    process.exit(0);
+  }
   if (!next) {
     log(`stuck ${res.status} ${url}`);
     process.exit(1);

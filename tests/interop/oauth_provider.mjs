@@ -1,6 +1,7 @@
 // A real OAuth 2.1 / OpenID Connect authorization server for tests/oauth.rs:
 // `oidc-provider` on 127.0.0.1 (a free port), with dynamic client
 // registration, PKCE, refresh tokens, the client-credentials grant,
+// the device authorization grant (RFC 8628), client ID metadata documents,
 // introspection, revocation, resource indicators (opaque access tokens for
 // the MCP server) and its development login and consent pages.
 //
@@ -42,6 +43,10 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: true },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true },
+    // Client ID metadata documents, fetched from the test's own https
+    // server on loopback (its CA in NODE_EXTRA_CA_CERTS).
+    clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
     introspection: { enabled: true },
     revocation: { enabled: true },
     resourceIndicators: {
@@ -56,6 +61,12 @@ const provider = new Provider(issuer, {
       }),
     },
   },
+  // Loopback only, in tests: the documents' server is on 127.0.0.1, which
+  // the provider's SSRF guard (its dispatcher) would refuse.
+  fetch: (url, options) => {
+    delete options.dispatcher;
+    return fetch(url, options);
+  },
   // Every client allowed refresh tokens gets one (no offline_access dance).
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   ttl: {
@@ -68,6 +79,7 @@ const provider = new Provider(issuer, {
   },
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+provider.on('authorization.error', (_ctx, err) => console.error('authorization.error', err.message, err.error_description || '', err.cause?.message || '', err.cause?.cause?.message || ''));
 provider.on('grant.error', (_ctx, err) => console.error('grant.error', err.message, err.error_description || ''));
 server.on('request', provider.callback());
 console.log(`LISTENING ${port}`);

@@ -2,31 +2,84 @@
 //! by [`gateway`](crate::gateway) and [`proxy`](crate::proxy): `http://` and
 //! `https://` (rustls with the `ring` provider, the system's root
 //! certificates plus an optional private CA file), `TCP_NODELAY` on every
-//! socket it opens, and a connect timeout.
+//! socket it opens, a connect timeout, IPv4 only with `--ipv4`, and with
+//! `--enable-proxy` the HTTP proxy the environment names ([`env_proxy`]).
 //!
-//! [`upstream_client`] makes one from [`ConnectOptions`] (the `--ca-cert`
-//! and `--connect-timeout` flags); [`failure_kind`] and [`error_chain`] say
-//! what went wrong without (for the agent) or with (for the log) addresses.
+//! [`upstream_client`] makes one from [`ConnectOptions`] (the `--ca-cert`,
+//! `--connect-timeout`, `--ipv4` and `--enable-proxy` flags);
+//! [`failure_kind`] and [`error_chain`] say what went wrong without (for
+//! the agent) or with (for the log) addresses.
+
+mod env_proxy;
 
 use std::error::Error as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Uri;
+use http::header::PROXY_AUTHORIZATION;
+use http::{Request, Uri};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::{Client, ResponseFuture};
+use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-/// The connector of [`upstream_client`]: TCP (with `TCP_NODELAY`), then TLS
-/// for `https://` URLs.
-pub type Connector = HttpsConnector<HttpConnector>;
+pub use env_proxy::ProxyConnector;
 
-/// The client of [`upstream_client`].
-pub type UpstreamClient<B> = Client<Connector, B>;
+/// The connector of [`upstream_client`]: TCP (with `TCP_NODELAY`), through
+/// the environment's proxy when enabled, then TLS for `https://` URLs.
+pub type Connector = HttpsConnector<ProxyConnector>;
+
+/// The client of [`upstream_client`]: hyper's pooled client, and the
+/// proxy's credentials for the plain `http` requests that go through one.
+pub struct UpstreamClient<B> {
+    client: Client<Connector, B>,
+    proxy: Option<Arc<Matcher>>,
+}
+
+impl<B> Clone for UpstreamClient<B> {
+    fn clone(&self) -> Self {
+        UpstreamClient {
+            client: self.client.clone(),
+            proxy: self.proxy.clone(),
+        }
+    }
+}
+
+impl<B> std::fmt::Debug for UpstreamClient<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamClient")
+            .field("proxy", &self.proxy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> UpstreamClient<B>
+where
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    /// Sends `request`; one to an `http://` server through a proxy with
+    /// credentials carries them in `Proxy-Authorization` (unless it has
+    /// one already).
+    pub fn request(&self, mut request: Request<B>) -> ResponseFuture {
+        if let Some(auth) = self
+            .proxy
+            .as_deref()
+            .and_then(|m| env_proxy::http_proxy_auth(m, request.uri()))
+        {
+            request
+                .headers_mut()
+                .entry(PROXY_AUTHORIZATION)
+                .or_insert(auth);
+        }
+        self.client.request(request)
+    }
+}
 
 /// The default [`ConnectOptions::connect_timeout`].
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +92,12 @@ pub struct ConnectOptions {
     pub ca_cert: Option<PathBuf>,
     /// The longest a TCP connection may take to open.
     pub connect_timeout: Duration,
+    /// Through the HTTP proxy of `HTTPS_PROXY`/`HTTP_PROXY` (and their
+    /// lower-case forms), `NO_PROXY` honoured (`--enable-proxy`).
+    pub env_proxy: bool,
+    /// Connect over IPv4 only: a server's IPv6 addresses are not tried
+    /// (`--ipv4`).
+    pub ipv4_only: bool,
 }
 
 impl Default for ConnectOptions {
@@ -46,6 +105,8 @@ impl Default for ConnectOptions {
         ConnectOptions {
             ca_cert: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            env_proxy: false,
+            ipv4_only: false,
         }
     }
 }
@@ -70,6 +131,16 @@ pub enum ConnectError {
     /// The upstream URL is not `http://` or `https://` with a host.
     #[error("upstream URL {0:?}: expected http(s)://HOST[:PORT]/PATH")]
     BadUpstream(String),
+    /// `--enable-proxy` with a proxy URL that is not `http://`.
+    #[error(
+        "--enable-proxy: {variable} names a {scheme}:// proxy; only http:// proxies are supported"
+    )]
+    ProxyScheme {
+        /// The environment variable.
+        variable: &'static str,
+        /// The proxy URL's scheme.
+        scheme: String,
+    },
 }
 
 /// Checks that `uri` is an `http://` or `https://` URL with a host.
@@ -87,20 +158,34 @@ where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
 {
-    Ok(Client::builder(TokioExecutor::new()).build(connector(options)?))
+    let proxy = env_proxy::matcher(options.env_proxy)?;
+    let connector = connector(options, proxy.clone())?;
+    Ok(UpstreamClient {
+        client: Client::builder(TokioExecutor::new()).build(connector),
+        proxy,
+    })
 }
 
-/// The connector: `TCP_NODELAY`, the connect timeout, TLS with the roots.
-pub fn connector(options: &ConnectOptions) -> Result<Connector, ConnectError> {
+/// The connector: `TCP_NODELAY`, the connect timeout, the proxy, TLS with
+/// the roots.
+fn connector(
+    options: &ConnectOptions,
+    proxy: Option<Arc<Matcher>>,
+) -> Result<Connector, ConnectError> {
     let mut tcp = HttpConnector::new();
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(Some(options.connect_timeout));
     tcp.enforce_http(false);
+    if options.ipv4_only {
+        // With only an IPv4 local address, hyper-util tries only the
+        // server's IPv4 addresses.
+        tcp.set_local_address(Some(std::net::Ipv4Addr::UNSPECIFIED.into()));
+    }
     Ok(HttpsConnectorBuilder::new()
         .with_tls_config(tls_config(options)?)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(tcp))
+        .wrap_connector(ProxyConnector::new(tcp, proxy)))
 }
 
 /// rustls with the `ring` provider, trusting the system's roots and the CA
@@ -203,13 +288,13 @@ mod tests {
     async fn opened_sockets_have_nodelay() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut connector = connector(&ConnectOptions::default()).unwrap();
+        let mut connector = connector(&ConnectOptions::default(), None).unwrap();
         let uri: Uri = format!("http://{addr}/mcp").parse().unwrap();
         let stream = connector.call(uri).await.unwrap();
         let hyper_rustls::MaybeHttpsStream::Http(tcp) = stream else {
             panic!("an http:// URL gave a TLS stream");
         };
-        assert!(tcp.inner().nodelay().unwrap());
+        assert!(tcp.tcp().nodelay().unwrap());
     }
 
     #[test]
@@ -231,7 +316,7 @@ mod tests {
             ca_cert: Some(path.clone()),
             ..ConnectOptions::default()
         };
-        let e = connector(&options).expect_err("an error");
+        let e = connector(&options, None).expect_err("an error");
         assert!(e.to_string().contains("empty.pem"), "{e}");
     }
 }

@@ -104,6 +104,13 @@ pub(crate) struct ServerMeta {
     /// RFC 7591 dynamic client registration.
     #[serde(default)]
     pub registration_endpoint: Option<String>,
+    /// RFC 8628 device authorization (`--device-code`).
+    #[serde(default)]
+    pub device_authorization_endpoint: Option<String>,
+    /// Whether an https URL of a client ID metadata document may serve as
+    /// the client id (`--client-metadata-url`).
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
     /// How clients may authenticate at the token endpoint.
     #[serde(default)]
     pub token_endpoint_auth_methods_supported: Vec<String>,
@@ -163,10 +170,14 @@ pub(crate) async fn discover(
             .map(str::to_owned);
         meta.resource_scopes = strings(resource.get("scopes_supported"));
     }
-    for endpoint in [&meta.authorization_endpoint, &meta.registration_endpoint]
-        .into_iter()
-        .flatten()
-        .chain([&meta.token_endpoint])
+    for endpoint in [
+        &meta.authorization_endpoint,
+        &meta.registration_endpoint,
+        &meta.device_authorization_endpoint,
+    ]
+    .into_iter()
+    .flatten()
+    .chain([&meta.token_endpoint])
     {
         usable_endpoint(endpoint, allow_http)?;
     }

@@ -7,8 +7,9 @@
 //! 2. the proxy registers itself (RFC 7591) or uses the static client
 //!    information it was given (`token`);
 //! 3. the user signs in in a browser: authorization code with PKCE, the
-//!    redirect taken by a listener on `127.0.0.1` (`flow`); machines use
-//!    the client-credentials grant instead;
+//!    redirect taken by a listener on `127.0.0.1` (`flow`); or approves a
+//!    device code on any device (`device`, RFC 8628); machines use the
+//!    client-credentials grant instead;
 //! 4. tokens are stored per server in a private directory (`store`) and
 //!    renewed silently with the refresh token; a `401` with a token renews
 //!    it, or signs in again when the renewal is refused.
@@ -17,6 +18,7 @@
 //! holds the server's lock file, the others wait for it and then use what
 //! it stored (no second browser, no fight over the callback port).
 
+mod device;
 mod discovery;
 mod flow;
 mod store;
@@ -43,6 +45,8 @@ use token::{ClientInfo, Grant, Tokens, register, request_tokens};
 const TOKENS: &str = "tokens";
 /// The dynamically registered client.
 const CLIENT: &str = "client_info";
+/// The client registered for the device authorization grant.
+const DEVICE_CLIENT: &str = "device_client_info";
 /// The authorization server's metadata.
 const SERVER: &str = "server";
 /// How much longer than a sign-in a waiting instance waits for the lock.
@@ -77,6 +81,13 @@ pub struct AuthOptions {
     pub static_client_metadata: Option<Value>,
     /// The client-credentials grant (machines: no user, no browser).
     pub client_credentials: bool,
+    /// The device authorization grant (RFC 8628): the user approves a code
+    /// on another device; no callback listener.
+    pub device_code: bool,
+    /// The https URL of the proxy's client ID metadata document, its
+    /// client id where the authorization server takes such documents
+    /// (else the proxy registers, as without it).
+    pub client_metadata_url: Option<String>,
     /// A known token endpoint (client credentials only): no discovery.
     pub token_endpoint: Option<String>,
     /// Sends the OpenID Connect ID token instead of the access token.
@@ -101,6 +112,8 @@ impl Default for AuthOptions {
             static_client_info: None,
             static_client_metadata: None,
             client_credentials: false,
+            device_code: false,
+            client_metadata_url: None,
             token_endpoint: None,
             use_id_token: false,
             success_url: None,
@@ -299,6 +312,9 @@ impl Auth {
         if self.options.client_credentials {
             return self.machine_tokens(challenge).await;
         }
+        if self.options.device_code {
+            return self.device_sign_in(challenge).await;
+        }
         self.sign_in(challenge).await
     }
 
@@ -317,6 +333,7 @@ impl Auth {
     fn known_client(&self) -> Option<ClientInfo> {
         match &self.options.static_client_info {
             Some(info) => serde_json::from_value(info.clone()).ok(),
+            None if self.options.device_code => self.store.read(DEVICE_CLIENT),
             None => self.store.read(CLIENT),
         }
     }
@@ -439,6 +456,19 @@ impl Auth {
             return serde_json::from_value(info.clone())
                 .map_err(|e| AuthError::Config(format!("--static-oauth-client-info: {e}")));
         }
+        if let Some(url) = &self.options.client_metadata_url {
+            if meta.client_id_metadata_document_supported {
+                let info = ClientInfo {
+                    client_id: url.clone(),
+                    client_secret: None,
+                    redirect_uris: vec![redirect_uri.to_owned()],
+                    token_endpoint_auth_method: Some("none".to_owned()),
+                };
+                self.store.write(CLIENT, &info)?;
+                return Ok(info);
+            }
+            tracing::info!(target: "tower_lro", "the authorization server takes no client ID metadata documents; registering instead");
+        }
         if let Some(info) = self.store.read::<ClientInfo>(CLIENT)
             && info.redirect_uris.iter().any(|u| u == redirect_uri)
         {
@@ -447,7 +477,7 @@ impl Auth {
         let info = register(
             &self.client,
             meta,
-            redirect_uri,
+            Some(redirect_uri),
             scope,
             self.options.static_client_metadata.as_ref(),
         )

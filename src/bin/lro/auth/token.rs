@@ -78,14 +78,20 @@ pub(crate) enum Grant<'a> {
     Refresh(&'a str),
     /// The client's own credentials, for `scope`.
     ClientCredentials { scope: Option<&'a str> },
+    /// A device code the user has (or has not yet) approved (RFC 8628).
+    DeviceCode(&'a str),
 }
 
+/// The device authorization grant type (RFC 8628).
+pub(crate) const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
 /// Registers the proxy as a client (RFC 7591): `static_metadata` is merged
-/// over the defaults.
+/// over the defaults. Without a redirect URI, a client of the device
+/// authorization grant.
 pub(crate) async fn register(
     client: &HttpClient,
     meta: &ServerMeta,
-    redirect_uri: &str,
+    redirect_uri: Option<&str>,
     scope: Option<&str>,
     static_metadata: Option<&Value>,
 ) -> Result<ClientInfo, AuthError> {
@@ -94,13 +100,22 @@ pub(crate) async fn register(
             "the authorization server offers no dynamic client registration; pass --static-oauth-client-info".into(),
         ));
     };
-    let mut body = json!({
-        "client_name": "lro proxy",
-        "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": auth_method(meta),
-    });
+    let mut body = match redirect_uri {
+        Some(redirect_uri) => json!({
+            "client_name": "lro proxy",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": auth_method(meta),
+        }),
+        None => json!({
+            "client_name": "lro proxy",
+            "redirect_uris": [],
+            "grant_types": [DEVICE_GRANT, "refresh_token"],
+            "response_types": [],
+            "token_endpoint_auth_method": auth_method(meta),
+        }),
+    };
     if let Some(scope) = scope {
         body["scope"] = Value::from(scope);
     }
@@ -124,7 +139,9 @@ pub(crate) async fn register(
     }
     let mut info: ClientInfo = serde_json::from_slice(response.body())
         .map_err(|e| AuthError::Registration(format!("the answer: {e}")))?;
-    if info.redirect_uris.is_empty() {
+    if let Some(redirect_uri) = redirect_uri
+        && info.redirect_uris.is_empty()
+    {
         info.redirect_uris.push(redirect_uri.to_owned());
     }
     Ok(info)
@@ -165,6 +182,27 @@ pub(crate) async fn request_tokens(
     tokens_of(response.body(), refresh)
 }
 
+/// One poll of the device grant: the tokens, or the OAuth error code the
+/// token endpoint answered (`authorization_pending`, `slow_down`, ...)
+/// with its whole text.
+pub(crate) async fn poll_device_tokens(
+    client: &HttpClient,
+    meta: &ServerMeta,
+    info: &ClientInfo,
+    device_code: &str,
+    resource: Option<&str>,
+) -> Result<Result<Tokens, (String, String)>, AuthError> {
+    let grant = Grant::DeviceCode(device_code);
+    let (request, _) = grant_request(meta, info, grant, resource)?;
+    let response = fetch(client, request, &meta.token_endpoint).await?;
+    if response.status().is_success() {
+        return tokens_of(response.body(), None).map(Ok);
+    }
+    let v: Value = serde_json::from_slice(response.body()).unwrap_or_default();
+    let code = v.get("error").and_then(Value::as_str).unwrap_or_default();
+    Ok(Err((code.to_owned(), oauth_error(response.body()))))
+}
+
 /// The token request for `grant`, and the refresh token it spends.
 fn grant_request<'a>(
     meta: &ServerMeta,
@@ -197,23 +235,29 @@ fn grant_request<'a>(
             }
             None
         }
+        Grant::DeviceCode(code) => {
+            form.append_pair("grant_type", DEVICE_GRANT)
+                .append_pair("device_code", code);
+            None
+        }
     };
     if let Some(resource) = resource {
         form.append_pair("resource", resource);
     }
-    Ok((token_request(meta, info, form)?, refresh))
+    Ok((client_request(&meta.token_endpoint, info, form)?, refresh))
 }
 
-/// The POST to the token endpoint, with the client authenticated the way
-/// it was registered.
-fn token_request(
-    meta: &ServerMeta,
+/// A POST of `form` to `endpoint` (the token endpoint, the device
+/// authorization endpoint), with the client authenticated the way it was
+/// registered.
+pub(crate) fn client_request(
+    endpoint: &str,
     info: &ClientInfo,
     mut form: form_urlencoded::Serializer<'_, String>,
 ) -> Result<Request<Full<Bytes>>, AuthError> {
     let mut request = Request::builder()
         .method(Method::POST)
-        .uri(meta.token_endpoint.as_str())
+        .uri(endpoint)
         .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header(ACCEPT, "application/json");
     let method = info.token_endpoint_auth_method.as_deref();
@@ -235,7 +279,7 @@ fn token_request(
     }
     request
         .body(Full::new(Bytes::from(form.finish())))
-        .map_err(|_| AuthError::Discovery(format!("bad URL {}", meta.token_endpoint)))
+        .map_err(|_| AuthError::Discovery(format!("bad URL {endpoint}")))
 }
 
 /// The tokens of a token endpoint answer; a refresh that brings no new
@@ -262,7 +306,7 @@ fn tokens_of(body: &[u8], refresh: Option<&str>) -> Result<Tokens, AuthError> {
 }
 
 /// The `error` (and `error_description`) of an OAuth error answer.
-fn oauth_error(body: &[u8]) -> String {
+pub(crate) fn oauth_error(body: &[u8]) -> String {
     let v: Value = serde_json::from_slice(body).unwrap_or_default();
     match (
         v.get("error").and_then(Value::as_str),

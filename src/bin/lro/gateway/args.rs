@@ -33,6 +33,10 @@ pub struct GatewayArgs {
     /// besides the system's roots (a private CA).
     #[arg(long, value_name = "FILE")]
     ca_cert: Option<PathBuf>,
+    /// Reach the upstream through the HTTP proxy of HTTPS_PROXY /
+    /// HTTP_PROXY (lower-case forms too), NO_PROXY honoured.
+    #[arg(long)]
+    enable_proxy: bool,
     /// Where the JSONL files go (default: the configured output_dir, else a
     /// private per-user directory in the system temp dir).
     #[arg(long, value_name = "DIR")]
@@ -177,6 +181,7 @@ fn options(
     let mut options = GatewayOptions::new(routes, args.listen);
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert;
+    options.connect.env_proxy = args.enable_proxy;
     options.connect.connect_timeout = seconds("--connect-timeout", args.connect_timeout)?;
     options.limits.max_connections = args.max_connections.max(1);
     options.limits.header_read_timeout = seconds("--header-timeout", args.header_timeout)?;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ProxyOptions;
+use super::keep_alive::DEFAULT_PING_INTERVAL;
 use crate::auth::{AuthOptions, default_dir};
 use clap::Args;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -98,6 +99,14 @@ struct OAuthArgs {
     /// Send the OpenID Connect ID token instead of the access token.
     #[arg(long)]
     use_id_token: bool,
+    /// The device authorization grant (RFC 8628): approve a code shown on
+    /// stderr on any device; no callback listener.
+    #[arg(long, conflicts_with = "client_credentials")]
+    device_code: bool,
+    /// The https URL of this client's ID metadata document, used as its
+    /// client id where the authorization server takes such documents.
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
 }
 
 /// mcp-remote's other flags: network, logs, and those refused by name.
@@ -136,18 +145,21 @@ struct RemoteArgs {
     /// agent: not listed, calls refused; repeatable.
     #[arg(long, value_name = "PATTERN")]
     ignore_tool: Vec<String>,
-    #[arg(long, hide = true)]
+    /// Go through the HTTP proxy of HTTPS_PROXY / HTTP_PROXY (lower-case
+    /// forms too; credentials in its URL), NO_PROXY honoured; OAuth too.
+    #[arg(long)]
     enable_proxy: bool,
-    #[arg(long, hide = true)]
+    /// Keep-alive: an MCP ping of the proxy's own whenever the link has
+    /// been idle 30 s (or --ping-interval); a dead link is pinged until it
+    /// is back, a session the server dropped is renewed at once.
+    #[arg(long)]
     keep_alive: bool,
-    #[arg(long, hide = true, value_name = "SECONDS")]
-    ping_interval: Option<String>,
-    #[arg(long, hide = true)]
+    /// Seconds of idleness before a keep-alive ping (implies --keep-alive).
+    #[arg(long, value_name = "SECONDS")]
+    ping_interval: Option<f64>,
+    /// Connect over IPv4 only (a server's IPv6 addresses are not tried).
+    #[arg(long)]
     ipv4: bool,
-    #[arg(long, hide = true)]
-    device_code: bool,
-    #[arg(long, hide = true, value_name = "URL")]
-    client_metadata_url: Option<String>,
 }
 
 impl ProxyArgs {
@@ -180,6 +192,8 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     options.announce = !args.no_announce;
     options.connect.ca_cert = args.ca_cert.clone();
     options.allow_http = args.remote.allow_http;
+    options.connect.env_proxy = args.remote.enable_proxy;
+    options.connect.ipv4_only = args.remote.ipv4;
     if let Some(timeout) = seconds("--connect-timeout", args.remote.connect_timeout)? {
         options.connect.connect_timeout = timeout;
     }
@@ -189,6 +203,7 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     if let Some(strategy) = &args.remote.transport {
         options.transport = strategy.parse()?;
     }
+    options.ping_interval = ping_interval(&args.remote)?;
     options.auth = if args.oauth.no_oauth {
         None
     } else {
@@ -219,37 +234,34 @@ fn refuse_unsupported(remote: &RemoteArgs) -> Result<(), String> {
         }
         Some(p) => return Err(format!("--protocol {p:?}: expected legacy or auto")),
     }
-    let flags = [
-        (
-            remote.enable_proxy,
-            "--enable-proxy",
-            "no outbound HTTP proxy support",
-        ),
-        (remote.keep_alive, "--keep-alive", "no keep-alive pings"),
-        (
-            remote.ping_interval.is_some(),
-            "--ping-interval",
-            "no keep-alive pings",
-        ),
-        (
-            remote.ipv4,
-            "--ipv4",
-            "addresses are tried as the system resolves them",
-        ),
-        (
-            remote.device_code,
-            "--device-code",
-            "the device authorization grant is not implemented",
-        ),
-        (
-            remote.client_metadata_url.is_some(),
-            "--client-metadata-url",
-            "client ID metadata documents are not implemented",
-        ),
-    ];
-    match flags.iter().find(|(given, _, _)| *given) {
-        Some((_, flag, why)) => refused(flag, why),
-        None => Ok(()),
+    Ok(())
+}
+
+/// `--client-metadata-url`: an https URL with a path (a client ID
+/// metadata document's name).
+fn client_metadata_url(given: Option<&str>) -> Result<Option<String>, String> {
+    let Some(given) = given else { return Ok(None) };
+    match url::Url::parse(given) {
+        Ok(url) if url.scheme() == "https" && url.path() != "/" && url.fragment().is_none() => {
+            Ok(Some(given.to_owned()))
+        }
+        _ => Err(format!(
+            "--client-metadata-url {given:?}: expected an https URL with a path, e.g. https://example.com/lro-client.json"
+        )),
+    }
+}
+
+/// The keep-alive interval: `--ping-interval`, else the default with
+/// `--keep-alive`, else none.
+fn ping_interval(remote: &RemoteArgs) -> Result<Option<Duration>, String> {
+    match remote.ping_interval {
+        Some(s) if s > 0.0 => Duration::try_from_secs_f64(s)
+            .map(Some)
+            .map_err(|_| format!("--ping-interval {s}: expected a number of seconds")),
+        Some(s) => Err(format!(
+            "--ping-interval {s}: expected a positive number of seconds"
+        )),
+        None => Ok(remote.keep_alive.then_some(DEFAULT_PING_INTERVAL)),
     }
 }
 
@@ -296,6 +308,8 @@ fn auth_options(args: &ProxyArgs) -> Result<AuthOptions, String> {
             .map(|v| json_arg("--static-oauth-client-info", v).and_then(expand_json))
             .transpose()?,
         client_credentials: o.client_credentials,
+        device_code: o.device_code,
+        client_metadata_url: client_metadata_url(o.client_metadata_url.as_deref())?,
         token_endpoint: o.token_endpoint.clone(),
         use_id_token: o.use_id_token,
         allow_http: args.remote.allow_http,

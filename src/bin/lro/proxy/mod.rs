@@ -68,13 +68,16 @@
 //! * [`session`] — the session's life: remembered at `initialize`, its GET
 //!   stream, renewed when the server drops it, ended with `DELETE`;
 //!   [`fresh_token`] — a new token and one more try for the requests that
-//!   do not go through the layer (the GET stream, a renewed `initialize`).
+//!   do not go through the layer (the GET stream, a renewed `initialize`);
+//!   [`keep_alive`] — pings of the proxy's own while the link is idle: a
+//!   dead link or a dropped session found before the agent needs them.
 //! * [`args`] — the `lro proxy` command line (mcp-remote's flags).
 
 mod answer;
 pub mod args;
 mod fresh_token;
 mod hidden_tools;
+mod keep_alive;
 mod legacy_sse;
 mod message;
 mod refusal;
@@ -86,7 +89,7 @@ mod upstream;
 mod upstream_body;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Uri;
@@ -136,6 +139,9 @@ pub struct ProxyOptions {
     pub hidden_tools: Vec<String>,
     /// Streamable HTTP, the old HTTP+SSE transport, or one then the other.
     pub transport: Strategy,
+    /// Keep-alive: a `ping` of the proxy's own when the link has been idle
+    /// this long ([`keep_alive`]); `None`: no pings.
+    pub ping_interval: Option<Duration>,
 }
 
 impl ProxyOptions {
@@ -153,6 +159,7 @@ impl ProxyOptions {
             body_timeout: None,
             hidden_tools: Vec::new(),
             transport: Strategy::default(),
+            ping_interval: None,
         }
     }
 }
@@ -185,6 +192,10 @@ struct Session {
     id: Option<HeaderValue>,
     version: Option<HeaderValue>,
     stream_opened: bool,
+    /// The task relaying the server's stream, once opened.
+    stream: Option<tokio::task::AbortHandle>,
+    /// Whether that stream broke off (rather than being refused or ended).
+    stream_broken: bool,
     /// How many times the session was renewed after the server dropped it.
     generation: u64,
     /// The agent's `initialize`, sent again to renew the session.
@@ -209,6 +220,8 @@ struct Shared {
     out: Outbox,
     /// Which transport is spoken upstream (and the HTTP+SSE connection).
     transport: Transport,
+    /// When a request was last sent upstream (keep-alive pings the idle).
+    last_sent: Mutex<Instant>,
 }
 
 /// The header carrying the session id.
@@ -232,6 +245,7 @@ where
         .try_build()?;
     let (out, rx, room) = Outbox::new();
     let writer = tokio::spawn(write_lines(rx, room, output));
+    let ping_interval = options.ping_interval;
     let shared = Arc::new(Shared::new(options, out)?);
     if let Some(auth) = &shared.auth
         && let Err(e) = auth.prepare().await
@@ -239,7 +253,11 @@ where
         tracing::warn!(target: "tower_lro", "oauth: {e}");
     }
     let service = tower_layer::Layer::layer(&layer, Upstream(shared.clone()));
+    let pings = ping_interval.map(|interval| keep_alive::spawn(&shared, interval));
     let read = read_lines(input, &shared, &service).await;
+    if let Some(pings) = pings {
+        pings.abort();
+    }
     goodbye(&shared).await;
     shared.transport.legacy.close();
     drop(service);
@@ -295,6 +313,7 @@ impl Shared {
             renewing: tokio::sync::Mutex::new(()),
             out,
             transport: Transport::new(options.transport),
+            last_sent: Mutex::new(Instant::now()),
         })
     }
 

@@ -67,22 +67,52 @@ async fn new_session(shared: &Arc<Shared>, initialize: Bytes) -> Option<Response
 
 /// Opens the server's GET stream once per session, in the background.
 pub(super) fn open_stream(shared: &Arc<Shared>) {
-    {
+    let generation = {
         let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
         if session.stream_opened || session.id.is_none() {
             return;
         }
         session.stream_opened = true;
-    }
-    let shared = shared.clone();
-    tokio::spawn(async move {
+        session.stream_broken = false;
+        session.generation
+    };
+    let task_shared = shared.clone();
+    let task = tokio::spawn(async move {
+        let shared = task_shared;
         let Some(response) = stream_response(&shared).await else {
             return;
         };
         if let Err(why) = relay_events(response.into_body(), &shared, None).await {
             tracing::info!(target: "tower_lro", "server stream ended: {why}");
+            let mut session = shared.lock();
+            if session.generation == generation {
+                session.stream_broken = true;
+            }
         }
     });
+    let mut session = shared.lock();
+    if session.generation == generation {
+        session.stream = Some(task.abort_handle());
+    }
+}
+
+/// The server's stream opened again, when the link is back (a keep-alive
+/// ping answered): if it broke off meanwhile, or, after the link was down
+/// (`was_down`), in case it hangs on a connection that died silently. Only
+/// a stream the session had opened is opened again.
+pub(super) fn reopen_stream(shared: &Arc<Shared>, was_down: bool) {
+    {
+        let mut session = shared.lock();
+        if !session.stream_opened || !(session.stream_broken || was_down) {
+            return;
+        }
+        if let Some(old) = session.stream.take() {
+            old.abort();
+        }
+        session.stream_opened = false;
+    }
+    tracing::info!(target: "tower_lro", "opening the server's stream again");
+    open_stream(shared);
 }
 
 /// The server's answer to the GET of its stream, when it opens one; a

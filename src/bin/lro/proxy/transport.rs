@@ -119,6 +119,7 @@ impl Shared {
         parts: http::request::Parts,
         bytes: Bytes,
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
+        self.touch(); // the link is not idle (keep-alive), whatever the transport
         let transport = &self.transport;
         match (transport.speaks(), transport.strategy) {
             (Speaks::Http, _) => Ok(boxed(self.send_upstream(parts, bytes).await?)),

@@ -55,6 +55,7 @@ impl Shared {
         mut parts: http::request::Parts,
         bytes: Bytes,
     ) -> Result<Response<Incoming>, UpstreamError> {
+        self.touch();
         let bytes = if self.announce {
             announce_in_headers(&mut parts.headers);
             announce_in_initialize(bytes)
