@@ -41,6 +41,8 @@ pub(super) struct Server {
     initializes: AtomicUsize,
     /// The next message is answered `404` (a forgotten session).
     forget_next: AtomicBool,
+    /// `ping` requests received.
+    pings: AtomicUsize,
 }
 
 /// A body fed by a channel of one chunk: what is "sent" was taken by the
@@ -107,6 +109,9 @@ pub(super) async fn message(State(server): State<Arc<Server>>, body: Bytes) -> S
     if message["method"] == "initialize" {
         server.initializes.fetch_add(1, Ordering::SeqCst);
     }
+    if message["method"] == "ping" {
+        server.pings.fetch_add(1, Ordering::SeqCst);
+    }
     let (Some(id), Some(method)) = (message.get("id").cloned(), message["method"].as_str()) else {
         return StatusCode::ACCEPTED;
     };
@@ -169,6 +174,11 @@ struct Agent {
 
 impl Agent {
     async fn start() -> (Agent, Arc<Server>) {
+        Agent::start_with(&[]).await
+    }
+
+    /// [`Agent::start`] with more flags for the proxy.
+    async fn start_with(flags: &[&str]) -> (Agent, Arc<Server>) {
         let server = Arc::new(Server::default());
         let app = Router::new()
             .route("/sse", axum::routing::get(stream))
@@ -180,6 +190,7 @@ impl Agent {
             .args(["proxy", &format!("http://{addr}/sse"), "--transport"])
             .args(["sse-only", "--output-dir"])
             .arg(dir.path())
+            .args(flags)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -348,5 +359,36 @@ async fn a_forgotten_session_is_renewed_without_the_agent_noticing() {
         "the agent's initialize sent again"
     );
     let log = agent.finish().await;
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+/// `--ping-interval` over HTTP+SSE: the proxy's pings are POSTed to the
+/// endpoint and answered on the event stream, and the agent never sees
+/// their answers, only its own call's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_pings_go_over_the_event_stream_unseen_by_the_agent() {
+    let (mut agent, server) = Agent::start_with(&["--ping-interval", "0.2"]).await;
+    // Idle: pings, bounded in time.
+    for _ in 0..200 {
+        if server.pings.load(Ordering::SeqCst) >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(server.pings.load(Ordering::SeqCst) >= 3, "pings while idle");
+    agent.call(2, "small", json!({})).await;
+    let v = agent.next().await.expect("an answer");
+    assert_eq!(v["id"], 2, "the agent's own answer, no ping's: {v}");
+    assert_eq!(v["result"]["content"][0]["text"], "small", "{v}");
+    assert_eq!(
+        server.gets.load(Ordering::SeqCst),
+        1,
+        "one stream throughout"
+    );
+    let log = agent.finish().await;
+    assert!(
+        !log.contains("does not answer"),
+        "every ping answered: {log}"
+    );
     assert!(!log.contains("panicked"), "{log}");
 }
