@@ -110,6 +110,11 @@ impl Offloader {
         &*self.store
     }
 
+    /// The store, shared (for the cleanup of a shared store).
+    pub(crate) fn store_arc(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
     /// Where events go.
     pub(crate) fn events(&self) -> &Events {
         &self.events

@@ -115,6 +115,7 @@ pub(crate) fn routes(
             all_headers.append(name, value.clone());
         }
         let own_dir = table.contains_key("output_dir");
+        let own_store = table.contains_key("store");
         let mut offload = toml::Table::new();
         offload.insert("offload".to_owned(), toml::Value::Table(table));
         let mut prompt = toml::Table::new();
@@ -127,14 +128,29 @@ pub(crate) fn routes(
         if !own_dir {
             config.output_dir = base_dir.join(dir_name(&path));
         }
-        if let Some(other) = routes
-            .iter()
-            .find(|r| r.config.output_dir == config.output_dir)
-        {
+        // A shared store too: a prefix of the route's own below the URL's.
+        if !own_store && !config.store.is_empty() {
+            let store = config.store.trim_end_matches('/');
+            config.store = format!("{store}/{}", dir_name(&path).display());
+        }
+        if let Some(other) = routes.iter().find(|r| {
+            config.store.is_empty()
+                && r.config.store.is_empty()
+                && r.config.output_dir == config.output_dir
+        }) {
             return Err(at(format!(
                 "output directory {} is route {:?}'s too: give each route its own",
                 config.output_dir.display(),
                 other.path
+            )));
+        }
+        if let Some(other) = routes
+            .iter()
+            .find(|r| !config.store.is_empty() && r.config.store == config.store)
+        {
+            return Err(at(format!(
+                "store {:?} is route {:?}'s too: give each route its own",
+                config.store, other.path
             )));
         }
         routes.push(RouteOptions {

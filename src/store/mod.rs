@@ -1,0 +1,417 @@
+//! Where offloaded files are written.
+//!
+//! [`FsStore`] writes `{output_dir}/atlatl-{operation}-{ulid}.jsonl`:
+//! the directory is created `0700`, the file is created `0600` under a
+//! temporary dot-name that the cleanup pattern never matches, with
+//! `O_CREAT | O_EXCL | O_NOFOLLOW` (never through a symlink, never over an
+//! existing file), filled, then hard-linked to its final name (which fails
+//! rather than replace an existing file) and the temporary name removed. A
+//! reader therefore never sees a half-written file. Implement [`Store`] to
+//! write elsewhere or to inject faults in tests.
+//!
+//! # Threat model: the output directory
+//!
+//! Other local users must not be able to read, replace or plant files where
+//! the agent reads them (a replaced file makes a recipe print forged
+//! records; a symlink planted at a final name makes every offload fail).
+//! So the directory must be ours and private: [`FsStore`] refuses one that
+//! is a symbolic link, is owned by another user, or is writable by group or
+//! others ([`StoreError::Untrusted`]), unless the user opts in
+//! ([`FsStore::trust_dir`], the `trust_output_dir` setting). By default it
+//! writes into a per-user subdirectory of the system temp dir
+//! ([`FsStore::default_dir`]), created `0700`, never directly into the
+//! shared, world-writable temp dir. The check runs before every write (a
+//! refused directory means the spec's fallback for that call) and once when
+//! a layer is built (an error in the log at start-up).
+//!
+//! # Names
+//!
+//! Files are named `atlatl-{operation}-{ulid}.jsonl` ([`FILE_PREFIX`],
+//! [`FILE_EXTENSION`], [`is_offload_file_name`]): the operation is the
+//! spec's (`recall`, `search`, ...) or the tool's name reduced to
+//! `[a-z0-9_]`, so a tool name can never steer a path out of the directory.
+//! Over MCP a file is the resource `lro://files/{name}` ([`resource_uri`],
+//! [`file_name_of_uri`]).
+//!
+//! # Backends
+//!
+//! [`FsStore`], the default, writes into a directory of this machine.
+//! With the feature `object-store`, [`BucketStore`] writes into object
+//! storage (S3 and S3-compatible servers, GCS, Azure) through the
+//! `object_store` crate, so that the replicas of a fleet read each other's
+//! files: [`from_url`] picks the backend from the `store` setting
+//! (`s3://bucket/prefix`, `gs://…`, `az://…`, `file:///dir`). A file of a
+//! shared store is committed by a manifest written after its data and
+//! read first ([`shared`]); over MCP it is `lro://files/{name}`, which is
+//! also its descriptor's `file_path` (no directory of any one replica).
+//!
+//! # Example
+//!
+//! A store of your own, here one that counts the writes of an
+//! [`FsStore`] (a fault-injecting one fails instead), given to the engine
+//! (or to the layer with
+//! [`OffloadLayerBuilder::store`](crate::offload::OffloadLayerBuilder::store)):
+//!
+//! ```
+//! use std::path::{Path, PathBuf};
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use tower_lro::config::OffloadConfig;
+//! use tower_lro::offload::{Offloader, Outcome, ToolCall};
+//! use tower_lro::store::{FsStore, Store, StoreError, is_offload_file_name};
+//!
+//! struct Counting { inner: FsStore, writes: Arc<AtomicUsize> }
+//!
+//! impl Store for Counting {
+//!     fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+//!         self.writes.fetch_add(1, Ordering::Relaxed);
+//!         self.inner.write(file_name, contents)
+//!     }
+//!     fn dir(&self) -> &Path { self.inner.dir() }
+//!     fn check(&self) -> Result<(), StoreError> { self.inner.check() }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let writes = Arc::new(AtomicUsize::new(0));
+//! let offloader = Offloader::new(OffloadConfig::default())
+//!     .with_store(Counting { inner: FsStore::new(dir.path()), writes: writes.clone() });
+//!
+//! let rows: Vec<_> = (0..500).map(|i| serde_json::json!({"id": i, "msg": "worker started"})).collect();
+//! let result = serde_json::json!({"content": [{"type": "text", "text": serde_json::to_string(&rows)?}]});
+//! let outcome = offloader.process(&ToolCall::new("query_logs", None), result.to_string().as_bytes())?;
+//! let Outcome::Offloaded(offloaded) = outcome else { panic!("over the threshold") };
+//! assert_eq!(writes.load(Ordering::Relaxed), 1);
+//! let name = offloaded.file.path.file_name().unwrap().to_str().unwrap();
+//! assert!(name.starts_with("atlatl-query_logs-") && is_offload_file_name(name));
+//! # Ok(()) }
+//! ```
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+mod fs_store;
+#[cfg(feature = "object-store")]
+mod bridge;
+#[cfg(feature = "object-store")]
+mod cache;
+#[cfg(feature = "object-store")]
+mod object;
+pub mod shared;
+
+#[cfg(feature = "object-store")]
+pub use object::BucketStore;
+pub use fs_store::FsStore;
+pub use shared::{Manifest, SharedFiles, Sweep};
+
+/// Prefix of every offloaded file name.
+pub const FILE_PREFIX: &str = "atlatl-";
+/// Extension of every offloaded file name.
+pub const FILE_EXTENSION: &str = ".jsonl";
+
+/// Errors of a [`Store`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The output directory cannot be created or is not a directory.
+    #[error("output directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Creating, writing or publishing the file failed.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file being written.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A name that is not an offload file name was requested.
+    #[error("invalid offload file name {0:?}")]
+    InvalidName(String),
+    /// A `store` URL that names no backend this build has.
+    #[error("store {url:?}: {reason}")]
+    Url {
+        /// The URL, without credentials.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The object store failed (unreachable, refused, timed out, or an
+    /// object it holds is not what we wrote).
+    #[error("object store, {object}: {message}")]
+    Remote {
+        /// The object (its key).
+        object: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The output directory is not private (see the module docs).
+    #[error(
+        "output directory {path} is not private: {reason}; use a directory of your own \
+         (mode 0700) or set trust_output_dir"
+    )]
+    Untrusted {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Persists offloaded JSONL files. Calls are blocking; the engine runs them
+/// off the async executor.
+pub trait Store: Send + Sync + 'static {
+    /// Writes `contents` as a new file called `file_name` and returns its
+    /// absolute path. Must never replace an existing file and never expose a
+    /// partially written file under `file_name`.
+    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError>;
+
+    /// Writes a new file called `file_name` whose contents are `head`
+    /// followed by everything `body` reads (to its end), with the
+    /// guarantees of [`Store::write`], and returns its absolute path. A
+    /// large result is written this way from where it was spilled, so a
+    /// store should stream it: the default reads `body` into memory and
+    /// calls [`Store::write`]; [`FsStore`] copies it in bounded memory.
+    fn write_from(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
+        let mut contents = head.to_vec();
+        body.read_to_end(&mut contents)
+            .map_err(|source| StoreError::Write {
+                path: self.dir().join(file_name),
+                source,
+            })?;
+        self.write(file_name, &contents)
+    }
+
+    /// The directory files are written to.
+    fn dir(&self) -> &Path;
+
+    /// Checks, without writing, that files can be written (for a report at
+    /// start-up). The default says yes.
+    fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Deletes the file `file_name` (an offload file name); `Ok(false)`
+    /// when there was none. The default deletes it from [`Store::dir`],
+    /// never through a symbolic link.
+    fn remove(&self, file_name: &str) -> Result<bool, StoreError> {
+        if parse_file_name(file_name).is_none() {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        let path = self.dir().join(file_name);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(StoreError::Write { path, source }),
+        }
+    }
+
+    /// The files of a store shared with other processes (object storage),
+    /// which readers and the cleanup reach through it rather than in
+    /// [`Store::dir`]; `None` (the default): they are in `dir()`.
+    fn shared(&self) -> Option<&dyn SharedFiles> {
+        None
+    }
+}
+
+/// The store the `store` setting names: empty, the [`FsStore`] of
+/// `output_dir` (trusted as `trust_output_dir` says); `file:///dir` the
+/// `FsStore` of that directory; `s3://bucket/prefix`, `gs://…`, `az://…`
+/// (as `object_store` parses them) a [`BucketStore`] (feature
+/// `object-store`) configured from the standard environment variables.
+pub fn from_url(url: &str, output_dir: &Path, trust_dir: bool) -> Result<Arc<dyn Store>, StoreError> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Ok(Arc::new(FsStore::new(output_dir).trust_dir(trust_dir)));
+    }
+    if let Some(path) = url.strip_prefix("file://") {
+        if !path.starts_with('/') {
+            return Err(StoreError::Url {
+                url: url.to_owned(),
+                reason: "a file:// URL needs an absolute path (file:///dir)".into(),
+            });
+        }
+        return Ok(Arc::new(FsStore::new(path).trust_dir(trust_dir)));
+    }
+    #[cfg(feature = "object-store")]
+    {
+        Ok(Arc::new(BucketStore::from_url(url)?))
+    }
+    #[cfg(not(feature = "object-store"))]
+    {
+        Err(StoreError::Url {
+            url: redact(url),
+            reason: "object storage needs the `object-store` feature of tower-lro".into(),
+        })
+    }
+}
+
+/// [`from_url`], or, when the URL cannot be used, a store whose every
+/// write and check fails with the reason (a layer built with it logs it,
+/// or `try_build` returns it, and each large result falls back to the
+/// spec's truncation).
+pub(crate) fn from_url_or_unusable(url: &str, output_dir: &Path, trust_dir: bool) -> Arc<dyn Store> {
+    from_url(url, output_dir, trust_dir).unwrap_or_else(|e| {
+        Arc::new(Unusable {
+            url: redact(url),
+            reason: match e {
+                StoreError::Url { reason, .. } => reason,
+                e => e.to_string(),
+            },
+            dir: PathBuf::from(RESOURCE_URI_PREFIX.trim_end_matches('/')),
+        })
+    })
+}
+
+/// A store that cannot be used (see [`from_url_or_unusable`]).
+#[derive(Debug)]
+struct Unusable {
+    url: String,
+    reason: String,
+    dir: PathBuf,
+}
+
+impl Unusable {
+    fn error(&self) -> StoreError {
+        StoreError::Url {
+            url: self.url.clone(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+impl Store for Unusable {
+    fn write(&self, _: &str, _: &[u8]) -> Result<PathBuf, StoreError> {
+        Err(self.error())
+    }
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        Err(self.error())
+    }
+    fn remove(&self, _: &str) -> Result<bool, StoreError> {
+        Err(self.error())
+    }
+}
+
+/// A URL without what could be credentials (user info, query), for
+/// messages and logs.
+pub(crate) fn redact(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let cut: String = rest.chars().take(200).collect();
+    if scheme.is_empty() {
+        cut
+    } else {
+        format!("{scheme}://{cut}")
+    }
+}
+
+/// Makes `options` refuse to open a symbolic link (`O_NOFOLLOW`) where the
+/// platform can: our files are never reached through one.
+pub(crate) fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options
+}
+
+/// `options` for a file only this user may read (`0600`), never opened
+/// through a symbolic link.
+pub(crate) fn private_file(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    no_follow(options)
+}
+
+/// Whether `name` is an offload file name we write: `atlatl-{op}-{ulid}.jsonl`
+/// with `op` in `[a-z0-9_]+`.
+pub fn is_offload_file_name(name: &str) -> bool {
+    parse_file_name(name).is_some()
+}
+
+/// The name of the file for an offload of `operation` (already reduced to
+/// `[a-z0-9_]`, see [`operation_name`](crate::offload::operation_name)) with id `id`.
+pub(crate) fn file_name(operation: &str, id: ulid::Ulid) -> String {
+    format!("{FILE_PREFIX}{operation}-{id}{FILE_EXTENSION}")
+}
+
+/// Scheme and authority of the MCP resource URI of an offload file:
+/// `lro://files/{file name}` (see [`resource_uri`]).
+pub const RESOURCE_URI_PREFIX: &str = "lro://files/";
+
+/// The MCP resource URI of the offload file `file_name`, as the rewritten
+/// result's `resource_link` block names it and `resources/read` accepts it.
+pub fn resource_uri(file_name: &str) -> String {
+    format!("{RESOURCE_URI_PREFIX}{file_name}")
+}
+
+/// The offload file name a resource URI names, when it is one of ours
+/// ([`RESOURCE_URI_PREFIX`] and a well-formed offload file name: never a
+/// path).
+pub fn file_name_of_uri(uri: &str) -> Option<&str> {
+    let name = uri.strip_prefix(RESOURCE_URI_PREFIX)?;
+    is_offload_file_name(name).then_some(name)
+}
+
+/// Splits an offload file name into operation and ULID.
+pub(crate) fn parse_file_name(name: &str) -> Option<(&str, ulid::Ulid)> {
+    let stem = name
+        .strip_prefix(FILE_PREFIX)?
+        .strip_suffix(FILE_EXTENSION)?;
+    let (op, id) = stem.rsplit_once('-')?;
+    if op.is_empty()
+        || !op
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        || id.len() != 26
+    {
+        return None;
+    }
+    ulid::Ulid::from_string(id).ok().map(|u| (op, u))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_offload_file_name(
+            "atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(is_offload_file_name(
+            "atlatl-my_tool2-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(!is_offload_file_name(
+            "atlatl--01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(!is_offload_file_name(
+            "atlatl-../x-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl"
+        ));
+        assert!(!is_offload_file_name(
+            ".atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl.tmp"
+        ));
+        assert!(!is_offload_file_name("atlatl-recall-notaulid.jsonl"));
+    }
+}
