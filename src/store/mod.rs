@@ -88,11 +88,12 @@
 //! ```
 
 use std::fs;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-mod fs_store;
+#[cfg(test)]
+mod fs_tests;
+mod url;
 #[cfg(feature = "object-store")]
 mod bridge;
 #[cfg(feature = "object-store")]
@@ -103,7 +104,8 @@ pub mod shared;
 
 #[cfg(feature = "object-store")]
 pub use object::BucketStore;
-pub use fs_store::FsStore;
+pub use url::from_url;
+pub(crate) use url::{from_url_or_unusable, redact};
 pub use shared::{Manifest, SharedFiles, Sweep};
 
 /// Prefix of every offloaded file name.
@@ -227,98 +229,126 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
-/// The store the `store` setting names: empty, the [`FsStore`] of
-/// `output_dir` (trusted as `trust_output_dir` says); `file:///dir` the
-/// `FsStore` of that directory; `s3://bucket/prefix`, `gs://…`, `az://…`
-/// (as `object_store` parses them) a [`BucketStore`] (feature
-/// `object-store`) configured from the standard environment variables.
-pub fn from_url(url: &str, output_dir: &Path, trust_dir: bool) -> Result<Arc<dyn Store>, StoreError> {
-    let url = url.trim();
-    if url.is_empty() {
-        return Ok(Arc::new(FsStore::new(output_dir).trust_dir(trust_dir)));
+/// The file-system store.
+#[derive(Debug, Clone)]
+pub struct FsStore {
+    dir: PathBuf,
+    /// Use the directory even when it is not private.
+    trusted: bool,
+}
+
+impl FsStore {
+    /// A store writing into `dir` (created `0700` on first write). An
+    /// empty path means [`FsStore::default_dir`]. A relative path is made
+    /// absolute against the current directory.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir: PathBuf = dir.into();
+        let dir = if dir.as_os_str().is_empty() {
+            Self::default_dir()
+        } else {
+            dir
+        };
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        FsStore {
+            dir,
+            trusted: false,
+        }
     }
-    if let Some(path) = url.strip_prefix("file://") {
-        if !path.starts_with('/') {
-            return Err(StoreError::Url {
-                url: url.to_owned(),
-                reason: "a file:// URL needs an absolute path (file:///dir)".into(),
+
+    /// The default output directory: `tower-lro-{uid}` in the system temp
+    /// dir (`tower-lro` where there are no user ids), private to this user.
+    pub fn default_dir() -> PathBuf {
+        #[cfg(unix)]
+        let name = format!("tower-lro-{}", rustix::process::geteuid().as_raw());
+        #[cfg(not(unix))]
+        let name = "tower-lro".to_owned();
+        std::env::temp_dir().join(name)
+    }
+
+    /// Uses the directory even when it is not private (a symbolic link,
+    /// owned by another user, or writable by others). Off by default; see
+    /// the module docs for what that exposes.
+    pub fn trust_dir(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
+    }
+
+    /// Creates the directory if needed and checks that it is private.
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        let err = |source| StoreError::Directory {
+            path: self.dir.clone(),
+            source,
+        };
+        match fs::symlink_metadata(&self.dir) {
+            Ok(m) => return self.vet(&m),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(err(e)),
+        }
+        if let Some(parent) = self.dir.parent() {
+            fs::create_dir_all(parent).map_err(err)?;
+        }
+        let mut builder = fs::DirBuilder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        match builder.create(&self.dir) {
+            Ok(()) => {}
+            // Someone made it meanwhile: vetted below like any other.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(err(e)),
+        }
+        let m = fs::symlink_metadata(&self.dir).map_err(err)?;
+        self.vet(&m)
+    }
+
+    /// Checks the directory's own entry (not followed if a link).
+    fn vet(&self, m: &fs::Metadata) -> Result<(), StoreError> {
+        let untrusted = |reason: String| StoreError::Untrusted {
+            path: self.dir.clone(),
+            reason,
+        };
+        if m.file_type().is_symlink() {
+            if !self.trusted {
+                return Err(untrusted("it is a symbolic link".into()));
+            }
+            let target = fs::metadata(&self.dir).map_err(|source| StoreError::Directory {
+                path: self.dir.clone(),
+                source,
+            })?;
+            return self.vet(&target);
+        }
+        if !m.is_dir() {
+            return Err(StoreError::Directory {
+                path: self.dir.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "exists and is not a directory",
+                ),
             });
         }
-        return Ok(Arc::new(FsStore::new(path).trust_dir(trust_dir)));
-    }
-    #[cfg(feature = "object-store")]
-    {
-        Ok(Arc::new(BucketStore::from_url(url)?))
-    }
-    #[cfg(not(feature = "object-store"))]
-    {
-        Err(StoreError::Url {
-            url: redact(url),
-            reason: "object storage needs the `object-store` feature of tower-lro".into(),
-        })
-    }
-}
-
-/// [`from_url`], or, when the URL cannot be used, a store whose every
-/// write and check fails with the reason (a layer built with it logs it,
-/// or `try_build` returns it, and each large result falls back to the
-/// spec's truncation).
-pub(crate) fn from_url_or_unusable(url: &str, output_dir: &Path, trust_dir: bool) -> Arc<dyn Store> {
-    from_url(url, output_dir, trust_dir).unwrap_or_else(|e| {
-        Arc::new(Unusable {
-            url: redact(url),
-            reason: match e {
-                StoreError::Url { reason, .. } => reason,
-                e => e.to_string(),
-            },
-            dir: PathBuf::from(RESOURCE_URI_PREFIX.trim_end_matches('/')),
-        })
-    })
-}
-
-/// A store that cannot be used (see [`from_url_or_unusable`]).
-#[derive(Debug)]
-struct Unusable {
-    url: String,
-    reason: String,
-    dir: PathBuf,
-}
-
-impl Unusable {
-    fn error(&self) -> StoreError {
-        StoreError::Url {
-            url: self.url.clone(),
-            reason: self.reason.clone(),
+        if self.trusted {
+            return Ok(());
         }
-    }
-}
-
-impl Store for Unusable {
-    fn write(&self, _: &str, _: &[u8]) -> Result<PathBuf, StoreError> {
-        Err(self.error())
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        Err(self.error())
-    }
-    fn remove(&self, _: &str) -> Result<bool, StoreError> {
-        Err(self.error())
-    }
-}
-
-/// A URL without what could be credentials (user info, query), for
-/// messages and logs.
-pub(crate) fn redact(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-    let cut: String = rest.chars().take(200).collect();
-    if scheme.is_empty() {
-        cut
-    } else {
-        format!("{scheme}://{cut}")
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let me = rustix::process::geteuid().as_raw();
+            if m.uid() != me {
+                return Err(untrusted(format!(
+                    "it is owned by uid {}, not by this user ({me})",
+                    m.uid()
+                )));
+            }
+            if m.mode() & 0o022 != 0 {
+                return Err(untrusted(format!(
+                    "it is writable by group or others (mode {:o})",
+                    m.mode() & 0o7777
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -389,6 +419,90 @@ pub(crate) fn parse_file_name(name: &str) -> Option<(&str, ulid::Ulid)> {
         return None;
     }
     ulid::Ulid::from_string(id).ok().map(|u| (op, u))
+}
+
+impl FsStore {
+    /// [`Store::write`] without the offload-name check, for the files of
+    /// other modules (the history's): `file_name` must be a plain file name
+    /// the caller built (no separator, no leading dot).
+    pub(crate) fn publish(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        self.publish_from(file_name, contents, &mut io::empty())
+    }
+
+    /// [`FsStore::publish`] of `head` then all of `body`, copied in bounded
+    /// memory.
+    fn publish_from(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
+        if file_name.is_empty() || file_name.starts_with('.') || file_name.contains(['/', '\\']) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.ensure_dir()?;
+        let path = self.dir.join(file_name);
+        let tmp = self.dir.join(format!(".{file_name}.tmp"));
+        let werr = |p: &Path| {
+            let p = p.to_owned();
+            move |source| StoreError::Write { path: p, source }
+        };
+        let mut options = fs::OpenOptions::new();
+        private_file(options.write(true).create_new(true));
+        let mut file = options.open(&tmp).map_err(werr(&tmp))?;
+        let written = file
+            .write_all(head)
+            .and_then(|()| io::copy(body, &mut file))
+            .and_then(|_| file.flush());
+        drop(file);
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(werr(&tmp)(e));
+        }
+        let published = fs::hard_link(&tmp, &path).or_else(|e| {
+            // File systems without hard links: rename, having checked that
+            // nothing is there (names are ULIDs, so no one else races for it).
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+            match fs::symlink_metadata(&path) {
+                Ok(_) => Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+                Err(_) => fs::rename(&tmp, &path),
+            }
+        });
+        let _ = fs::remove_file(&tmp);
+        published.map_err(werr(&path))?;
+        Ok(path)
+    }
+}
+
+impl Store for FsStore {
+    fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+        if !is_offload_file_name(file_name) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.publish(file_name, contents)
+    }
+
+    fn write_from(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
+        if !is_offload_file_name(file_name) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.publish_from(file_name, head, body)
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        self.ensure_dir()
+    }
 }
 
 #[cfg(test)]
