@@ -100,6 +100,8 @@ mod bridge;
 mod cache;
 #[cfg(feature = "object-store")]
 mod object;
+#[cfg(feature = "object-store")]
+mod transport;
 pub mod shared;
 
 #[cfg(feature = "object-store")]

@@ -93,9 +93,6 @@ impl BucketStore {
     /// of those `object_store` parses; `memory:///` for tests), configured
     /// from the environment. Requests are retried 3 times within 20 s.
     pub fn from_url(url: &str) -> Result<Self, StoreError> {
-        // reqwest's rustls takes the process's provider: ring, the one
-        // the rest of the tree uses (ignored if one is installed already).
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let bad = |reason: String| StoreError::Url {
             url: redact(url),
             reason,
@@ -112,21 +109,24 @@ impl BucketStore {
             ObjectStoreScheme::AmazonS3 => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()
                     .with_url(url)
-                    .with_retry(retry)
+                    .with_retry(retry.clone())
+                    .with_http_connector(super::transport::Hyper)
                     .build()
                     .map_err(built)?,
             ),
             ObjectStoreScheme::GoogleCloudStorage => Arc::new(
                 object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_url(url)
-                    .with_retry(retry)
+                    .with_retry(retry.clone())
+                    .with_http_connector(super::transport::Hyper)
                     .build()
                     .map_err(built)?,
             ),
             ObjectStoreScheme::MicrosoftAzure => Arc::new(
                 object_store::azure::MicrosoftAzureBuilder::from_env()
                     .with_url(url)
-                    .with_retry(retry)
+                    .with_retry(retry.clone())
+                    .with_http_connector(super::transport::Hyper)
                     .build()
                     .map_err(built)?,
             ),

@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod fleet;
 mod gateway;
 mod metrics;
 mod oauth;
