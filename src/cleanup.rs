@@ -215,7 +215,9 @@ impl Custodian {
             Ok(sweep) => sweep,
             Err(e) => {
                 tracing::warn!(target: "tower_lro", task = "offload_cleanup", error = %e, "cannot sweep the store");
-                report.errors.push((self.dir.clone(), io::Error::other(e.to_string())));
+                report
+                    .errors
+                    .push((self.dir.clone(), io::Error::other(e.to_string())));
                 return report;
             }
         };
@@ -233,7 +235,9 @@ impl Custodian {
         }
         for (object, message) in sweep.errors {
             tracing::warn!(target: "tower_lro", task = "offload_cleanup", object = %object, error = %message, "cannot delete an expired offload file");
-            report.errors.push((self.dir.join(object), io::Error::other(message)));
+            report
+                .errors
+                .push((self.dir.join(object), io::Error::other(message)));
         }
         report
     }

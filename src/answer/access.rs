@@ -223,7 +223,9 @@ pub(crate) fn open_readable(
 ) -> Result<Readable, AccessError> {
     let unavailable = || AccessError::Unavailable(quoted(reference));
     if let Some(shared) = offloader.store().shared() {
-        let name = reference.strip_prefix(RESOURCE_URI_PREFIX).unwrap_or(reference);
+        let name = reference
+            .strip_prefix(RESOURCE_URI_PREFIX)
+            .unwrap_or(reference);
         parse_file_name(name).ok_or_else(unavailable)?;
         let readable = shared_readable(offloader, shared, name).ok_or_else(unavailable)?;
         if !may_read(&readable.header, name, owner, offloader.config().ttl, now) {
@@ -247,7 +249,11 @@ pub(crate) fn open_readable(
 
 /// The file `name` of a shared store, from its manifest (no manifest: no
 /// file). A store that cannot be reached is logged and reads as no file.
-fn shared_readable(offloader: &Offloader, shared: &dyn SharedFiles, name: &str) -> Option<Readable> {
+fn shared_readable(
+    offloader: &Offloader,
+    shared: &dyn SharedFiles,
+    name: &str,
+) -> Option<Readable> {
     let manifest = match shared.manifest(name) {
         Ok(m) => m?,
         Err(e) => {

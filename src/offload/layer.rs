@@ -363,8 +363,9 @@ impl OffloadLayerBuilder {
         // The configuration's `store` URL, unless a store was given.
         let store = self.store.or_else(|| {
             let c = &self.config;
-            (!c.store.is_empty())
-                .then(|| crate::store::from_url_or_unusable(&c.store, &c.output_dir, c.trust_output_dir))
+            (!c.store.is_empty()).then(|| {
+                crate::store::from_url_or_unusable(&c.store, &c.output_dir, c.trust_output_dir)
+            })
         });
         let mut offloader = Offloader::new(self.config);
         if let Some(estimator) = self.estimator {

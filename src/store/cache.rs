@@ -59,10 +59,12 @@ impl Cache {
             use std::os::unix::fs::DirBuilderExt;
             builder.mode(0o700);
         }
-        builder.create(&dir).map_err(|source| StoreError::Directory {
-            path: dir.clone(),
-            source,
-        })?;
+        builder
+            .create(&dir)
+            .map_err(|source| StoreError::Directory {
+                path: dir.clone(),
+                source,
+            })?;
         Ok(Cache {
             dir,
             max_bytes,
@@ -100,9 +102,7 @@ impl Cache {
         }
         self.make_room(size);
         let path = self.dir.join(name);
-        let tmp = self
-            .dir
-            .join(format!(".{name}.{}.part", ulid::Ulid::new()));
+        let tmp = self.dir.join(format!(".{name}.{}.part", ulid::Ulid::new()));
         let werr = |p: &Path| {
             let p = p.to_owned();
             move |source| StoreError::Write { path: p, source }
@@ -110,7 +110,10 @@ impl Cache {
         let mut options = fs::OpenOptions::new();
         private_file(options.write(true).create_new(true));
         let file = options.open(&tmp).map_err(werr(&tmp))?;
-        let mut counted = Counted { inner: io::BufWriter::new(file), n: 0 };
+        let mut counted = Counted {
+            inner: io::BufWriter::new(file),
+            n: 0,
+        };
         let filled = fill(&mut counted).and_then(|()| counted.flush().map_err(werr(&tmp)));
         let written = counted.n;
         drop(counted);

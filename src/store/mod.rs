@@ -91,24 +91,24 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-#[cfg(test)]
-mod fs_tests;
-mod url;
 #[cfg(feature = "object-store")]
 mod bridge;
 #[cfg(feature = "object-store")]
 mod cache;
+#[cfg(test)]
+mod fs_tests;
 #[cfg(feature = "object-store")]
 mod object;
+pub mod shared;
 #[cfg(feature = "object-store")]
 mod transport;
-pub mod shared;
+mod url;
 
 #[cfg(feature = "object-store")]
 pub use object::BucketStore;
+pub use shared::{Manifest, SharedFiles, Sweep};
 pub use url::from_url;
 pub(crate) use url::{from_url_or_unusable, redact};
-pub use shared::{Manifest, SharedFiles, Sweep};
 
 /// Prefix of every offloaded file name.
 pub const FILE_PREFIX: &str = "atlatl-";

@@ -131,7 +131,11 @@ impl BucketStore {
                     .map_err(built)?,
             ),
             ObjectStoreScheme::Memory => Arc::new(object_store::memory::InMemory::new()),
-            other => return Err(bad(format!("{other:?} is not an object store scheme we use"))),
+            other => {
+                return Err(bad(format!(
+                    "{other:?} is not an object store scheme we use"
+                )));
+            }
         };
         let mut this = Self::new(store, prefix.as_ref())?;
         this.url = redact(url);
@@ -172,7 +176,9 @@ impl BucketStore {
     }
 
     fn manifest_key(&self, name: &str) -> Path {
-        self.prefix.clone().join(format!("{name}{MANIFEST_SUFFIX}").as_str())
+        self.prefix
+            .clone()
+            .join(format!("{name}{MANIFEST_SUFFIX}").as_str())
     }
 
     /// The error of a failed request on `key`.
@@ -433,12 +439,12 @@ impl SharedFiles for BucketStore {
                 match next {
                     None => return Ok(()),
                     Some(Err(e)) => return Err(Self::remote(&key, e)),
-                    Some(Ok(bytes)) => out.write_all(&bytes).map_err(|source| {
-                        StoreError::Write {
+                    Some(Ok(bytes)) => {
+                        out.write_all(&bytes).map_err(|source| StoreError::Write {
                             path: self.dir.join(file_name),
                             source,
-                        }
-                    })?,
+                        })?
+                    }
                 }
             }
         })

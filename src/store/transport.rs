@@ -96,7 +96,9 @@ impl Service {
         if req.uri().scheme_str() == Some("http") && !self.allow_http {
             return Err(HttpError::new(
                 HttpErrorKind::Connect,
-                std::io::Error::other("plain http:// to the store needs allow_http (AWS_ALLOW_HTTP=true)"),
+                std::io::Error::other(
+                    "plain http:// to the store needs allow_http (AWS_ALLOW_HTTP=true)",
+                ),
             ));
         }
         let answer = tokio::time::timeout(self.timeout, self.client.request(req)).await;

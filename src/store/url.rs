@@ -12,7 +12,11 @@ use super::{FsStore, RESOURCE_URI_PREFIX, Store, StoreError};
 /// `FsStore` of that directory; `s3://bucket/prefix`, `gs://…`, `az://…`
 /// (as `object_store` parses them) a [`BucketStore`] (feature
 /// `object-store`) configured from the standard environment variables.
-pub fn from_url(url: &str, output_dir: &Path, trust_dir: bool) -> Result<Arc<dyn Store>, StoreError> {
+pub fn from_url(
+    url: &str,
+    output_dir: &Path,
+    trust_dir: bool,
+) -> Result<Arc<dyn Store>, StoreError> {
     let url = url.trim();
     if url.is_empty() {
         return Ok(Arc::new(FsStore::new(output_dir).trust_dir(trust_dir)));
@@ -43,7 +47,11 @@ pub fn from_url(url: &str, output_dir: &Path, trust_dir: bool) -> Result<Arc<dyn
 /// write and check fails with the reason (a layer built with it logs it,
 /// or `try_build` returns it, and each large result falls back to the
 /// spec's truncation).
-pub(crate) fn from_url_or_unusable(url: &str, output_dir: &Path, trust_dir: bool) -> Arc<dyn Store> {
+pub(crate) fn from_url_or_unusable(
+    url: &str,
+    output_dir: &Path,
+    trust_dir: bool,
+) -> Arc<dyn Store> {
     from_url(url, output_dir, trust_dir).unwrap_or_else(|e| {
         Arc::new(Unusable {
             url: redact(url),
@@ -101,4 +109,3 @@ pub(crate) fn redact(url: &str) -> String {
         format!("{scheme}://{cut}")
     }
 }
-

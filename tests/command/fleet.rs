@@ -225,7 +225,10 @@ async fn sdk_clients_round_robin(interop: &Path, addrs: &[SocketAddr], moto_port
             .iter()
             .map(|r| &r[1])
             .collect();
-        assert_ne!(served[0], &writer[1], "{negotiation}: extract on the writer");
+        assert_ne!(
+            served[0], &writer[1],
+            "{negotiation}: extract on the writer"
+        );
         assert_ne!(served[1], served[0], "{negotiation}: no round robin");
         let (ids, err) = sdk_text(&again["extract"], "alice again: lro_extract");
         assert!(!err && ids.lines().count() == 2, "{negotiation}: {ids}");
@@ -245,7 +248,10 @@ async fn sdk_clients_round_robin(interop: &Path, addrs: &[SocketAddr], moto_port
                 assert!(err, "{negotiation}: {who} read the file: {text}");
                 refusals.push(text);
             }
-            assert!(v[who]["read"].get("error").is_some(), "{negotiation}: {who}");
+            assert!(
+                v[who]["read"].get("error").is_some(),
+                "{negotiation}: {who}"
+            );
             let (list, _) = sdk_text(&v[who]["list"], who);
             assert!(!list.contains(name), "{negotiation}: {who} lists it");
         }
@@ -330,7 +336,11 @@ async fn replicas_share_offloaded_results_through_object_storage() {
         written.push((i, d["file_path"].as_str().unwrap().to_owned()));
     }
     let by_dead = written.iter().filter(|(i, _)| i % 3 == 2).count();
-    assert!(written.len() >= 67 && by_dead >= 1, "{} written, {by_dead} by the killed replica", written.len());
+    assert!(
+        written.len() >= 67 && by_dead >= 1,
+        "{} written, {by_dead} by the killed replica",
+        written.len()
+    );
     // Everything that was answered is committed: each file, read through
     // another live replica with its caller's token, has its own records;
     // the next caller's token gets the refusal.
@@ -339,15 +349,25 @@ async fn replicas_share_offloaded_results_through_object_storage() {
         assert!(names.insert(file.clone()), "two calls got {file}");
         let other = addrs[((i + 1) % 2) as usize];
         let url = format!("http://{other}/auto/mcp");
-        assert_eq!(count_via(&url, &format!("user-{i}"), file).await, Ok(60 + *i as usize), "call {i}");
+        assert_eq!(
+            count_via(&url, &format!("user-{i}"), file).await,
+            Ok(60 + *i as usize),
+            "call {i}"
+        );
         let refused = count_via(&url, &format!("user-{}", i + 1), file).await;
-        assert!(refused.is_err_and(|t| t.starts_with("no offloaded file")), "call {i}");
+        assert!(
+            refused.is_err_and(|t| t.starts_with("no offloaded file")),
+            "call {i}"
+        );
     }
     // The killed replica, restarted with the same key, reads what it wrote.
     let restarted = replica(moto.port, &global, &args);
     let url = format!("http://{}/auto/mcp", restarted.1);
     let (i, file) = written.iter().find(|(i, _)| i % 3 == 2).unwrap();
-    assert_eq!(count_via(&url, &format!("user-{i}"), file).await, Ok(60 + *i as usize));
+    assert_eq!(
+        count_via(&url, &format!("user-{i}"), file).await,
+        Ok(60 + *i as usize)
+    );
     replicas[2] = Some(restarted);
 
     expiry_and_sweeps(&addrs[..2], moto.port, &store).await;
@@ -360,7 +380,9 @@ async fn replicas_share_offloaded_results_through_object_storage() {
 async fn expiry_and_sweeps(addrs: &[SocketAddr], moto_port: u16, store: &str) {
     let url = |a: SocketAddr| format!("http://{a}/short/mcp");
     let args = json!({"query": "short", "count": 80});
-    let v = call(&url(addrs[0]), "carol", 1, "recall_memories", args).await.unwrap();
+    let v = call(&url(addrs[0]), "carol", 1, "recall_memories", args)
+        .await
+        .unwrap();
     let d: Value = serde_json::from_str(&text_of(&v).0).unwrap();
     let file = d["file_path"].as_str().unwrap().to_owned();
     let name = file.trim_start_matches("lro://files/").to_owned();
@@ -458,7 +480,8 @@ async fn proxy_one(
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
         })
         .unwrap_or(0);
     match mode.load(Ordering::SeqCst) {
@@ -515,14 +538,21 @@ async fn store_faults_fall_back_and_leave_nothing_visible() {
     let (_gateway, addr) = replica(
         proxy,
         &[],
-        &["--upstream", &upstream, "--store", &format!("s3://{BUCKET}/faults")],
+        &[
+            "--upstream",
+            &upstream,
+            "--store",
+            &format!("s3://{BUCKET}/faults"),
+        ],
     );
     let url = format!("http://{addr}/mcp");
     let offload = |id: u64| {
         let url = url.clone();
         async move {
             let args = json!({"query": "faults", "count": 150});
-            let v = call(&url, "dave", id, "recall_memories", args).await.unwrap();
+            let v = call(&url, "dave", id, "recall_memories", args)
+                .await
+                .unwrap();
             text_of(&v).0
         }
     };
@@ -538,9 +568,16 @@ async fn store_faults_fall_back_and_leave_nothing_visible() {
             "fault {fault}: {text:.300}"
         );
         mode.store(PASS, Ordering::SeqCst);
-        assert_eq!(keys(moto.port, "faults/").await, before, "fault {fault}: something is visible");
+        assert_eq!(
+            keys(moto.port, "faults/").await,
+            before,
+            "fault {fault}: something is visible"
+        );
         let again = offload(20 + n as u64).await;
-        assert!(again.contains("\"offloaded\":true"), "after fault {fault}: {again:.300}");
+        assert!(
+            again.contains("\"offloaded\":true"),
+            "after fault {fault}: {again:.300}"
+        );
         let d: Value = serde_json::from_str(&again).unwrap();
         let file = d["file_path"].as_str().unwrap();
         assert_eq!(count_via(&url, "dave", file).await, Ok(150));
