@@ -4,30 +4,25 @@
 //! another replica, in both protocol generations; 100 concurrent calls
 //! across the replicas, one killed with SIGKILL in the middle, lose nothing
 //! committed and mix nothing up; files expire everywhere and are swept by
-//! every replica and by `lro cleanup --store`. Store faults (a refused
-//! manifest, a store that stops mid-write, one too slow to answer) give the
-//! spec's fallback, leave nothing visible, and the gateway goes on.
+//! every replica and by `lro cleanup --store`. Store faults: `fleet_faults.rs`.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::gateway::{Proc, lro_bin, run_client, sdk_ok, sdk_text, spawn_ready, wait_for_port};
 use crate::common;
 use crate::common::mcp::{Mode, mcp_service, serve_mcp, tools_call};
 
-const BUCKET: &str = "lro-fleet";
+pub(crate) const BUCKET: &str = "lro-fleet";
 
 /// `moto_server` on a free loopback port, killed on drop.
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Moto {
@@ -47,7 +42,7 @@ fn free_port() -> u16 {
 }
 
 /// Starts moto from the interop venv and makes the bucket (a plain PUT).
-async fn moto(interop: &Path) -> Moto {
+pub(crate) async fn moto(interop: &Path) -> Moto {
     let port = free_port();
     let child = Command::new(interop.join(".venv/bin/moto_server"))
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -67,7 +62,7 @@ async fn moto(interop: &Path) -> Moto {
     moto
 }
 
-fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()
@@ -75,7 +70,7 @@ fn http() -> reqwest::Client {
 }
 
 /// The keys under `prefix` in the bucket (moto's ListObjectsV2).
-async fn keys(port: u16, prefix: &str) -> Vec<String> {
+pub(crate) async fn keys(port: u16, prefix: &str) -> Vec<String> {
     let url = format!("http://127.0.0.1:{port}/{BUCKET}?list-type=2&prefix={prefix}");
     let xml = http().get(url).send().await.unwrap().text().await.unwrap();
     xml.split("<Key>")
@@ -87,7 +82,7 @@ async fn keys(port: u16, prefix: &str) -> Vec<String> {
 
 /// `lro` with the S3 variables pointing at `s3_port` (moto, or the fault
 /// proxy in front of it).
-fn lro(s3_port: u16) -> Command {
+pub(crate) fn lro(s3_port: u16) -> Command {
     let mut cmd = Command::new(lro_bin());
     cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{s3_port}"))
         .env("AWS_ACCESS_KEY_ID", "testing")
@@ -101,7 +96,7 @@ fn lro(s3_port: u16) -> Command {
 
 /// One replica: `lro gateway` with `args` (after `gateway`); returns it and
 /// its address.
-fn replica(s3_port: u16, global: &[&str], args: &[&str]) -> (Proc, SocketAddr) {
+pub(crate) fn replica(s3_port: u16, global: &[&str], args: &[&str]) -> (Proc, SocketAddr) {
     let mut cmd = lro(s3_port);
     cmd.args(global)
         .args(["gateway", "--listen", "127.0.0.1:0"])
@@ -123,7 +118,13 @@ fn replica(s3_port: u16, global: &[&str], args: &[&str]) -> (Proc, SocketAddr) {
 
 /// A `tools/call` through `url` with a bearer `token`: the JSON-RPC
 /// answer, or `None` when the replica did not answer (killed).
-async fn call(url: &str, token: &str, id: u64, tool: &str, args: Value) -> Option<Value> {
+pub(crate) async fn call(
+    url: &str,
+    token: &str,
+    id: u64,
+    tool: &str,
+    args: Value,
+) -> Option<Value> {
     let body = tools_call(id, tool, args, None);
     let resp = http()
         .post(url)
@@ -143,7 +144,7 @@ async fn call(url: &str, token: &str, id: u64, tool: &str, args: Value) -> Optio
 }
 
 /// The first text block of a JSON-RPC tool answer, and `isError`.
-fn text_of(v: &Value) -> (String, bool) {
+pub(crate) fn text_of(v: &Value) -> (String, bool) {
     let r = &v["result"];
     let text = r["content"][0]["text"].as_str().unwrap_or_default();
     (text.to_owned(), r["isError"] == true)
@@ -151,7 +152,7 @@ fn text_of(v: &Value) -> (String, bool) {
 
 /// How many records `lro_extract` finds in `file` through `url` with
 /// `token` (`Err`: the refusal's text).
-async fn count_via(url: &str, token: &str, file: &str) -> Result<usize, String> {
+pub(crate) async fn count_via(url: &str, token: &str, file: &str) -> Result<usize, String> {
     let args = json!({"file_path": file, "query": "length", "slurp": true});
     let v = call(url, token, 7, "lro_extract", args)
         .await
@@ -424,179 +425,4 @@ async fn expiry_and_sweeps(addrs: &[SocketAddr], moto_port: u16, store: &str) {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-// ---- store faults -----------------------------------------------------------
-
-/// What the fault proxy does with each request.
-const PASS: u8 = 0;
-/// 403 to the creation of a manifest (the data goes through).
-const FORBID_MANIFEST: u8 = 1;
-/// Reads a data `PUT`'s head, then drops the connection and refuses every
-/// later one: the store stopped mid-write.
-const DIE_ON_DATA: u8 = 2;
-/// Refuses every connection (the store is down).
-const DOWN: u8 = 3;
-/// Answers nothing for 10 s (the client's timeout is 2 s).
-const SLOW: u8 = 4;
-
-/// A raw HTTP proxy in front of moto, one request per connection (its
-/// answers say `Connection: close`), misbehaving as `mode` says.
-async fn fault_proxy(moto_port: u16, mode: Arc<AtomicU8>) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let mode = mode.clone();
-            tokio::spawn(async move {
-                let _ = proxy_one(client, moto_port, &mode).await;
-            });
-        }
-    });
-    port
-}
-
-/// Serves one request of `client` as the mode says.
-async fn proxy_one(
-    mut client: tokio::net::TcpStream,
-    moto_port: u16,
-    mode: &AtomicU8,
-) -> std::io::Result<()> {
-    if mode.load(Ordering::SeqCst) == DOWN {
-        return Ok(());
-    }
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if head.len() > 64 << 10 || client.read(&mut byte).await? == 0 {
-            return Ok(());
-        }
-        head.push(byte[0]);
-    }
-    let text = String::from_utf8_lossy(&head).into_owned();
-    let first = text.lines().next().unwrap_or_default().to_owned();
-    let put = first.starts_with("PUT ") || first.starts_with("POST ");
-    let length: usize = text
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
-    match mode.load(Ordering::SeqCst) {
-        FORBID_MANIFEST if put && first.contains(".manifest") => {
-            let body = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
-            let answer = format!(
-                "HTTP/1.1 403 Forbidden\r\ncontent-type: application/xml\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            return client.write_all(answer.as_bytes()).await;
-        }
-        DIE_ON_DATA if put && !first.contains(".manifest") => {
-            mode.store(DOWN, Ordering::SeqCst);
-            return Ok(());
-        }
-        SLOW => {
-            tokio::time::sleep(Duration::from_secs(10)).await;
-            return Ok(());
-        }
-        _ => {}
-    }
-    let mut body = vec![0u8; length];
-    client.read_exact(&mut body).await?;
-    let mut upstream = tokio::net::TcpStream::connect(("127.0.0.1", moto_port)).await?;
-    let head: String = text
-        .split("\r\n")
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
-        .filter(|l| !l.is_empty())
-        .map(|l| format!("{l}\r\n"))
-        .collect();
-    upstream
-        .write_all(format!("{head}connection: close\r\n\r\n").as_bytes())
-        .await?;
-    upstream.write_all(&body).await?;
-    tokio::io::copy(&mut upstream, &mut client).await?;
-    client.shutdown().await
-}
-
-/// Store faults through a proxy in front of moto: a 403 on the manifest, a
-/// store that stops in the middle of a write and stays down, a store too
-/// slow to answer. Each large result falls back to the spec's truncation
-/// (with the `lro_store_errors_total` count), nothing of it is visible in
-/// the bucket, and the next call, the store healthy again, is offloaded.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn store_faults_fall_back_and_leave_nothing_visible() {
-    let Some(interop) = common::interop_setup() else {
-        return;
-    };
-    let moto = moto(&interop).await;
-    let mode = Arc::new(AtomicU8::new(PASS));
-    let proxy = fault_proxy(moto.port, mode.clone()).await;
-    let upstream = serve_mcp(mcp_service(Mode::StatelessJson), None).await;
-    let upstream = format!("http://{upstream}/mcp");
-    let (_gateway, addr) = replica(
-        proxy,
-        &[],
-        &[
-            "--upstream",
-            &upstream,
-            "--store",
-            &format!("s3://{BUCKET}/faults"),
-        ],
-    );
-    let url = format!("http://{addr}/mcp");
-    let offload = |id: u64| {
-        let url = url.clone();
-        async move {
-            let args = json!({"query": "faults", "count": 150});
-            let v = call(&url, "dave", id, "recall_memories", args)
-                .await
-                .unwrap();
-            text_of(&v).0
-        }
-    };
-    let healthy = offload(1).await;
-    assert!(healthy.contains("\"offloaded\":true"), "{healthy:.300}");
-    let mut before = keys(moto.port, "faults/").await;
-    assert_eq!(before.len(), 2, "{before:?}");
-    for (n, fault) in [FORBID_MANIFEST, DIE_ON_DATA, SLOW].into_iter().enumerate() {
-        mode.store(fault, Ordering::SeqCst);
-        let text = offload(10 + n as u64).await;
-        assert!(
-            text.starts_with("Warning: large result offloading (LRO) failed"),
-            "fault {fault}: {text:.300}"
-        );
-        mode.store(PASS, Ordering::SeqCst);
-        assert_eq!(
-            keys(moto.port, "faults/").await,
-            before,
-            "fault {fault}: something is visible"
-        );
-        let again = offload(20 + n as u64).await;
-        assert!(
-            again.contains("\"offloaded\":true"),
-            "after fault {fault}: {again:.300}"
-        );
-        let d: Value = serde_json::from_str(&again).unwrap();
-        let file = d["file_path"].as_str().unwrap();
-        assert_eq!(count_via(&url, "dave", file).await, Ok(150));
-        // What the next fault must leave as it is: this file too.
-        before = keys(moto.port, "faults/").await;
-        assert_eq!(before.len(), 4 + 2 * n, "{before:?}");
-    }
-    let metrics = http()
-        .get(format!("http://{addr}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let errors: f64 = metrics
-        .lines()
-        .filter(|l| l.starts_with("lro_store_errors_total") && l.contains("operation=\"write\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    assert_eq!(errors, 3.0, "{metrics}");
 }

@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod fleet;
+mod fleet_faults;
 mod gateway;
 mod metrics;
 mod oauth;
