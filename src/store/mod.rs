@@ -99,6 +99,8 @@ mod cache;
 mod fs_tests;
 #[cfg(feature = "object-store")]
 mod object;
+#[cfg(all(test, feature = "object-store"))]
+mod object_tests;
 pub mod shared;
 #[cfg(feature = "object-store")]
 mod transport;
