@@ -42,7 +42,7 @@
 //!
 //! A custodian of a store shared by several processes (object storage,
 //! [`Store::shared`]) sweeps the store's prefix instead of a directory
-//! ([`SharedFiles::sweep`]): committed files whose expiry has passed
+//! ([`SharedFiles::sweep`](crate::store::SharedFiles::sweep)): committed files whose expiry has passed
 //! (manifest first, then data), and data left without a manifest for longer
 //! than the ttl. Deletes are idempotent, so every replica may run its own
 //! sweep at once; each deleted file gets its `OffloadFileExpired` event
