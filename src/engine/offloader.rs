@@ -201,8 +201,13 @@ impl Offloader {
         let task = tokio::task::spawn_blocking(move || {
             let outcome = pipeline::run(&this.parts(), &call, &result);
             if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
-                // No one is waiting for this file any more.
-                let _ = std::fs::remove_file(&o.file.path);
+                // No one is waiting for this file any more (a shared
+                // store's: its manifest and data).
+                let name = o.file.path.file_name().and_then(|n| n.to_str());
+                match (this.store.shared(), name) {
+                    (Some(_), Some(name)) => drop(this.store.remove(name)),
+                    _ => drop(std::fs::remove_file(&o.file.path)),
+                }
                 tracing::debug!(
                     target: "tower_lro",
                     path = %o.file.path.display(),

@@ -298,6 +298,22 @@ async fn replicas_share_offloaded_results_through_object_storage() {
     let addrs: Vec<SocketAddr> = replicas.iter().flatten().map(|r| r.1).collect();
 
     sdk_clients_round_robin(&interop, &addrs, moto.port).await;
+    // Ready: each replica writes and removes a probe file in the bucket.
+    for a in &addrs {
+        let ready = http()
+            .get(format!("http://{a}/readyz"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ready.status(), 200, "{a}");
+    }
+    assert!(
+        !keys(moto.port, "fleet/")
+            .await
+            .iter()
+            .any(|k| k.contains("readyprobe")),
+        "probe files left"
+    );
 
     // 100 concurrent calls, call i on replica i % 3 with its own token and
     // 60 + i records; replica 2 is killed once 30 have answered.

@@ -146,6 +146,15 @@ async fn store_faults_fall_back_and_leave_nothing_visible() {
     assert!(healthy.contains("\"offloaded\":true"), "{healthy:.300}");
     let mut before = keys(moto.port, "faults/").await;
     assert_eq!(before.len(), 2, "{before:?}");
+    // A store that is down: not ready (a load balancer stops sending).
+    mode.store(DOWN, Ordering::SeqCst);
+    let ready = http()
+        .get(format!("http://{addr}/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    mode.store(PASS, Ordering::SeqCst);
     for (n, fault) in [FORBID_MANIFEST, DIE_ON_DATA, SLOW].into_iter().enumerate() {
         mode.store(fault, Ordering::SeqCst);
         let text = offload(10 + n as u64).await;
