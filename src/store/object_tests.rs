@@ -57,7 +57,7 @@ impl Read for Records {
         }
         let n = buf.len().min(self.left).min(4096);
         for (i, b) in buf[..n].iter_mut().enumerate() {
-            *b = if (self.left - i) % 64 == 0 {
+            *b = if (self.left - i).is_multiple_of(64) {
                 b'\n'
             } else {
                 b'x'
@@ -109,7 +109,7 @@ fn a_large_file_is_uploaded_in_parts_and_committed_by_its_manifest() {
     rt.block_on(memory.delete(&Path::from(format!("fleet/a/{name}"))))
         .unwrap();
     assert_eq!(store.local_copy(&name, &manifest).unwrap(), copy);
-    assert_eq!(store.committed().unwrap(), [name.clone()]);
+    assert_eq!(store.committed().unwrap(), std::slice::from_ref(&name));
     // Create-only: the same name again is refused, the manifest kept.
     assert!(store.write(&name, b"{}\n").is_err());
     assert_eq!(store.manifest(&name).unwrap(), Some(manifest));

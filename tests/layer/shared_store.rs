@@ -128,7 +128,7 @@ async fn replicas_read_each_others_files_through_a_shared_store() {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    assert_eq!(deleted, [expired.clone()], "{:?}", report.0.errors);
+    assert_eq!(deleted, [expired], "{:?}", report.0.errors);
     assert!(report.1.deleted.is_empty() && report.1.errors.is_empty());
     // Alice's file (600 s) is still there for both.
     assert_eq!(extract(&a, "alice", &file, "length").await.0, "120\n");
