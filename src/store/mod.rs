@@ -110,7 +110,9 @@ mod url;
 pub use object::BucketStore;
 pub use shared::{Manifest, SharedFiles, Sweep};
 pub use url::from_url;
-pub(crate) use url::{from_url_or_unusable, redact};
+pub(crate) use url::from_url_or_unusable;
+#[cfg(feature = "object-store")]
+pub(crate) use url::redact;
 
 /// Prefix of every offloaded file name.
 pub const FILE_PREFIX: &str = "atlatl-";
