@@ -48,6 +48,7 @@ impl Cache {
     pub(super) fn new(base: Option<&Path>, max_bytes: u64) -> Result<Self, StoreError> {
         let base = base.map_or_else(FsStore::default_dir, Path::to_owned);
         FsStore::new(&base).check()?;
+        remove_stale(&base);
         let dir = base.join(format!(
             ".lro-cache-{}-{}",
             std::process::id(),
@@ -166,6 +167,34 @@ impl Cache {
     }
 }
 
+/// Removes the caches that processes which are gone left in `base` (a
+/// crash skips the removal on drop). Linux only (`/proc` says which
+/// processes run); elsewhere they stay.
+fn remove_stale(base: &Path) {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(entries) = fs::read_dir(base) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(".lro-cache-")) else {
+                continue;
+            };
+            let Some(Ok(pid)) = rest.split_once('-').map(|(p, _)| p.parse::<u32>()) else {
+                continue;
+            };
+            let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+            // The entry's own type: a symbolic link named like a cache is left.
+            if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = base;
+}
+
 impl Drop for Cache {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.dir);
@@ -200,6 +229,23 @@ mod tests {
                 source,
             })
         })
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn caches_of_processes_that_are_gone_are_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().join("base");
+        let first = Cache::new(Some(&base), 10).unwrap();
+        // No process has this id (Linux ids stop at 2^22).
+        let stale = base.join(".lro-cache-999999999-01J00000000000000000000000");
+        fs::create_dir(&stale).unwrap();
+        fs::write(stale.join("f"), b"x").unwrap();
+        let other = base.join("keep");
+        fs::create_dir(&other).unwrap();
+        let second = Cache::new(Some(&base), 10).unwrap();
+        assert!(!stale.exists(), "stale cache left");
+        assert!(first.dir.exists() && second.dir.exists() && other.exists());
     }
 
     #[test]

@@ -442,3 +442,32 @@ async fn expiry_and_sweeps(addrs: &[SocketAddr], moto_port: u16, store: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A bad key file, store URL or unreachable store stops the gateway at
+/// start with a message that names it.
+#[test]
+fn bad_store_and_key_flags_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short.key");
+    std::fs::write(&short, "too short\n").unwrap();
+    let missing = dir.path().join("missing.key");
+    let run = |extra: &[&str]| {
+        // Port 9 on loopback: nothing listens (the store is unreachable).
+        let out = lro(9)
+            .args(["gateway", "--upstream", "http://127.0.0.1:9/mcp"])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{extra:?} started");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--binding-key-file", missing.to_str().unwrap()]);
+    assert!(e.contains("--binding-key-file: cannot read"), "{e}");
+    let e = run(&["--binding-key-file", short.to_str().unwrap()]);
+    assert!(e.contains("at least 32 bytes, got 9"), "{e}");
+    let e = run(&["--store", "ftp://host/x"]);
+    assert!(e.contains("\"ftp://host/x\""), "{e}");
+    let e = run(&["--store", "s3://lro-fleet/x"]);
+    assert!(e.contains("object store"), "{e}");
+}
