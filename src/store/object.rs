@@ -93,9 +93,10 @@ impl BucketStore {
     /// of those `object_store` parses; `memory:///` for tests), configured
     /// from the environment. Requests are retried 3 times within 20 s.
     pub fn from_url(url: &str) -> Result<Self, StoreError> {
+        // object_store's messages quote the URL: never its user info.
         let bad = |reason: String| StoreError::Url {
             url: redact(url),
-            reason,
+            reason: reason.replace(url, &redact(url)),
         };
         let parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
         let (scheme, prefix) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(e.to_string()))?;

@@ -466,8 +466,11 @@ fn bad_store_and_key_flags_are_named() {
     assert!(e.contains("--binding-key-file: cannot read"), "{e}");
     let e = run(&["--binding-key-file", short.to_str().unwrap()]);
     assert!(e.contains("at least 32 bytes, got 9"), "{e}");
-    let e = run(&["--store", "ftp://host/x"]);
-    assert!(e.contains("\"ftp://host/x\""), "{e}");
+    let e = run(&["--store", "ftp://user:secret@host/x"]);
+    assert!(
+        e.contains("\"ftp://host/x\"") && !e.contains("secret"),
+        "{e}"
+    );
     let e = run(&["--store", "s3://lro-fleet/x"]);
-    assert!(e.contains("object store"), "{e}");
+    assert!(e.contains("output store: object store"), "{e}");
 }

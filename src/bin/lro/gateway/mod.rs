@@ -162,8 +162,8 @@ pub enum GatewayError {
     /// The upstream URL or the TLS setup is not usable.
     #[error(transparent)]
     Connect(#[from] ConnectError),
-    /// The output directory cannot be used.
-    #[error("output directory: {0}")]
+    /// The output store (directory or object storage) cannot be used.
+    #[error("output store: {0}")]
     Store(#[from] StoreError),
     /// The listen address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
