@@ -315,6 +315,40 @@ async fn replicas_share_offloaded_results_through_object_storage() {
         "probe files left"
     );
 
+    // A result over one 8 MiB part: a multipart upload, read through
+    // another replica (fetched whole into its cache).
+    let url = format!("http://{}/auto/mcp", addrs[0]);
+    let big_args = json!({"query": "big", "count": 12000});
+    let v = call(&url, "erin", 1, "recall_memories", big_args)
+        .await
+        .unwrap();
+    let d: Value = serde_json::from_str(&text_of(&v).0).expect("a descriptor");
+    let big = d["file_path"].as_str().unwrap();
+    let key = format!(
+        "fleet/route-auto-mcp/{}",
+        big.trim_start_matches("lro://files/")
+    );
+    let listing = format!(
+        "http://127.0.0.1:{}/{BUCKET}?list-type=2&prefix={key}",
+        moto.port
+    );
+    let xml = http()
+        .get(listing)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let size: u64 = xml
+        .split("<Size>")
+        .nth(1)
+        .and_then(|s| s.split("</Size>").next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{xml}"));
+    assert!(size > 8 << 20, "{size} bytes: one part only");
+    let other = format!("http://{}/auto/mcp", addrs[1]);
+    assert_eq!(count_via(&other, "erin", big).await, Ok(12000));
+
     // 100 concurrent calls, call i on replica i % 3 with its own token and
     // 60 + i records; replica 2 is killed once 30 have answered.
     let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<()>(128);
