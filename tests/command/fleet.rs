@@ -315,8 +315,28 @@ async fn replicas_share_offloaded_results_through_object_storage() {
         "probe files left"
     );
 
-    // A result over one 8 MiB part: a multipart upload, read through
-    // another replica (fetched whole into its cache).
+    a_result_over_one_part(&addrs, moto.port).await;
+
+    let killed = replicas[2].take().expect("replica 2");
+    let written = concurrent_calls_with_a_replica_killed(&addrs, killed).await;
+
+    // The killed replica, restarted with the same key, reads what it wrote.
+    let restarted = replica(moto.port, &global, &args);
+    let url = format!("http://{}/auto/mcp", restarted.1);
+    let (i, file) = written.iter().find(|(i, _)| i % 3 == 2).unwrap();
+    assert_eq!(
+        count_via(&url, &format!("user-{i}"), file).await,
+        Ok(60 + *i as usize)
+    );
+    replicas[2] = Some(restarted);
+
+    expiry_and_sweeps(&addrs[..2], moto.port, &store).await;
+}
+
+/// A result over one 8 MiB part: a multipart upload (its size checked in
+/// the bucket), read through another replica (fetched whole into its
+/// cache).
+async fn a_result_over_one_part(addrs: &[SocketAddr], moto_port: u16) {
     let url = format!("http://{}/auto/mcp", addrs[0]);
     let big_args = json!({"query": "big", "count": 12000});
     let v = call(&url, "erin", 1, "recall_memories", big_args)
@@ -330,7 +350,7 @@ async fn replicas_share_offloaded_results_through_object_storage() {
     );
     let listing = format!(
         "http://127.0.0.1:{}/{BUCKET}?list-type=2&prefix={key}",
-        moto.port
+        moto_port
     );
     let xml = http()
         .get(listing)
@@ -348,9 +368,17 @@ async fn replicas_share_offloaded_results_through_object_storage() {
     assert!(size > 8 << 20, "{size} bytes: one part only");
     let other = format!("http://{}/auto/mcp", addrs[1]);
     assert_eq!(count_via(&other, "erin", big).await, Ok(12000));
+}
 
-    // 100 concurrent calls, call i on replica i % 3 with its own token and
-    // 60 + i records; replica 2 is killed once 30 have answered.
+/// 100 concurrent calls, call i on replica i % 3 with its own token and
+/// 60 + i records; replica 2 (`killed`) is killed with SIGKILL once 30 have
+/// answered. Every answered call is committed: its file, read through
+/// another live replica with its caller's token, has its own records, and
+/// the next caller's token gets the refusal. Returns (call, file) of each.
+async fn concurrent_calls_with_a_replica_killed(
+    addrs: &[SocketAddr],
+    killed: (Proc, SocketAddr),
+) -> Vec<(u64, String)> {
     let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<()>(128);
     let mut set = tokio::task::JoinSet::new();
     for i in 0..100u64 {
@@ -367,8 +395,7 @@ async fn replicas_share_offloaded_results_through_object_storage() {
     for _ in 0..30 {
         done_rx.recv().await.expect("answers");
     }
-    let killed = replicas[2].take().expect("replica 2"); // SIGKILL on drop
-    drop(killed);
+    drop(killed); // SIGKILL
     let mut written = Vec::new();
     while let Some(joined) = set.join_next().await {
         let (i, answer) = joined.unwrap();
@@ -411,17 +438,7 @@ async fn replicas_share_offloaded_results_through_object_storage() {
             "call {i}"
         );
     }
-    // The killed replica, restarted with the same key, reads what it wrote.
-    let restarted = replica(moto.port, &global, &args);
-    let url = format!("http://{}/auto/mcp", restarted.1);
-    let (i, file) = written.iter().find(|(i, _)| i % 3 == 2).unwrap();
-    assert_eq!(
-        count_via(&url, &format!("user-{i}"), file).await,
-        Ok(60 + *i as usize)
-    );
-    replicas[2] = Some(restarted);
-
-    expiry_and_sweeps(&addrs[..2], moto.port, &store).await;
+    written
 }
 
 /// A file of the 5-second route, written by one replica: read through the

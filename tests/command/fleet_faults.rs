@@ -111,6 +111,8 @@ async fn proxy_one(
 /// slow to answer. Each large result falls back to the spec's truncation
 /// (with the `lro_store_errors_total` count), nothing of it is visible in
 /// the bucket, and the next call, the store healthy again, is offloaded.
+// (Over 80 lines: one moto and one gateway serve the three faults in
+// turn, each checked the same way, which keeps the test binary lean.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_faults_fall_back_and_leave_nothing_visible() {
     let Some(interop) = common::interop_setup() else {
