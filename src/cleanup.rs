@@ -38,6 +38,16 @@
 //! like ours inside `output_dir`) and `lro_extract` refuse an expired file
 //! even before the cleanup has deleted it.
 //!
+//! # Shared stores
+//!
+//! A custodian of a store shared by several processes (object storage,
+//! [`Store::shared`]) sweeps the store's prefix instead of a directory
+//! ([`SharedFiles::sweep`](crate::store::SharedFiles::sweep)): committed files whose expiry has passed
+//! (manifest first, then data), and data left without a manifest for longer
+//! than the ttl. Deletes are idempotent, so every replica may run its own
+//! sweep at once; each deleted file gets its `OffloadFileExpired` event
+//! (with `lro://files/{name}` as its path) from the sweeper that deleted it.
+//!
 //! Files of the history offload (module `history`, feature `history`) do
 //! not expire: do not point a custodian at its `store_dir`.
 //!
@@ -89,14 +99,27 @@ use chrono::{DateTime, Utc};
 use crate::engine::Offloader;
 use crate::engine::events::{EventHook, Events, OffloadEvent};
 use crate::engine::rebuild::expiry;
-use crate::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, no_follow, parse_file_name};
+use crate::store::{FILE_EXTENSION, FILE_PREFIX, FsStore, Store, no_follow, parse_file_name};
 
-/// Deletes expired offloaded files in one directory.
-#[derive(Debug, Clone)]
+/// Deletes expired offloaded files in one directory, or in one shared
+/// store.
+#[derive(Clone)]
 pub struct Custodian {
     dir: PathBuf,
     ttl: Duration,
     events: Events,
+    /// A shared store swept instead of `dir`.
+    shared: Option<std::sync::Arc<dyn Store>>,
+}
+
+impl std::fmt::Debug for Custodian {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Custodian")
+            .field("dir", &self.dir)
+            .field("ttl", &self.ttl)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What one cleanup run did.
@@ -128,16 +151,31 @@ impl Custodian {
             dir: std::path::absolute(&dir).unwrap_or(dir),
             ttl,
             events: Events::default(),
+            shared: None,
         }
     }
 
-    /// The custodian of an engine's files: its store's directory, its ttl,
-    /// its event hook.
+    /// The custodian of `store`'s files deleting files older than `ttl`
+    /// (unless their header says otherwise): a shared store's (object
+    /// storage) are swept in the store, others in its directory.
+    pub fn for_store(store: std::sync::Arc<dyn Store>, ttl: Duration) -> Self {
+        Custodian {
+            dir: store.dir().to_owned(),
+            ttl,
+            events: Events::default(),
+            shared: store.shared().is_some().then_some(store),
+        }
+    }
+
+    /// The custodian of an engine's files: its store's directory (or the
+    /// shared store itself), its ttl, its event hook.
     pub fn for_offloader(offloader: &Offloader) -> Self {
+        let store = offloader.store_arc();
         Custodian {
             dir: offloader.store().dir().to_owned(),
             ttl: offloader.config().ttl,
             events: offloader.events().clone(),
+            shared: store.shared().is_some().then_some(store),
         }
     }
 
@@ -160,9 +198,46 @@ impl Custodian {
 
     /// One scan, as if the time were `now` (for callers with their own clock).
     pub fn run_once_at(&self, now: DateTime<Utc>) -> CleanupReport {
+        if let Some(files) = self.shared.as_deref().and_then(|s| s.shared()) {
+            return self.sweep(files, now);
+        }
         let mut report = CleanupReport::default();
         for (path, created_at) in self.scan(now, &mut report) {
             self.delete(path, created_at, now, &mut report);
+        }
+        report
+    }
+
+    /// One sweep of a shared store, as a report, with an event per file.
+    fn sweep(&self, files: &dyn crate::store::SharedFiles, now: DateTime<Utc>) -> CleanupReport {
+        let mut report = CleanupReport::default();
+        let sweep = match files.sweep(now, self.ttl) {
+            Ok(sweep) => sweep,
+            Err(e) => {
+                tracing::warn!(target: "tower_lro", task = "offload_cleanup", error = %e, "cannot sweep the store");
+                report
+                    .errors
+                    .push((self.dir.clone(), io::Error::other(e.to_string())));
+                return report;
+            }
+        };
+        report.scanned = sweep.scanned;
+        report.vanished = sweep.vanished;
+        for (name, created_at) in sweep.deleted {
+            let path = self.dir.join(name);
+            let age_seconds = (now - created_at).num_seconds().max(0) as u64;
+            self.events.emit(OffloadEvent::OffloadFileExpired {
+                path: path.clone(),
+                created_at,
+                age_seconds,
+            });
+            report.deleted.push(path);
+        }
+        for (object, message) in sweep.errors {
+            tracing::warn!(target: "tower_lro", task = "offload_cleanup", object = %object, error = %message, "cannot delete an expired offload file");
+            report
+                .errors
+                .push((self.dir.join(object), io::Error::other(message)));
         }
         report
     }

@@ -32,6 +32,7 @@
 //! ttl_seconds = 3600
 //! output_dir = ""                # empty: a private per-user directory in the system temp dir
 //! trust_output_dir = false       # true: use output_dir even if others can write it
+//! store = ""                     # empty: output_dir; s3://bucket/prefix (gs://, az://): object storage, shared by a fleet
 //! # tower-lro's additions
 //! preview_chars = 200            # characters of data in the descriptor's preview (0: none)
 //! offload_errors = false         # may results with isError: true be offloaded?
@@ -146,6 +147,11 @@ pub struct OffloadConfig {
     /// owned by this user, or writable by others (`trust_output_dir`,
     /// default false: such a directory is refused, see [`FsStore`](crate::store::FsStore)).
     pub trust_output_dir: bool,
+    /// Where files are stored (`store`; default empty: `output_dir`):
+    /// `file:///dir`, a directory; `s3://bucket/prefix`, `gs://…`, `az://…`,
+    /// object storage shared by the replicas of a fleet (feature
+    /// `object-store`; see [`store::from_url`](crate::store::from_url)).
+    pub store: String,
     /// `schema_version` written in headers (default "1.0"; no TOML key).
     pub schema_version: String,
     /// Characters of data in the descriptor's `preview` (`preview_chars`,
@@ -195,6 +201,7 @@ impl Default for OffloadConfig {
             ttl: DEFAULT_TTL,
             output_dir: PathBuf::new(),
             trust_output_dir: false,
+            store: String::new(),
             schema_version: DEFAULT_SCHEMA_VERSION.to_owned(),
             preview_chars: DEFAULT_PREVIEW_CHARS,
             offload_errors: false,
@@ -305,6 +312,12 @@ impl OffloadConfig {
     /// `ATLATL_PROMPT__OFFLOAD__TRUST_OUTPUT_DIR`; default false).
     pub fn trust_output_dir(mut self, trusted: bool) -> Self {
         self.trust_output_dir = trusted;
+        self
+    }
+    /// Sets [`store`](Self::store) (`store`,
+    /// `ATLATL_PROMPT__OFFLOAD__STORE`; default empty: `output_dir`).
+    pub fn store(mut self, url: impl Into<String>) -> Self {
+        self.store = url.into();
         self
     }
     /// Sets [`schema_version`](Self::schema_version), written in the files'

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Offloader;
 use crate::engine::descriptor::{HEADER_TYPE, OffloadHeader};
 use crate::engine::rebuild::expiry;
-use crate::store::{no_follow, parse_file_name};
+use crate::store::{Manifest, RESOURCE_URI_PREFIX, SharedFiles, no_follow, parse_file_name};
 
 /// Longest header line read (headers keep the rebuild layout, which can
 /// hold a result's non-record fields).
@@ -179,12 +179,37 @@ fn hex(mac: &[u8]) -> String {
 /// An offload file the caller may read: its path and header.
 #[derive(Debug)]
 pub(crate) struct Readable {
-    /// Its path (in the output directory, as the store names it).
+    /// Its path (in the output directory, as the store names it; in a
+    /// shared store, `lro://files/{name}`).
     pub path: PathBuf,
     /// Its file name.
     pub name: String,
     /// Its header.
     pub header: OffloadHeader,
+    /// Its manifest, when it is in a shared store.
+    manifest: Option<Manifest>,
+}
+
+impl Readable {
+    /// A local path of the whole file, for jq or a whole read: the file
+    /// itself, or a shared store's cached copy (fetched if needed).
+    /// Blocking.
+    pub(crate) fn local_path(&self, offloader: &Offloader) -> Result<PathBuf, AccessError> {
+        match (&self.manifest, offloader.store().shared()) {
+            (Some(manifest), Some(shared)) => {
+                shared.local_copy(&self.name, manifest).map_err(|e| {
+                    tracing::warn!(target: "tower_lro", file = %self.name, error = %e, "cannot fetch an offloaded file from the store");
+                    AccessError::Unavailable(quoted(&self.name))
+                })
+            }
+            _ => Ok(self.path.clone()),
+        }
+    }
+
+    /// Its size in bytes, when a manifest says it.
+    pub(crate) fn size(&self) -> Option<u64> {
+        self.manifest.as_ref().map(|m| m.size)
+    }
 }
 
 /// Resolves `reference` (a bare file name or a path in the output
@@ -197,13 +222,52 @@ pub(crate) fn open_readable(
     now: DateTime<Utc>,
 ) -> Result<Readable, AccessError> {
     let unavailable = || AccessError::Unavailable(quoted(reference));
+    if let Some(shared) = offloader.store().shared() {
+        let name = reference
+            .strip_prefix(RESOURCE_URI_PREFIX)
+            .unwrap_or(reference);
+        parse_file_name(name).ok_or_else(unavailable)?;
+        let readable = shared_readable(offloader, shared, name).ok_or_else(unavailable)?;
+        if !may_read(&readable.header, name, owner, offloader.config().ttl, now) {
+            return Err(unavailable());
+        }
+        return Ok(readable);
+    }
     let name = file_name_in_dir(offloader.store().dir(), reference).ok_or_else(unavailable)?;
     let path = offloader.store().dir().join(&name);
     let header = read_header(&path).ok_or_else(unavailable)?;
     if !may_read(&header, &name, owner, offloader.config().ttl, now) {
         return Err(unavailable());
     }
-    Ok(Readable { path, name, header })
+    Ok(Readable {
+        path,
+        name,
+        header,
+        manifest: None,
+    })
+}
+
+/// The file `name` of a shared store, from its manifest (no manifest: no
+/// file). A store that cannot be reached is logged and reads as no file.
+fn shared_readable(
+    offloader: &Offloader,
+    shared: &dyn SharedFiles,
+    name: &str,
+) -> Option<Readable> {
+    let manifest = match shared.manifest(name) {
+        Ok(m) => m?,
+        Err(e) => {
+            tracing::warn!(target: "tower_lro", file = %name, error = %e, "cannot read an offloaded file's manifest");
+            return None;
+        }
+    };
+    let header: OffloadHeader = serde_json::from_str(&manifest.header).ok()?;
+    (header.header_type == HEADER_TYPE).then(|| Readable {
+        path: offloader.store().dir().join(name),
+        name: name.to_owned(),
+        header,
+        manifest: Some(manifest),
+    })
 }
 
 /// What a refusal quotes of a reference: its last component, cut (never a
@@ -308,11 +372,24 @@ pub(crate) fn list_readable(
     now: DateTime<Utc>,
 ) -> Vec<Readable> {
     let dir = offloader.store().dir();
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
+    let shared = offloader.store().shared();
+    let listed: Vec<String> = match shared {
+        Some(shared) => match shared.committed() {
+            Ok(names) => names,
+            Err(e) => {
+                tracing::warn!(target: "tower_lro", error = %e, "cannot list the offloaded files of the store");
+                return Vec::new();
+            }
+        },
+        None => match fs::read_dir(dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect(),
+            Err(_) => return Vec::new(),
+        },
     };
-    let mut names: Vec<(ulid::Ulid, String)> = entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+    let mut names: Vec<(ulid::Ulid, String)> = listed
+        .into_iter()
         .filter_map(|n| Some((parse_file_name(&n)?.1, n)))
         .collect();
     names.sort_unstable_by_key(|n| std::cmp::Reverse(n.0));
@@ -321,9 +398,21 @@ pub(crate) fn list_readable(
         .into_iter()
         .take(cap.saturating_mul(4))
         .filter_map(|(_, name)| {
-            let path = dir.join(&name);
-            let header = read_header(&path)?;
-            may_read(&header, &name, owner, ttl, now).then_some(Readable { path, name, header })
+            let readable = match shared {
+                Some(shared) => shared_readable(offloader, shared, &name)?,
+                None => {
+                    let path = dir.join(&name);
+                    let header = read_header(&path)?;
+                    Readable {
+                        path,
+                        name,
+                        header,
+                        manifest: None,
+                    }
+                }
+            };
+            let mine = may_read(&readable.header, &readable.name, owner, ttl, now);
+            mine.then_some(readable)
         })
         .take(cap)
         .collect()

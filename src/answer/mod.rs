@@ -95,7 +95,7 @@ pub(crate) async fn extract(
         Ok(a) => a,
         Err(e) => return ToolAnswer::error(e.0),
     };
-    let file = match open_blocking(offloader, &args.file, owner).await {
+    let (file, local) = match open_blocking(offloader, &args.file, owner).await {
         Ok(f) => f,
         Err(e) => return ToolAnswer::error(e.to_string()),
     };
@@ -104,7 +104,7 @@ pub(crate) async fn extract(
         Err(message) => return ToolAnswer::error(message),
     };
     let query = query.compact(true).by_value(true);
-    match extractor.extract(&file.path, &query, args.paging).await {
+    match extractor.extract(&local, &query, args.paging).await {
         Ok(page) => {
             let budget = offloader.config().threshold_tokens;
             let spread = spread_hint(&query);
@@ -150,21 +150,26 @@ fn spread_hint(query: &Query) -> Option<String> {
     Some(format!("query={filter}{slurp}"))
 }
 
-/// [`open_readable`] on the blocking pool.
+/// [`open_readable`] on the blocking pool, with a local path of the
+/// whole file (a shared store's is fetched into its cache).
 async fn open_blocking(
     offloader: &Offloader,
     reference: &str,
     owner: Option<&str>,
-) -> Result<Readable, AccessError> {
+) -> Result<(Readable, std::path::PathBuf), AccessError> {
     let (o, r, w) = (
         offloader.clone(),
         reference.to_owned(),
         owner.map(str::to_owned),
     );
     let unavailable = AccessError::Unavailable(quoted(reference));
-    tokio::task::spawn_blocking(move || open_readable(&o, &r, w.as_deref(), Utc::now()))
-        .await
-        .unwrap_or(Err(unavailable))
+    tokio::task::spawn_blocking(move || {
+        let file = open_readable(&o, &r, w.as_deref(), Utc::now())?;
+        let local = file.local_path(&o)?;
+        Ok((file, local))
+    })
+    .await
+    .unwrap_or(Err(unavailable))
 }
 
 /// Answers `lro_list`: the files the caller may read, newest first, as
@@ -210,7 +215,11 @@ pub(crate) async fn read_resource(
     let unavailable = AccessError::Unavailable(quoted(name));
     let read = move || {
         let file = open_readable(&o, &n, w.as_deref(), Utc::now())?;
-        read_capped(&file.path, max_bytes).ok_or(AccessError::TooLarge { max: max_bytes })
+        if file.size().is_some_and(|size| size > max_bytes) {
+            return Err(AccessError::TooLarge { max: max_bytes });
+        }
+        let local = file.local_path(&o)?;
+        read_capped(&local, max_bytes).ok_or(AccessError::TooLarge { max: max_bytes })
     };
     tokio::task::spawn_blocking(read)
         .await

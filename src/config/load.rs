@@ -132,6 +132,7 @@ impl OffloadConfig {
             "ttl_seconds" => self.ttl = Duration::from_secs(integer(v, name, 0, u64::MAX)?),
             "output_dir" => self.output_dir = PathBuf::from(v.string(name)?),
             "trust_output_dir" => self.trust_output_dir = v.boolean(name)?,
+            "store" => self.store = v.string(name)?.trim().to_owned(),
             "preview_chars" => self.preview_chars = integer(v, name, 0, u32::MAX.into())?,
             "offload_errors" => self.offload_errors = v.boolean(name)?,
             "max_tool_output_bytes" => {

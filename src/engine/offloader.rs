@@ -110,6 +110,11 @@ impl Offloader {
         &*self.store
     }
 
+    /// The store, shared (for the cleanup of a shared store).
+    pub(crate) fn store_arc(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
     /// Where events go.
     pub(crate) fn events(&self) -> &Events {
         &self.events
@@ -196,8 +201,13 @@ impl Offloader {
         let task = tokio::task::spawn_blocking(move || {
             let outcome = pipeline::run(&this.parts(), &call, &result);
             if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
-                // No one is waiting for this file any more.
-                let _ = std::fs::remove_file(&o.file.path);
+                // No one is waiting for this file any more (a shared
+                // store's: its manifest and data).
+                let name = o.file.path.file_name().and_then(|n| n.to_str());
+                match (this.store.shared(), name) {
+                    (Some(_), Some(name)) => drop(this.store.remove(name)),
+                    _ => drop(std::fs::remove_file(&o.file.path)),
+                }
                 tracing::debug!(
                     target: "tower_lro",
                     path = %o.file.path.display(),

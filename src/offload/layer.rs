@@ -299,7 +299,8 @@ impl OffloadLayerBuilder {
         self.estimator = Some(Arc::new(estimator));
         self
     }
-    /// Replaces the file store (default: an [`FsStore`](crate::FsStore) of
+    /// Replaces the file store (default: the configuration's `store` URL,
+    /// see [`store::from_url`](crate::store::from_url); else an [`FsStore`](crate::FsStore) of
     /// the configuration's `output_dir`).
     pub fn store(mut self, store: impl Store) -> Self {
         self.store = Some(Arc::new(store));
@@ -359,11 +360,18 @@ impl OffloadLayerBuilder {
         layer
     }
     fn build_unchecked(self) -> OffloadLayer {
+        // The configuration's `store` URL, unless a store was given.
+        let store = self.store.or_else(|| {
+            let c = &self.config;
+            (!c.store.is_empty()).then(|| {
+                crate::store::from_url_or_unusable(&c.store, &c.output_dir, c.trust_output_dir)
+            })
+        });
         let mut offloader = Offloader::new(self.config);
         if let Some(estimator) = self.estimator {
             offloader = offloader.with_shared_estimator(estimator);
         }
-        if let Some(store) = self.store {
+        if let Some(store) = store {
             offloader = offloader.with_shared_store(store);
         }
         if let Some(hook) = self.hook {

@@ -1156,7 +1156,7 @@ const COUNT: usize = 200;
 
 /// Runs an SDK client script of `tests/interop` with `args`; returns the
 /// JSON object it prints.
-async fn run_client(program: &Path, args: &[&str]) -> Value {
+pub(crate) async fn run_client(program: &Path, args: &[&str]) -> Value {
     let dir = common::interop_dir();
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args).current_dir(&dir);
@@ -1168,7 +1168,7 @@ async fn run_client(program: &Path, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {stdout}\n{stderr}"))
 }
 
-fn sdk_ok<'a>(v: &'a Value, what: &str) -> &'a Value {
+pub(crate) fn sdk_ok<'a>(v: &'a Value, what: &str) -> &'a Value {
     assert!(v.get("error").is_none(), "{what}: {}", v["error"]);
     &v["ok"]
 }
@@ -1740,7 +1740,7 @@ async fn an_upstream_that_never_accepts_gets_504_after_the_connect_timeout() {
 // ---- files follow the caller's credentials --------------------------------
 
 /// The text of an SDK tool result's first block, and whether it is an error.
-fn sdk_text(v: &Value, what: &str) -> (String, bool) {
+pub(crate) fn sdk_text(v: &Value, what: &str) -> (String, bool) {
     let r = sdk_ok(v, what);
     let text = r["content"][0]["text"]
         .as_str()

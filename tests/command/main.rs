@@ -6,6 +6,8 @@
 mod common;
 
 mod cli;
+mod fleet;
+mod fleet_faults;
 mod forward_proxy;
 mod gateway;
 mod legacy_sse;

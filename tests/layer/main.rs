@@ -20,3 +20,4 @@ mod layer_rmcp;
 mod middleware_streams;
 mod serve_access;
 mod serve_extract;
+mod shared_store;

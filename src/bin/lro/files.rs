@@ -82,6 +82,12 @@ pub struct CleanupArgs {
     /// List what would be deleted, delete nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Sweep this store instead of a directory: s3://bucket/prefix (gs://,
+    /// az://; configured by the AWS_* / GOOGLE_* / AZURE_* variables), or
+    /// file:///dir (default: the configured store, when no DIR is given).
+    /// Safe while gateways sweep it too.
+    #[arg(long, value_name = "URL", conflicts_with = "dir")]
+    store: Option<String>,
 }
 
 /// Reads the header line of `file` (bounded), and the file's size.
@@ -297,8 +303,24 @@ pub fn cleanup(args: &CleanupArgs, config: &OffloadConfig) -> Result<(), String>
         .clone()
         .unwrap_or_else(|| config.output_dir.clone());
     let ttl = args.ttl.map_or(config.ttl, Duration::from_secs);
-    let custodian = Custodian::new(dir, ttl);
-    let shown = custodian.dir().display().to_string();
+    let url = match (&args.store, &args.dir) {
+        (Some(url), _) => url.trim(),
+        (None, None) => config.store.as_str(),
+        (None, Some(_)) => "",
+    };
+    let (custodian, shown) = if url.is_empty() {
+        let custodian = Custodian::new(dir, ttl);
+        let shown = custodian.dir().display().to_string();
+        (custodian, shown)
+    } else {
+        if args.dry_run {
+            return Err("--dry-run lists a directory only, not a --store".to_owned());
+        }
+        let store = tower_lro::store::from_url(url, &dir, config.trust_output_dir)
+            .map_err(|e| format!("--store: {e}"))?;
+        let shown = url.split(['?', '#']).next().unwrap_or_default().to_owned();
+        (Custodian::for_store(store, ttl), shown)
+    };
     if args.dry_run {
         let expired = custodian.expired_at(Utc::now());
         let mut out = String::new();

@@ -100,7 +100,7 @@ enum Command {
     /// A gateway in front of a remote MCP server for agents on the
     /// network: large results become files served by lro_extract.
     #[command(version)]
-    Gateway(gateway::args::GatewayArgs),
+    Gateway(Box<gateway::args::GatewayArgs>),
 }
 
 fn main() -> ExitCode {
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
             proxy::args::run(*args, c)
         }),
         Command::Gateway(args) => {
-            config().and_then(|c| gateway::args::run(args, c, cli.config.as_deref()))
+            config().and_then(|c| gateway::args::run(*args, c, cli.config.as_deref()))
         }
     };
     match done {

@@ -41,6 +41,18 @@ pub struct GatewayArgs {
     /// private per-user directory in the system temp dir).
     #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
+    /// Where files are stored, shared by every replica given the same URL:
+    /// s3://bucket/prefix (gs://, az://; credentials, region and endpoint
+    /// from AWS_* / GOOGLE_* / AZURE_* variables), or file:///dir (default:
+    /// the configured store, else the output directory).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// A file holding the key that binds offloaded files to their caller's
+    /// credentials (at least 32 bytes, e.g. `openssl rand -hex 32`): replicas
+    /// that read each other's files, or a gateway that must read its files
+    /// after a restart, share one. Default: a random key per process.
+    #[arg(long, value_name = "FILE")]
+    binding_key_file: Option<PathBuf>,
     /// Offload tool results estimated over this many tokens (default: the
     /// configured threshold_tokens, 1600).
     #[arg(long, value_name = "N")]
@@ -138,6 +150,16 @@ fn options(
     if let Some(dir) = args.output_dir {
         config.output_dir = dir;
     }
+    if let Some(url) = args.store {
+        config.store = url.trim().to_owned();
+    }
+    let binding_key = match &args.binding_key_file {
+        Some(file) => Some(
+            tower_lro::offload::BindingKey::from_file(file)
+                .map_err(|e| format!("--binding-key-file: {e}"))?,
+        ),
+        None => None,
+    };
     if let Some(n) = args.threshold_tokens {
         config.threshold_tokens = n;
     }
@@ -191,6 +213,7 @@ fn options(
     options.ready_path = args.ready_path;
     options.metrics_path = args.metrics_path;
     options.max_request_bytes = args.max_request_bytes;
+    options.binding_key = binding_key;
     Ok(options)
 }
 

@@ -303,6 +303,8 @@ fn write_failure(error: &str) -> &'static str {
         "not_found"
     } else if e.contains("read-only") {
         "read_only"
+    } else if e.contains("object store") {
+        "object_store"
     } else {
         "other"
     }

@@ -133,6 +133,9 @@ pub struct GatewayOptions {
     /// Requests up to this many bytes are read to find the tool calls to
     /// watch (default: the layer's, 1 MiB); answers to larger ones pass.
     pub max_request_bytes: Option<usize>,
+    /// The key binding files to their caller's credentials, shared by the
+    /// replicas of a fleet (default: a random key per process).
+    pub binding_key: Option<tower_lro::offload::BindingKey>,
 }
 
 impl GatewayOptions {
@@ -148,6 +151,7 @@ impl GatewayOptions {
             ready_path: DEFAULT_READY_PATH.to_owned(),
             metrics_path: DEFAULT_METRICS_PATH.to_owned(),
             max_request_bytes: None,
+            binding_key: None,
         }
     }
 }
@@ -158,8 +162,8 @@ pub enum GatewayError {
     /// The upstream URL or the TLS setup is not usable.
     #[error(transparent)]
     Connect(#[from] ConnectError),
-    /// The output directory cannot be used.
-    #[error("output directory: {0}")]
+    /// The output store (directory or object storage) cannot be used.
+    #[error("output store: {0}")]
     Store(#[from] StoreError),
     /// The listen address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
@@ -228,6 +232,9 @@ impl Gateway {
                 .event_hook(metrics.event_hook(&path));
             if let Some(n) = options.max_request_bytes {
                 layer = layer.max_request_bytes(n);
+            }
+            if let Some(key) = &options.binding_key {
+                layer = layer.binding_key(key.clone());
             }
             let layer = layer.try_build()?;
             let upstream = Upstream {

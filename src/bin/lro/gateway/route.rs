@@ -239,12 +239,12 @@ fn probe_store(layer: &OffloadLayer) -> Result<(), String> {
         "atlatl-readyprobe-{}.jsonl",
         ulid::Ulid::new().to_string().to_ascii_lowercase()
     );
-    let path = layer
-        .offloader()
-        .store()
-        .write(&name, b"{}\n")
-        .map_err(|e| e.to_string())?;
-    std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))
+    let store = layer.offloader().store();
+    store.write(&name, b"{}\n").map_err(|e| e.to_string())?;
+    store
+        .remove(&name)
+        .map(|_| ())
+        .map_err(|e| format!("removing the probe: {e}"))
 }
 
 /// A whole body.

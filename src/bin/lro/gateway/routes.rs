@@ -115,6 +115,7 @@ pub(crate) fn routes(
             all_headers.append(name, value.clone());
         }
         let own_dir = table.contains_key("output_dir");
+        let own_store = table.contains_key("store");
         let mut offload = toml::Table::new();
         offload.insert("offload".to_owned(), toml::Value::Table(table));
         let mut prompt = toml::Table::new();
@@ -124,19 +125,7 @@ pub(crate) fn routes(
             .clone()
             .apply_toml_str(&document)
             .map_err(|e| at(e.to_string().replace("prompt.offload.", "")))?;
-        if !own_dir {
-            config.output_dir = base_dir.join(dir_name(&path));
-        }
-        if let Some(other) = routes
-            .iter()
-            .find(|r| r.config.output_dir == config.output_dir)
-        {
-            return Err(at(format!(
-                "output directory {} is route {:?}'s too: give each route its own",
-                config.output_dir.display(),
-                other.path
-            )));
-        }
+        own_place(&mut config, &routes, &path, (own_dir, own_store), &base_dir).map_err(at)?;
         routes.push(RouteOptions {
             path,
             upstream,
@@ -145,6 +134,45 @@ pub(crate) fn routes(
         });
     }
     Ok(routes)
+}
+
+/// Gives a route without an `output_dir` (a `store`) of its own a
+/// directory (a prefix) of its own under the gateway's, and checks that no
+/// earlier route writes where it writes.
+fn own_place(
+    config: &mut OffloadConfig,
+    routes: &[RouteOptions],
+    path: &str,
+    (own_dir, own_store): (bool, bool),
+    base_dir: &Path,
+) -> Result<(), String> {
+    if !own_dir {
+        config.output_dir = base_dir.join(dir_name(path));
+    }
+    if !own_store && !config.store.is_empty() {
+        let store = config.store.trim_end_matches('/');
+        config.store = format!("{store}/{}", dir_name(path).display());
+    }
+    let shared = !config.store.is_empty();
+    let clash = routes.iter().find(|r| {
+        if shared {
+            r.config.store == config.store
+        } else {
+            r.config.store.is_empty() && r.config.output_dir == config.output_dir
+        }
+    });
+    match clash {
+        Some(other) if shared => Err(format!(
+            "store {:?} is route {:?}'s too: give each route its own",
+            config.store, other.path
+        )),
+        Some(other) => Err(format!(
+            "output directory {} is route {:?}'s too: give each route its own",
+            config.output_dir.display(),
+            other.path
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The directory of a route under the gateway's: `route-` and its path's

@@ -33,6 +33,18 @@
 //! Over MCP a file is the resource `lro://files/{name}` ([`resource_uri`],
 //! [`file_name_of_uri`]).
 //!
+//! # Backends
+//!
+//! [`FsStore`], the default, writes into a directory of this machine.
+//! With the feature `object-store`, [`BucketStore`] writes into object
+//! storage (S3 and S3-compatible servers, GCS, Azure) through the
+//! `object_store` crate, so that the replicas of a fleet read each other's
+//! files: [`from_url`] picks the backend from the `store` setting
+//! (`s3://bucket/prefix`, `gs://…`, `az://…`, `file:///dir`). A file of a
+//! shared store is committed by a manifest written after its data and
+//! read first ([`shared`]); over MCP it is `lro://files/{name}`, which is
+//! also its descriptor's `file_path` (no directory of any one replica).
+//!
 //! # Example
 //!
 //! A store of your own, here one that counts the writes of an
@@ -79,6 +91,29 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "object-store")]
+mod bridge;
+#[cfg(feature = "object-store")]
+mod cache;
+#[cfg(test)]
+mod fs_tests;
+#[cfg(feature = "object-store")]
+mod object;
+#[cfg(all(test, feature = "object-store"))]
+mod object_tests;
+pub mod shared;
+#[cfg(feature = "object-store")]
+mod transport;
+mod url;
+
+#[cfg(feature = "object-store")]
+pub use object::BucketStore;
+pub use shared::{Manifest, SharedFiles, Sweep};
+pub use url::from_url;
+pub(crate) use url::from_url_or_unusable;
+#[cfg(feature = "object-store")]
+pub(crate) use url::redact;
+
 /// Prefix of every offloaded file name.
 pub const FILE_PREFIX: &str = "atlatl-";
 /// Extension of every offloaded file name.
@@ -109,6 +144,23 @@ pub enum StoreError {
     /// A name that is not an offload file name was requested.
     #[error("invalid offload file name {0:?}")]
     InvalidName(String),
+    /// A `store` URL that names no backend this build has.
+    #[error("store {url:?}: {reason}")]
+    Url {
+        /// The URL, without credentials.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The object store failed (unreachable, refused, timed out, or an
+    /// object it holds is not what we wrote).
+    #[error("object store, {object}: {message}")]
+    Remote {
+        /// The object (its key).
+        object: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The output directory is not private (see the module docs).
     #[error(
         "output directory {path} is not private: {reason}; use a directory of your own \
@@ -158,6 +210,28 @@ pub trait Store: Send + Sync + 'static {
     /// start-up). The default says yes.
     fn check(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Deletes the file `file_name` (an offload file name); `Ok(false)`
+    /// when there was none. The default deletes it from [`Store::dir`],
+    /// never through a symbolic link.
+    fn remove(&self, file_name: &str) -> Result<bool, StoreError> {
+        if parse_file_name(file_name).is_none() {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        let path = self.dir().join(file_name);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(StoreError::Write { path, source }),
+        }
+    }
+
+    /// The files of a store shared with other processes (object storage),
+    /// which readers and the cleanup reach through it rather than in
+    /// [`Store::dir`]; `None` (the default): they are in `dir()`.
+    fn shared(&self) -> Option<&dyn SharedFiles> {
+        None
     }
 }
 
@@ -459,151 +533,5 @@ mod tests {
             ".atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl.tmp"
         ));
         assert!(!is_offload_file_name("atlatl-recall-notaulid.jsonl"));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn writes_private_files_and_never_overwrites() {
-        use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::tempdir().unwrap();
-        let store = FsStore::new(root.path().join("out"));
-        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
-        let path = store.write(&name, b"{\"type\":\"lro_header\"}\n").unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
-        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        let dmode = fs::metadata(root.path().join("out"))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
-        assert_eq!(dmode, 0o700);
-        assert!(matches!(
-            store.write(&name, b"other"),
-            Err(StoreError::Write { .. })
-        ));
-        assert_eq!(fs::read(&path).unwrap(), b"{\"type\":\"lro_header\"}\n");
-        let leftovers: Vec<_> = fs::read_dir(root.path().join("out")).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
-        let streamed = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
-        let mut body: &[u8] = b"{\"a\":1}\n";
-        let path = store.write_from(&streamed, b"{}\n", &mut body).unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"{}\n{\"a\":1}\n");
-        let mut again: &[u8] = b"x";
-        assert!(store.write_from(&streamed, b"", &mut again).is_err());
-        assert!(matches!(
-            store.write("../evil.jsonl", b""),
-            Err(StoreError::InvalidName(_))
-        ));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn refuses_to_write_through_a_symlink() {
-        let root = tempfile::tempdir().unwrap();
-        let store = FsStore::new(root.path());
-        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
-        let target = root.path().join("target");
-        fs::write(&target, b"keep").unwrap();
-        std::os::unix::fs::symlink(&target, root.path().join(format!(".{name}.tmp"))).unwrap();
-        assert!(store.write(&name, b"data").is_err());
-        assert_eq!(fs::read(&target).unwrap(), b"keep");
-    }
-
-    #[cfg(unix)]
-    fn untrusted(store: &FsStore) -> String {
-        match store.write(&format!("atlatl-list-{}.jsonl", ulid::Ulid::new()), b"x") {
-            Err(StoreError::Untrusted { reason, .. }) => reason,
-            other => panic!("expected a refusal, got {other:?}"),
-        }
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn refuses_a_directory_others_can_write_unless_trusted() {
-        use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::tempdir().unwrap();
-        let shared = root.path().join("shared");
-        fs::create_dir(&shared).unwrap();
-        fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
-        let reason = untrusted(&FsStore::new(&shared));
-        assert!(
-            reason.contains("writable by group or others (mode 1777)"),
-            "{reason}"
-        );
-        assert!(matches!(
-            FsStore::new(&shared).check(),
-            Err(StoreError::Untrusted { .. })
-        ));
-        let trusted = FsStore::new(&shared).trust_dir(true);
-        assert!(trusted.check().is_ok());
-        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
-        assert!(trusted.write(&name, b"x").is_ok());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn refuses_a_symlinked_directory_unless_trusted() {
-        let root = tempfile::tempdir().unwrap();
-        let real = root.path().join("real");
-        fs::create_dir(&real).unwrap();
-        let link = root.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(untrusted(&FsStore::new(&link)).contains("symbolic link"));
-        assert!(FsStore::new(&link).trust_dir(true).check().is_ok());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn refuses_a_directory_of_another_user() {
-        let root = tempfile::tempdir().unwrap();
-        let theirs = root.path().join("theirs");
-        fs::create_dir(&theirs).unwrap();
-        // Giving a directory away needs root (as in CI); elsewhere this
-        // case cannot be set up.
-        if std::os::unix::fs::chown(&theirs, Some(65534), None).is_err() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI runs as root: chown must work"
-            );
-            eprintln!("skipped: chown needs root");
-            return;
-        }
-        assert!(untrusted(&FsStore::new(&theirs)).contains("owned by uid 65534"));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn the_default_directory_is_private_and_per_user() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = FsStore::default_dir();
-        assert_eq!(dir.parent().unwrap(), std::env::temp_dir());
-        let uid = rustix::process::geteuid().as_raw();
-        assert_eq!(
-            dir.file_name().unwrap(),
-            format!("tower-lro-{uid}").as_str()
-        );
-        // A new directory is created 0700 (and then accepted).
-        let root = tempfile::tempdir().unwrap();
-        let store = FsStore::new(root.path().join("a/b"));
-        store.check().unwrap();
-        let mode = fs::metadata(root.path().join("a/b"))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o700);
-    }
-
-    #[test]
-    fn a_file_where_the_directory_should_be_fails() {
-        let root = tempfile::tempdir().unwrap();
-        let blocker = root.path().join("blocker");
-        fs::write(&blocker, b"").unwrap();
-        let store = FsStore::new(blocker.join("sub"));
-        let name = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
-        assert!(matches!(
-            store.write(&name, b"x"),
-            Err(StoreError::Directory { .. })
-        ));
     }
 }

@@ -1,0 +1,132 @@
+//! Files that live in a store shared by several processes (object storage),
+//! not in a directory of this machine: how readers, the cleanup and the
+//! readiness probe reach them ([`SharedFiles`]), and the manifest that
+//! commits each file ([`Manifest`]).
+//!
+//! A file is committed in two steps: its data object, then its manifest,
+//! created only if none exists. Readers look for the manifest first: no
+//! manifest, no file (a write that failed half-way, or a data object whose
+//! manifest was swept, is never seen). The manifest holds what a reader
+//! checks before it fetches a byte of data: the file's header line (its
+//! `expires_at` and `owner`, the binding), its size, and when it expires.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+
+/// The version of the manifest format written.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// Longest manifest read (a header keeps a result's non-record fields, up
+/// to the header cap of 8 MiB).
+pub const MAX_MANIFEST_BYTES: u64 = 9 << 20;
+
+/// What commits a file in a shared store, and what a reader checks first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Manifest {
+    /// [`MANIFEST_VERSION`] when written by this version.
+    pub version: u32,
+    /// The file name (`atlatl-{operation}-{ulid}.jsonl`).
+    pub name: String,
+    /// The size of the data object in bytes.
+    pub size: u64,
+    /// The header's `expires_at`, when it has one (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// The file's first line (its LRO header, without the line break).
+    pub header: String,
+}
+
+impl Manifest {
+    /// The manifest of the file `name` of `size` bytes whose first line is
+    /// `header` (without its line break).
+    pub fn new(name: &str, size: u64, header: &str) -> Self {
+        #[derive(Deserialize)]
+        struct Expiry {
+            expires_at: Option<String>,
+        }
+        let expires_at = serde_json::from_str::<Expiry>(header)
+            .ok()
+            .and_then(|e| e.expires_at);
+        Manifest {
+            version: MANIFEST_VERSION,
+            name: name.to_owned(),
+            size,
+            expires_at,
+            header: header.to_owned(),
+        }
+    }
+
+    /// The manifest in `bytes`, if it is one (of any version with the
+    /// fields this one reads) for the file `name`.
+    pub fn parse(bytes: &[u8], name: &str) -> Option<Self> {
+        let manifest: Manifest = serde_json::from_slice(bytes).ok()?;
+        (manifest.name == name && !manifest.header.contains('\n')).then_some(manifest)
+    }
+}
+
+/// A shared store's files, as readers, the cleanup and the readiness probe
+/// reach them. Calls are blocking (run them off the async executor). A
+/// store returns one from [`Store::shared`](super::Store::shared).
+pub trait SharedFiles: Send + Sync {
+    /// The manifest of the committed file `file_name`, `None` when there is
+    /// none (never written, not yet committed, or deleted).
+    fn manifest(&self, file_name: &str) -> Result<Option<Manifest>, StoreError>;
+
+    /// A complete local copy of the committed file `file_name` (described
+    /// by `manifest`), private to this user, for jq: from a bounded local
+    /// cache, else fetched into it.
+    fn local_copy(&self, file_name: &str, manifest: &Manifest) -> Result<PathBuf, StoreError>;
+
+    /// The names of the committed files (those with a manifest), in no
+    /// particular order.
+    fn committed(&self) -> Result<Vec<String>, StoreError>;
+
+    /// One sweep of the store: deletes each committed file that has
+    /// expired at `now` (manifest first, then data; `ttl` for a manifest
+    /// without `expires_at`), and data objects left without a manifest
+    /// for longer than `ttl`. Idempotent: several sweepers may run at once.
+    fn sweep(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        ttl: std::time::Duration,
+    ) -> Result<Sweep, StoreError>;
+}
+
+/// What one [`SharedFiles::sweep`] did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Sweep {
+    /// Committed files and orphaned data objects seen.
+    pub scanned: usize,
+    /// The files deleted (committed ones), with their creation times.
+    pub deleted: Vec<(String, chrono::DateTime<chrono::Utc>)>,
+    /// Data objects deleted that had no manifest (failed or cut writes).
+    pub orphans: usize,
+    /// Files another sweeper deleted first.
+    pub vanished: usize,
+    /// Errors met on the way, by object (the sweep went on).
+    pub errors: Vec<(String, String)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_carry_the_header_and_its_expiry() {
+        let header = r#"{"type":"lro_header","expires_at":"2026-01-01T00:00:00Z","owner":"ab"}"#;
+        let name = "atlatl-list-01J00000000000000000000000.jsonl";
+        let m = Manifest::new(name, 42, header);
+        assert_eq!(m.expires_at.as_deref(), Some("2026-01-01T00:00:00Z"));
+        let bytes = serde_json::to_vec(&m).unwrap();
+        assert_eq!(Manifest::parse(&bytes, name), Some(m.clone()));
+        assert_eq!(Manifest::parse(&bytes, "atlatl-list-other.jsonl"), None);
+        assert_eq!(Manifest::parse(b"{}", name), None);
+        let no_expiry = Manifest::new(name, 1, "{}");
+        assert_eq!(no_expiry.expires_at, None);
+    }
+}

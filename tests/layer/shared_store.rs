@@ -1,0 +1,135 @@
+//! Two layers (two replicas, in process) sharing one object store
+//! (`object_store`'s in-memory one, behind `BucketStore`, the code that
+//! runs against S3) and one binding key, each in front of its own rmcp
+//! server over loopback: a file one offloads is read, read as a resource
+//! and listed through the other with the same bearer token; other tokens
+//! get the one refusal from both; an expired file is refused by both and
+//! swept by either's custodian (twice: no harm). `tests/command/fleet.rs`
+//! does this with `lro gateway` processes and a real S3-compatible server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tower_lro::cleanup::Custodian;
+use tower_lro::config::OffloadConfig;
+use tower_lro::offload::{BindingKey, OffloadLayer};
+use tower_lro::store::BucketStore;
+
+use crate::common;
+use crate::common::mcp::{Mode, mcp_service, post_to, serve_mcp, tools_call};
+
+/// A replica: a layer over the shared store, in front of its own server.
+async fn replica(
+    memory: &Arc<object_store::memory::InMemory>,
+    ttl: Duration,
+) -> (String, OffloadLayer) {
+    let store = BucketStore::new(memory.clone(), "fleet").unwrap();
+    let layer = OffloadLayer::builder()
+        .config(OffloadConfig::default().ttl(ttl).auto_cleanup(false))
+        .store(store)
+        .binding_key(BindingKey::from_bytes(&[9u8; 32]).unwrap())
+        .build();
+    let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer.clone())).await;
+    (format!("http://{addr}/mcp"), layer)
+}
+
+/// The JSON-RPC answer to `body` at `url` with a bearer `token`.
+async fn rpc(url: &str, token: &str, body: Value) -> Value {
+    let auth = format!("Bearer {token}");
+    let resp = post_to(
+        &reqwest::Client::new(),
+        url,
+        &body,
+        &[("authorization", &auth)],
+    )
+    .await;
+    let text = resp.text().await.unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|_| common::mcp::sse_messages(&text).remove(0))
+}
+
+/// `lro_extract` of `file` with `query` (slurped): the text and `isError`.
+async fn extract(url: &str, token: &str, file: &str, query: &str) -> (String, bool) {
+    let args = json!({"file_path": file, "query": query, "slurp": true});
+    let v = rpc(url, token, tools_call(2, "lro_extract", args, None)).await;
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (text, v["result"]["isError"] == true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_read_each_others_files_through_a_shared_store() {
+    let memory = Arc::new(object_store::memory::InMemory::new());
+    let (a, _la) = replica(&memory, Duration::from_secs(600)).await;
+    let (b, _lb) = replica(&memory, Duration::from_secs(600)).await;
+    let call = tools_call(
+        1,
+        "recall_memories",
+        json!({"query": "x", "count": 120}),
+        None,
+    );
+    let v = rpc(&a, "alice", call).await;
+    let d: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let file = d["file_path"].as_str().unwrap().to_owned();
+    assert!(file.starts_with("lro://files/atlatl-recall-"), "{file}");
+    let name = file.trim_start_matches("lro://files/");
+    assert_eq!(
+        extract(&b, "alice", &file, "length").await,
+        ("120\n".into(), false)
+    );
+    // The bare name works too.
+    assert_eq!(extract(&b, "alice", name, "length").await.0, "120\n");
+    let read = rpc(
+        &b,
+        "alice",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": file}}),
+    )
+    .await;
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(text.lines().count(), 121, "header and records");
+    let list = rpc(&b, "alice", tools_call(4, "lro_list", json!({}), None)).await;
+    assert!(list.to_string().contains(name), "{list}");
+    let (ra, ea) = extract(&a, "bob", &file, "length").await;
+    let (rb, eb) = extract(&b, "bob", &file, "length").await;
+    assert!(ea && eb && ra == rb, "{ra} / {rb}");
+    let list = rpc(&b, "bob", tools_call(5, "lro_list", json!({}), None)).await;
+    assert!(!list.to_string().contains(name), "{list}");
+
+    // A replica whose files live 0 s: refused by both at once, swept by
+    // either custodian, twice without harm.
+    let (c, lc) = replica(&memory, Duration::ZERO).await;
+    let v = rpc(
+        &c,
+        "carol",
+        tools_call(6, "recall_memories", json!({"count": 90}), None),
+    )
+    .await;
+    let d: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let expired = d["file_path"].as_str().unwrap().to_owned();
+    for url in [&b, &c] {
+        let (text, err) = extract(url, "carol", &expired, "length").await;
+        assert!(err && text.starts_with("no offloaded file"), "{text}");
+    }
+    let custodian = Custodian::for_offloader(lc.offloader());
+    let report = tokio::task::spawn_blocking(move || {
+        let first = custodian.run_once();
+        let second = custodian.run_once();
+        (first, second)
+    })
+    .await
+    .unwrap();
+    let deleted: Vec<String> = report
+        .0
+        .deleted
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(deleted, [expired], "{:?}", report.0.errors);
+    assert!(report.1.deleted.is_empty() && report.1.errors.is_empty());
+    // Alice's file (600 s) is still there for both.
+    assert_eq!(extract(&a, "alice", &file, "length").await.0, "120\n");
+}
