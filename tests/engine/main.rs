@@ -9,6 +9,7 @@ mod common;
 #[path = "../common/shapes.rs"]
 mod shapes;
 
+mod completeness;
 mod descriptor_fidelity;
 mod engine;
 mod engine_props;

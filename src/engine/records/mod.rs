@@ -508,6 +508,11 @@ impl<'a> RecordsView<'a> {
         self.count
     }
 
+    /// The records, each followed by `\n`: the file's data lines.
+    pub fn body(&self) -> &'a str {
+        self.body
+    }
+
     /// Each record, in order.
     pub fn iter(&self) -> RecordIter<'a> {
         RecordIter { rest: self.body }
