@@ -141,8 +141,10 @@ pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;
 mod rewrite;
+mod spilled;
 pub(crate) mod stats;
 
 pub use file::operation_name;
 pub use offloader::Offloader;
 pub use outcome::{Offloaded, Outcome, Truncated};
+pub use spilled::SpilledReply;

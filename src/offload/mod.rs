@@ -451,7 +451,7 @@ pub use crate::answer::{BindingKey, BindingKeyError};
 pub use crate::engine::events::{EventHook, OffloadEvent, PassReason};
 pub use crate::engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
 pub use crate::engine::records::{Rebuild, RebuildError};
-pub use crate::engine::{Offloaded, Offloader, Outcome, Truncated, operation_name};
+pub use crate::engine::{Offloaded, Offloader, Outcome, SpilledReply, Truncated, operation_name};
 pub use crate::wire::call::ToolCall;
 pub use crate::wire::jsonrpc::CLIENT_INFO_META_KEY;
 pub use crate::wire::mcp::ResultError;

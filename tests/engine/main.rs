@@ -21,3 +21,4 @@ mod hostile_shapes;
 mod lifecycle;
 mod recipe_parity;
 mod result_fidelity;
+mod spilled;
