@@ -434,6 +434,7 @@ mod request_body;
 mod respond;
 mod service;
 mod sessions;
+mod spill;
 mod sse_rewrite;
 mod state;
 

@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod gateway;
+mod large_results;
 mod metrics;
 mod oauth;
 mod proxy;
