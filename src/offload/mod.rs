@@ -436,6 +436,7 @@ mod service;
 mod sessions;
 mod spill;
 mod sse_rewrite;
+mod sse_spill;
 mod state;
 
 pub use body::OffloadBody;

@@ -223,6 +223,16 @@ pub(crate) struct SpillReplay<E> {
 }
 
 impl<E> SpillReplay<E> {
+    /// `len` bytes of `file` (rewound), nothing after them.
+    pub(crate) fn plain(file: std::fs::File, len: u64) -> Self {
+        SpillReplay {
+            file,
+            left: len,
+            trailers: None,
+            error: None,
+        }
+    }
+
     /// The next frame (reads of a local file just written: in the page cache).
     pub(crate) fn next(&mut self) -> Option<Result<Frame<Bytes>, E>> {
         if self.left > 0 {

@@ -37,6 +37,9 @@ enum Sending {
     Chunked,
     /// Chunked JSON that stops with an error half way.
     CutShort,
+    /// One event of an event stream (after a progress notification), its
+    /// lines ending in CRLF, cut in chunks anywhere.
+    Event,
 }
 
 #[derive(Clone, Copy)]
@@ -123,6 +126,13 @@ async fn mcp(State(up): State<Upstream>, request: Request) -> Response {
     let (send, records) = (up.send, up.records);
     tokio::spawn(async move {
         let total = records.div_ceil(PER_CHUNK) + 2;
+        let sse = matches!(send, Sending::Event);
+        if sse {
+            let progress = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\r\n\r\nid: 42\r\ndata: ";
+            if tx.send(Ok(Bytes::from(progress))).await.is_err() {
+                return;
+            }
+        }
         for (i, c) in chunks(&id, records).enumerate() {
             if matches!(send, Sending::CutShort) && i == total / 2 {
                 let _ = tx.send(Err(std::io::Error::other("upstream gone"))).await;
@@ -132,12 +142,18 @@ async fn mcp(State(up): State<Upstream>, request: Request) -> Response {
                 return;
             }
         }
+        if sse {
+            let _ = tx.send(Ok(Bytes::from_static(b"\r\n\r\n"))).await;
+        }
     });
     let mut response = Response::new(Body::new(ChannelBody(rx, length)));
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        "application/json".parse().unwrap(),
-    );
+    let kind = match up.send {
+        Sending::Event => "text/event-stream",
+        _ => "application/json",
+    };
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, kind.parse().unwrap());
     response
 }
 
@@ -187,6 +203,7 @@ async fn through_gateway(
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "query_logs", "arguments": {}}});
     let answer = match post(call).await {
         Ok(r) => match r.bytes().await {
+            Ok(b) if matches!(send, Sending::Event) => last_event(&b),
             Ok(b) => {
                 serde_json::from_slice(&b).map_err(|e| format!("not JSON ({} bytes): {e}", b.len()))
             }
@@ -195,11 +212,39 @@ async fn through_gateway(
         Err(e) => Err(format!("send: {e}")),
     };
     let growth = peak_rss(pid).saturating_sub(before);
+    if answer.is_err() || std::env::var_os("LRO_TEST_LOG").is_some() {
+        eprintln!("gateway log: {}", gateway.stderr());
+    }
     eprintln!(
         "{send:?}, {records} records: gateway peak grew by {} MiB",
         growth >> 20
     );
     (answer, growth, dir)
+}
+
+/// The message of the last event of an event stream (its `id:` line kept).
+fn last_event(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    let events: Vec<&str> = text.split("\r\n\r\n").filter(|e| !e.is_empty()).collect();
+    let last = events.last().ok_or("no event")?;
+    if !last.starts_with("id: 42\r\n") {
+        return Err(format!(
+            "the event lost its id line: {}",
+            &last[..last.len().min(200)]
+        ));
+    }
+    let data: Vec<&str> = last
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    if events.len() != 2 || data.len() != 1 {
+        return Err(format!(
+            "{} events, {} data lines",
+            events.len(),
+            data.len()
+        ));
+    }
+    serde_json::from_str(data[0]).map_err(|e| e.to_string())
 }
 
 /// Every record of `path` in order, the count and SHA-256 of the data lines
@@ -250,18 +295,24 @@ fn check_file(descriptor: &Value, records: usize) {
     assert!(rest.is_empty());
 }
 
-/// About 100 MB of records (1,000,000 records of 95-100 bytes), sized and
-/// chunked: offloaded whole, the gateway's memory bounded.
+/// About 100 MB of records (1,000,000 records of about 95 bytes), as sized
+/// JSON, chunked JSON and one event of an event stream: offloaded whole,
+/// the gateway's memory bounded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_of_100_mb_is_offloaded_in_bounded_memory() {
     let records = 1_000_000;
-    for send in [Sending::Sized, Sending::Chunked] {
+    for send in [Sending::Event, Sending::Sized, Sending::Chunked] {
         let (answer, growth, _dir) = through_gateway(send, records).await;
         let answer = answer.unwrap();
         let text = answer["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_else(|| panic!("{answer}"));
         let descriptor: Value = serde_json::from_str(text).unwrap();
+        assert!(
+            descriptor["file_path"].is_string(),
+            "{send:?}: not a descriptor: {}",
+            &text[..text.len().min(300)]
+        );
         assert_eq!(answer["id"], 1);
         check_file(&descriptor, records);
         assert!(
@@ -275,7 +326,7 @@ async fn a_result_of_100_mb_is_offloaded_in_bounded_memory() {
 /// gets what came and the error, as without the layer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_result_cut_short_publishes_nothing() {
-    let (answer, growth, dir) = through_gateway(Sending::CutShort, 400_000).await;
+    let (answer, growth, dir) = through_gateway(Sending::CutShort, 800_000).await;
     assert!(answer.is_err(), "a cut result is not a whole answer");
     let files = std::fs::read_dir(dir.path())
         .map(|d| d.count())
