@@ -232,14 +232,17 @@ impl Offloader {
         spill: &std::fs::File,
         len: u64,
     ) -> super::SpilledReply {
-        let reply = super::spilled::run(&self.parts(), call, spill, len);
-        let outcome = Ok(reply.outcome);
+        let mut reply = super::spilled::run(&self.parts(), call, spill, len);
+        let outcome = Ok(std::mem::replace(
+            &mut reply.outcome,
+            Outcome::Inline(PassReason::Interrupted),
+        ));
         let bytes = usize::try_from(len).unwrap_or(usize::MAX);
         self.emit(&call.name, bytes, &outcome);
-        super::SpilledReply {
-            outcome: outcome.unwrap_or(Outcome::Inline(PassReason::Interrupted)),
-            ..reply
+        if let Ok(o) = outcome {
+            reply.outcome = o;
         }
+        reply
     }
 
     fn emit(&self, tool: &str, bytes: usize, outcome: &Result<Outcome, ResultError>) {

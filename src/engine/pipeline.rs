@@ -115,7 +115,13 @@ pub(super) fn run(o: &Parts<'_>, call: &ToolCall, result: &[u8]) -> Result<Outco
             let (records, tokens) = (file.records(), estimated_tokens);
             let total = records.len();
             let truncated = fallback::truncate(
-                estimator, &parsed, rebuild, records, total, error, tokens, threshold,
+                estimator,
+                &parsed,
+                rebuild,
+                (records, total),
+                error,
+                tokens,
+                threshold,
             );
             return Ok(truncated);
         }

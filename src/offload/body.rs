@@ -13,7 +13,7 @@ use pin_project_lite::pin_project;
 
 use super::budget::Lease;
 use super::replay::Replay;
-use super::spill::SpillReplay;
+use super::replay::SpillReplay;
 use super::sse_rewrite::SseRewriter;
 
 pin_project! {
@@ -35,7 +35,7 @@ pin_project! {
             #[pin] body: B,
             rewriter: Box<SseRewriter<B::Error>>,
         },
-        Spill { replay: SpillReplay<B::Error> },
+        Spill { replay: Box<SpillReplay<B::Error>> },
     }
 }
 
@@ -101,7 +101,9 @@ impl<B: Body> OffloadBody<B> {
     /// A spilled body played back from its file, byte for byte.
     pub(crate) fn replay_spill(replay: SpillReplay<B::Error>) -> Self {
         OffloadBody {
-            kind: BodyKind::Spill { replay },
+            kind: BodyKind::Spill {
+                replay: Box::new(replay),
+            },
         }
     }
 

@@ -10,7 +10,7 @@
 //! thread, and one read buffer when playing back.
 
 use std::collections::VecDeque;
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -21,6 +21,7 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 
 use super::body::OffloadBody;
+use super::replay::SpillReplay;
 use super::state::{Shared, Watch, WatchKind};
 use crate::offload::Outcome;
 
@@ -30,7 +31,7 @@ use crate::offload::Outcome;
 pub(crate) const SPILL_AT: usize = 16 << 20;
 /// Chunks queued for the writer thread.
 const QUEUE: usize = 8;
-/// Bytes read at a time when playing a spill back.
+/// Bytes written at a time to a spill.
 const READ_CHUNK: usize = 256 * 1024;
 
 /// A response not spilled, given back whole: its head, the frames read
@@ -213,63 +214,8 @@ where
     }
 }
 
-/// A spill played back: its bytes, then its trailers or the error that cut
-/// the body short.
-pub(crate) struct SpillReplay<E> {
-    file: std::fs::File,
-    left: u64,
-    trailers: Option<HeaderMap>,
-    error: Option<E>,
-}
-
-impl<E> SpillReplay<E> {
-    /// `len` bytes of `file` (rewound), nothing after them.
-    pub(crate) fn plain(file: std::fs::File, len: u64) -> Self {
-        SpillReplay {
-            file,
-            left: len,
-            trailers: None,
-            error: None,
-        }
-    }
-
-    /// The next frame (reads of a local file just written: in the page cache).
-    pub(crate) fn next(&mut self) -> Option<Result<Frame<Bytes>, E>> {
-        if self.left > 0 {
-            let want = READ_CHUNK.min(usize::try_from(self.left).unwrap_or(READ_CHUNK));
-            let mut buf = vec![0u8; want];
-            match self.file.read(&mut buf) {
-                Ok(n) if n > 0 => {
-                    buf.truncate(n);
-                    self.left -= n as u64;
-                    return Some(Ok(Frame::data(Bytes::from(buf))));
-                }
-                // The spill shrank or failed under us: end here.
-                _ => self.left = 0,
-            }
-        }
-        if let Some(e) = self.error.take() {
-            return Some(Err(e));
-        }
-        self.trailers.take().map(|t| Ok(Frame::trailers(t)))
-    }
-
-    pub(crate) fn is_end_stream(&self) -> bool {
-        self.left == 0 && self.error.is_none() && self.trailers.is_none()
-    }
-
-    pub(crate) fn left(&self) -> u64 {
-        self.left
-    }
-}
-
 impl<B: Body> OffloadBody<B> {
     fn spilled(s: Spilled<B::Error>) -> Self {
-        OffloadBody::replay_spill(SpillReplay {
-            file: s.file,
-            left: s.len,
-            trailers: s.trailers,
-            error: s.error,
-        })
+        OffloadBody::replay_spill(SpillReplay::new(s.file, s.len, s.trailers, s.error))
     }
 }

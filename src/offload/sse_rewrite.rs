@@ -15,7 +15,8 @@ use http_body::{Body, Frame};
 
 use super::budget::Lease;
 use super::replay::DeferredError;
-use super::spill::{SPILL_AT, SpillReplay};
+use super::replay::SpillReplay;
+use super::spill::SPILL_AT;
 use super::sse_spill::{EventSpill, offload_event};
 use super::state::{Shared, Watch, WatchKind};
 use crate::json::{minify_into, range_in};
@@ -454,10 +455,10 @@ impl<E> SseRewriter<E> {
 
     /// Plays back what the spill holds, unchanged.
     fn replay_spill(&mut self) {
-        if let Some(spill) = self.spill.take() {
-            if let SpillDone::Replay(Some(file), len) = kept(spill) {
-                self.replaying = Some(SpillReplay::plain(file, len));
-            }
+        if let Some(spill) = self.spill.take()
+            && let SpillDone::Replay(Some(file), len) = kept(spill)
+        {
+            self.replaying = Some(SpillReplay::plain(file, len));
         }
     }
 

@@ -116,15 +116,16 @@ struct Prepared {
     text: Option<(File, u64)>,
 }
 
-/// The steps (see the module docs). (About 130 lines: the pipeline's
-/// steps for a spilled result, in order; each is a call.)
-fn offload(
+/// Steps 1 to 3a: checked, outlined, the texts decoded and the tokens
+/// estimated; `Stop::Keep` when the result stays. (About 90 lines: the
+/// checks in order, each a call.)
+fn prepare(
     o: &Parts<'_>,
     call: &ToolCall,
     spill: &File,
     len: u64,
     reply: &mut SpilledReply,
-) -> Result<Outcome, Stop> {
+) -> Result<(Outline, Vec<Prepared>, usize), Stop> {
     let policy = o.config.policy_for(&call.name);
     if !policy.enabled {
         let reason = if o.config.enabled {
@@ -187,13 +188,27 @@ fn offload(
     if estimated_tokens <= policy.threshold_tokens && !over_bytes {
         return Err(Stop::Keep(PassReason::UnderThreshold { estimated_tokens }));
     }
+    Ok((outline, prepared, estimated_tokens))
+}
+
+/// What splitting the sources gave.
+struct Split {
+    data: sink::Finished,
+    segments: Vec<Segment>,
+    is_source: Vec<bool>,
+    slim: Option<String>,
+    kind: RecordKind,
+}
+
+/// Step 3b: every source split into the data file, in order.
+fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<Split, Stop> {
     // Split every source into the data file.
     let mut sink = Sink::new(tempfile::tempfile()?);
     let mut segments = Vec::new();
-    let mut is_source = vec![false; outline.blocks.len()];
+    let mut is_source = vec![false; blocks];
     let mut slim: Option<String> = None;
     let mut all_lines = true;
-    for p in &prepared {
+    for p in prepared {
         let start = sink.count();
         let (block, shape) = match (&p.source, &p.text) {
             (Source::Structured(s), _) => {
@@ -219,14 +234,41 @@ fn offload(
             repeat: 0,
         });
     }
-    drop(prepared);
     let data = sink.finish()?;
     let kind = if all_lines {
         RecordKind::Lines
     } else {
         RecordKind::Json
     };
-    // The small rest of the result, the sources emptied.
+    Ok(Split {
+        data,
+        segments,
+        is_source,
+        slim,
+        kind,
+    })
+}
+
+/// The steps (see the module docs). (About 115 lines: steps 4 and 5 in
+/// order, each a call, and the store's fallback, as in `pipeline::run`.)
+fn offload(
+    o: &Parts<'_>,
+    call: &ToolCall,
+    spill: &File,
+    len: u64,
+    reply: &mut SpilledReply,
+) -> Result<Outcome, Stop> {
+    let policy = o.config.policy_for(&call.name);
+    let estimator = o.estimator;
+    let (outline, prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
+    let Split {
+        data,
+        segments,
+        is_source,
+        slim,
+        kind,
+    } = split_sources(spill, outline.blocks.len(), &prepared)?;
+    drop(prepared);
     let shrunk = shrunk_result(
         spill,
         &outline.members,
@@ -235,17 +277,7 @@ fn offload(
         slim.as_deref(),
     )?;
     let parsed = RawResult::parse(&shrunk).map_err(|_| NotStreamable("the rest of the result"))?;
-    let nulled = slim.as_ref().map(|_| "null");
-    let (envelope, repeats) =
-        records::envelope(&parsed, &is_source, nulled, &FromResult::default())
-            .map_err(|_| NotStreamable("the envelope"))?;
-    let rebuild = Rebuild {
-        result: envelope,
-        segments: records::compact_segments(segments),
-        structured_copy: None,
-        from_result: None,
-        repeats,
-    };
+    let rebuild = rebuild_of(&parsed, &is_source, slim.is_some(), segments)?;
     let stats = &data.stats;
     let sample = data.sample();
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, stats);
@@ -291,8 +323,7 @@ fn offload(
                 estimator,
                 &parsed,
                 header.rebuild.as_ref(),
-                sample,
-                total,
+                (sample, total),
                 error,
                 estimated_tokens,
                 threshold,
@@ -338,6 +369,26 @@ fn offload(
         response,
         file,
     })))
+}
+
+/// The rebuild layout: the envelope (the small rest of the result,
+/// `parsed`, the sources nulled) and the segments.
+fn rebuild_of(
+    parsed: &RawResult<'_>,
+    is_source: &[bool],
+    structured: bool,
+    segments: Vec<Segment>,
+) -> Result<Rebuild, NotStreamable> {
+    let nulled = structured.then_some("null");
+    let (envelope, repeats) = records::envelope(parsed, is_source, nulled, &FromResult::default())
+        .map_err(|_| NotStreamable("the envelope"))?;
+    Ok(Rebuild {
+        result: envelope,
+        segments: records::compact_segments(segments),
+        structured_copy: None,
+        from_result: None,
+        repeats,
+    })
 }
 
 /// Estimated tokens of the UTF-8 text `input` yields, a chunk at a time.
