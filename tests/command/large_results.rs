@@ -40,6 +40,50 @@ enum Sending {
     /// One event of an event stream (after a progress notification), its
     /// lines ending in CRLF, cut in chunks anywhere.
     Event,
+    /// Chunked JSON of a hostile shape (`records` is its size in MB).
+    Hostile(Hostile),
+}
+
+/// Hostile shapes of a text block's text.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// A JSON array of zeros: two bytes a record.
+    Zeros,
+    /// One line of plain text, no newline at all.
+    OneString,
+    /// One element nested 100,000 deep, then ones.
+    Deep,
+}
+
+/// The chunks of a hostile result of about `mb` MB.
+fn hostile_chunks(id: &Value, shape: Hostile, mb: usize) -> Box<dyn Iterator<Item = Bytes> + Send> {
+    let head = head(id);
+    let chunk = 64 << 10;
+    let n = mb * 1_000_000 / chunk;
+    let (open, unit, close): (String, &'static str, &'static str) = match shape {
+        Hostile::Zeros => ("[0".into(), ",0", "]"),
+        Hostile::OneString => ("x".into(), "x", ""),
+        Hostile::Deep => ("[".repeat(100_001) + &"]".repeat(100_000), ",1", "]"),
+    };
+    let body = Bytes::from(unit.repeat(chunk / unit.len()));
+    let mut head = head.into_bytes();
+    // The string starts with `[` already (see `head`): a plain text drops it.
+    // `head` ends with the `[` of a JSON array: `open` starts the text instead.
+    head.pop();
+    head.extend_from_slice(open.as_bytes());
+    Box::new(
+        std::iter::once(Bytes::from(head))
+            .chain(std::iter::repeat_n(body, n))
+            .chain(std::iter::once(Bytes::from(format!("{close}\"}}]}}}}")))),
+    )
+}
+
+/// The chunks of the body `up` sends.
+fn body_chunks(id: &Value, up: Upstream) -> Box<dyn Iterator<Item = Bytes> + Send> {
+    match up.send {
+        Sending::Hostile(shape) => hostile_chunks(id, shape, up.records),
+        _ => Box::new(chunks(id, up.records)),
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -121,9 +165,10 @@ async fn mcp(State(up): State<Upstream>, request: Request) -> Response {
         return axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response();
     }
     let sized = matches!(up.send, Sending::Sized);
-    let length = sized.then(|| chunks(&id, up.records).map(|c| c.len() as u64).sum());
+    let length = sized.then(|| body_chunks(&id, up).map(|c| c.len() as u64).sum());
     let (tx, rx) = mpsc::channel(1);
     let (send, records) = (up.send, up.records);
+    let up = Upstream { send, records };
     tokio::spawn(async move {
         let total = records.div_ceil(PER_CHUNK) + 2;
         let sse = matches!(send, Sending::Event);
@@ -133,7 +178,7 @@ async fn mcp(State(up): State<Upstream>, request: Request) -> Response {
                 return;
             }
         }
-        for (i, c) in chunks(&id, records).enumerate() {
+        for (i, c) in body_chunks(&id, up).enumerate() {
             if matches!(send, Sending::CutShort) && i == total / 2 {
                 let _ = tx.send(Err(std::io::Error::other("upstream gone"))).await;
                 return;
@@ -333,4 +378,40 @@ async fn a_large_result_cut_short_publishes_nothing() {
         .unwrap_or(0);
     assert_eq!(files, 0, "nothing published");
     assert!(growth <= RSS_GROWTH, "the gateway grew by {growth} bytes");
+}
+
+/// Hostile shapes of about 40 MB each: twenty million tiny records, one
+/// string of 40 MB, an element nested 100,000 deep (a record of its own;
+/// the statistics count it as too deep for jq): offloaded whole, the
+/// gateway's memory bounded in every case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_shapes_stay_bounded() {
+    let mb = 40;
+    let per_chunk = (64 << 10) / 2;
+    let n = mb * 1_000_000 / (64 << 10);
+    for (shape, records) in [
+        (Hostile::Zeros, 1 + n * per_chunk),
+        (Hostile::OneString, 1),
+        (Hostile::Deep, 1 + n * per_chunk),
+    ] {
+        let (answer, growth, _dir) = through_gateway(Sending::Hostile(shape), mb).await;
+        assert!(
+            growth <= RSS_GROWTH,
+            "{shape:?}: the gateway grew by {growth} bytes"
+        );
+        let answer = answer.unwrap();
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        let descriptor: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(descriptor["summary"]["count"], records, "{shape:?}");
+        let path = descriptor["file_path"].as_str().unwrap();
+        let lines = common::run_recipe(&format!("tail -n +2 '{path}' | wc -l"));
+        assert_eq!(lines.trim(), records.to_string(), "{shape:?}");
+        let first = common::run_recipe(&format!("sed -n 2p '{path}' | wc -c"));
+        let first_len = match shape {
+            Hostile::Zeros => 2,
+            Hostile::OneString => mb * 1_000_000 / (64 << 10) * (64 << 10) + 1 + 21,
+            Hostile::Deep => 200_001,
+        };
+        assert_eq!(first.trim(), first_len.to_string(), "{shape:?}");
+    }
 }
