@@ -87,6 +87,9 @@ impl Body for Generated {
             }
             2 => {
                 self.stage = 3;
+                // The upstream's last byte goes out now (an event stream is
+                // read no further until the event is dealt with).
+                *self.last_byte.lock().unwrap() = Some(Instant::now());
                 let tail = "]\"}]}}";
                 if self.sse {
                     format!("{tail}\n\n")
@@ -94,10 +97,7 @@ impl Body for Generated {
                     tail.to_owned()
                 }
             }
-            _ => {
-                *self.last_byte.lock().unwrap() = Some(Instant::now());
-                return Poll::Ready(None);
-            }
+            _ => return Poll::Ready(None),
         };
         Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
     }

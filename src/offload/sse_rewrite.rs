@@ -161,7 +161,17 @@ impl<E> SseRewriter<E> {
             Some((watch, data, range)) => {
                 let held = self.splitter.buffered() + event.len() + data.len();
                 if !self.hold(held) {
-                    // Over the cap: this result goes out untouched.
+                    // Over the cap: spilled and offloaded from there.
+                    if self.busy_spilling().is_none()
+                        && let Some(spill) = EventSpill::whole(&event)
+                    {
+                        self.watched.push(watch);
+                        self.spill = Some(spill);
+                        self.hold(self.pending_len);
+                        self.end_spill();
+                        return;
+                    }
+                    // No spill file: this result goes out untouched.
                     self.shared.over_buffer_cap(watch.call.name);
                     self.ready.push_back(Frame::data(event));
                     return;

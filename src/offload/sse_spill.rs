@@ -52,6 +52,21 @@ impl EventSpill {
         }
     }
 
+    /// A spill of `event`, a whole event; `None` when no file can be made
+    /// or written.
+    pub(crate) fn whole(event: &[u8]) -> Option<EventSpill> {
+        let file = tempfile::tempfile().ok()?;
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, file);
+        out.write_all(event).ok()?;
+        Some(EventSpill {
+            out,
+            len: event.len() as u64,
+            empty: true,
+            cr: false,
+            ending: false,
+        })
+    }
+
     /// Writes the bytes of `chunk` that belong to the event; `Some(n)` when
     /// the event ended after the first `n` bytes (the rest is the stream's).
     /// (The file is local and was just made: these writes land in the page

@@ -261,7 +261,7 @@ async fn through_gateway(
         eprintln!("gateway log: {}", gateway.stderr());
     }
     eprintln!(
-        "{send:?}, {records} records: gateway peak grew by {} MiB",
+        "{send:?} ({records}): gateway peak grew by {} MiB",
         growth >> 20
     );
     (answer, growth, dir)

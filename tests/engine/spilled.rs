@@ -212,3 +212,19 @@ fn what_cannot_be_taken_apart_is_kept() {
         0
     );
 }
+
+#[test]
+fn a_text_that_copies_structured_content_gives_its_records_once() {
+    use tower_lro::descriptor::Detail;
+    use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
+    let dir = tempfile::tempdir().unwrap();
+    let o = offloader(dir.path());
+    // What memory servers send: structuredContent and the same as pretty JSON text.
+    let memories = MemoryGenerator::new(3).memories(400, Detail::Full);
+    let result = memory_tool_result(&memories);
+    assert!(result["structuredContent"].is_object() && result["content"][0]["text"].is_string());
+    let message = json!({"jsonrpc": "2.0", "id": 9, "result": result});
+    let (reply, _) = run(&o, "recall_memories", &message);
+    let records = check(&o, &reply, &message, false);
+    assert_eq!(records, memories);
+}

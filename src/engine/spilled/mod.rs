@@ -208,6 +208,9 @@ fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<S
     let mut is_source = vec![false; blocks];
     let mut slim: Option<String> = None;
     let mut all_lines = true;
+    // The structured records' segment and contract, to tell a text block
+    // that copies them (memory servers send both).
+    let mut structured: Option<(usize, usize, String)> = None;
     for p in prepared {
         let start = sink.count();
         let (block, shape) = match (&p.source, &p.text) {
@@ -221,11 +224,31 @@ fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<S
             }
             (Source::Text { block, .. }, Some((text, n))) => {
                 is_source[*block] = true;
+                if let Some((start, count, sha)) = &structured {
+                    let mut dry = Sink::dry();
+                    let shape = split::text(text, *n, &mut dry)?;
+                    let copy = dry.contract();
+                    if copy.count == *count && copy.sha256 == *sha {
+                        // The same records: the text repeats the segment.
+                        segments.push(Segment {
+                            block: Some(*block),
+                            start: *start,
+                            count: *count,
+                            shape,
+                            repeat: 0,
+                        });
+                        continue;
+                    }
+                }
                 (Some(*block), split::text(text, *n, &mut sink)?)
             }
             (Source::Text { .. }, None) => continue,
         };
         all_lines &= matches!(shape, Shape::Lines { .. });
+        if block.is_none() {
+            let c = sink.contract();
+            structured = Some((start, c.count, c.sha256));
+        }
         segments.push(Segment {
             block,
             start,

@@ -20,7 +20,8 @@ const SAMPLE_BYTES: usize = 256 * 1024;
 
 /// The records of a spilled result, being written.
 pub(super) struct Sink {
-    out: BufWriter<std::fs::File>,
+    /// `None`: a dry run (only the digest is wanted).
+    out: Option<BufWriter<std::fs::File>>,
     digest: DataDigest,
     pub stats: RecordStats,
     sample: String,
@@ -35,7 +36,7 @@ impl Sink {
     /// Records into `file` (a new, empty private temporary file).
     pub(super) fn new(file: std::fs::File) -> Sink {
         Sink {
-            out: BufWriter::with_capacity(CHUNK, file),
+            out: Some(BufWriter::with_capacity(CHUNK, file)),
             digest: DataDigest::default(),
             stats: RecordStats::collect(std::iter::empty()),
             sample: String::new(),
@@ -46,6 +47,25 @@ impl Sink {
         }
     }
 
+    /// A sink that keeps only the digest (to compare a source with another).
+    pub(super) fn dry() -> Sink {
+        Sink {
+            out: None,
+            digest: DataDigest::default(),
+            stats: RecordStats::collect(std::iter::empty()),
+            sample: String::new(),
+            sample_count: 0,
+            current: Vec::new(),
+            current_len: 0,
+            count: 0,
+        }
+    }
+
+    /// The contract of the records so far.
+    pub(super) fn contract(&self) -> DataContract {
+        self.digest.clone().finish()
+    }
+
     /// Records written so far.
     pub(super) fn count(&self) -> usize {
         self.count
@@ -53,8 +73,11 @@ impl Sink {
 
     /// The next bytes of the current record (compact JSON, no newline).
     pub(super) fn write(&mut self, bytes: &[u8]) -> Result<(), NotStreamable> {
-        self.out.write_all(bytes)?;
         self.digest.update(bytes, 0);
+        let Some(out) = self.out.as_mut() else {
+            return Ok(());
+        };
+        out.write_all(bytes)?;
         self.current_len += bytes.len() as u64;
         if self.current_len <= FOLD_MAX as u64 {
             self.current.extend_from_slice(bytes);
@@ -72,9 +95,12 @@ impl Sink {
 
     /// Ends the current record.
     pub(super) fn end(&mut self) -> Result<(), NotStreamable> {
-        self.out.write_all(b"\n")?;
         self.digest.update(b"\n", 1);
         self.count += 1;
+        let Some(out) = self.out.as_mut() else {
+            return Ok(());
+        };
+        out.write_all(b"\n")?;
         let held = self.current_len <= FOLD_MAX as u64;
         match std::str::from_utf8(&self.current) {
             Ok(record) if held => {
@@ -95,7 +121,8 @@ impl Sink {
     /// The records' statistics, a view of the sample, the contract, and
     /// the data file rewound to its start.
     pub(super) fn finish(self) -> Result<Finished, NotStreamable> {
-        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
+        let out = self.out.ok_or(NotStreamable("a dry run has no file"))?;
+        let mut file = out.into_inner().map_err(|e| e.into_error())?;
         file.flush()?;
         file.rewind()?;
         Ok(Finished {
