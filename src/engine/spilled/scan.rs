@@ -109,7 +109,38 @@ pub(super) fn walk(mut input: impl Read, visit: &mut dyn Visit) -> Result<Outer,
         if n == 0 {
             break;
         }
-        for &b in &buf[..n] {
+        let mut i = 0;
+        while i < n {
+            if in_str && !esc {
+                // The plain bytes of a string up to its next quote or
+                // backslash, in one step (most of a result's bytes).
+                let run = memchr::memchr2(b'"', b'\\', &buf[i..n]).unwrap_or(n - i);
+                if run > 0 {
+                    let bytes = &buf[i..i + run];
+                    match at {
+                        At::InKey => {
+                            let room = MAX_KEY.saturating_sub(key.len());
+                            key.extend_from_slice(&bytes[..run.min(room)]);
+                        }
+                        At::InValue => {
+                            if wants {
+                                out.extend_from_slice(bytes);
+                            }
+                            child_end = pos + run as u64;
+                        }
+                        _ => {}
+                    }
+                    pos += run as u64;
+                    i += run;
+                    if wants && out.len() >= CHUNK {
+                        visit.bytes(&out)?;
+                        out.clear();
+                    }
+                    continue;
+                }
+            }
+            let b = buf[i];
+            i += 1;
             let here = pos;
             pos += 1;
             if in_str {
@@ -272,15 +303,25 @@ pub(super) fn decode_string(
         if n == 0 {
             break;
         }
-        for &b in &buf[..n] {
+        let mut i = 0;
+        while i < n {
+            if state == 1 && escape.is_empty() {
+                // Plain bytes up to the next quote or backslash, in one step.
+                let run = memchr::memchr2(b'"', b'\\', &buf[i..n]).unwrap_or(n - i);
+                plain.extend_from_slice(&buf[i..i + run]);
+                i += run;
+                if i == n {
+                    break;
+                }
+            }
+            let b = buf[i];
+            i += 1;
             match state {
                 0 if b == b'"' => state = 1,
                 0 if b.is_ascii_whitespace() => {}
                 1 if !escape.is_empty() => {
                     escape.push(b);
-                    if let Some(done) = finish_escape(&mut escape)? {
-                        plain.extend_from_slice(done.as_bytes());
-                    }
+                    finish_escape(&mut escape, &mut plain)?;
                 }
                 1 if b == b'\\' => escape.push(b),
                 1 if b == b'"' => state = 2,
@@ -299,37 +340,45 @@ pub(super) fn decode_string(
     Ok(written)
 }
 
-/// The text of the escape in `escape` once it is complete (and clears
-/// it); `None` while more bytes are needed.
-fn finish_escape(escape: &mut Vec<u8>) -> Result<Option<String>, NotStreamable> {
+/// Decodes the escape in `escape` into `plain` once it is complete (and
+/// clears it); leaves it while more bytes are needed.
+fn finish_escape(escape: &mut Vec<u8>, plain: &mut Vec<u8>) -> Result<(), NotStreamable> {
     let bad = || NotStreamable("a bad escape");
-    let complete = match escape.get(1) {
-        Some(b'u') => {
-            if escape.len() < 6 {
-                return Ok(None);
-            }
-            let hex = std::str::from_utf8(&escape[2..6]).map_err(|_| bad())?;
-            let unit = u16::from_str_radix(hex, 16).map_err(|_| bad())?;
-            // A high surrogate needs its low half: `\uD83D\uDE00`.
-            if (0xD800..0xDC00).contains(&unit) && escape.len() < 12 {
-                return Ok(None);
-            }
-            true
-        }
-        Some(_) => true,
-        None => false,
+    let simple = match escape.get(1) {
+        None => return Ok(()),
+        Some(b'"') => Some(b'"'),
+        Some(b'\\') => Some(b'\\'),
+        Some(b'/') => Some(b'/'),
+        Some(b'n') => Some(b'\n'),
+        Some(b't') => Some(b'\t'),
+        Some(b'r') => Some(b'\r'),
+        Some(b'b') => Some(0x08),
+        Some(b'f') => Some(0x0c),
+        Some(b'u') => None,
+        Some(_) => return Err(bad()),
     };
-    if !complete {
-        return Ok(None);
+    if let Some(c) = simple {
+        plain.push(c);
+        escape.clear();
+        return Ok(());
+    }
+    if escape.len() < 6 {
+        return Ok(());
+    }
+    let hex = std::str::from_utf8(&escape[2..6]).map_err(|_| bad())?;
+    let unit = u16::from_str_radix(hex, 16).map_err(|_| bad())?;
+    // A high surrogate needs its low half: `\uD83D\uDE00`.
+    if (0xD800..0xDC00).contains(&unit) && escape.len() < 12 {
+        return Ok(());
     }
     let mut quoted = Vec::with_capacity(escape.len() + 2);
     quoted.push(b'"');
     quoted.extend_from_slice(escape);
     quoted.push(b'"');
     escape.clear();
-    serde_json::from_slice::<String>(&quoted)
-        .map(Some)
-        .map_err(|_| bad())
+    let text = serde_json::from_slice::<String>(&quoted).map_err(|_| bad())?;
+    plain.extend_from_slice(text.as_bytes());
+    Ok(())
 }
 
 #[cfg(test)]
