@@ -92,7 +92,7 @@ enum At {
 
 /// Walks the object or array in `input` (which holds it, whitespace
 /// around it allowed, nothing else), telling `visit` about each child.
-/// (About 130 lines: one state machine over every byte, the hot loop of a
+/// (About 160 lines: one state machine over every byte, the hot loop of a
 /// spilled result; split up, its state would go back and forth.)
 pub(super) fn walk(mut input: impl Read, visit: &mut dyn Visit) -> Result<Outer, NotStreamable> {
     let mut buf = vec![0u8; CHUNK];
