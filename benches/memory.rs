@@ -8,8 +8,11 @@
 //! the caller holds is at most [`BOUND`] times the result's size.
 //!
 //! `LRO_BENCH_QUICK=1`: fewer repetitions (the 100 MB run is kept);
-//! `LRO_MEM_ONLY=shapes`: the shapes table only.
+//! `LRO_MEM_ONLY=shapes`: the shapes table only; `LRO_MEM_ONLY=large`:
+//! the 600 MB and 1 GB rows only (`memory/large.rs`).
 
+#[path = "memory/large.rs"]
+mod large;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -179,6 +182,26 @@ fn run_cases(cases: impl IntoIterator<Item = String>) -> Vec<Vec<String>> {
 fn main() {
     let quick = support::quick();
     let Ok(case) = std::env::var("LRO_MEM_CASE") else {
+        let large_rows = run_cases(large::CASES.iter().map(|c| (*c).to_owned()));
+        support::print_table(
+            "large",
+            "Results of 600 MB and 1 GB through the layer, made on the fly (one process per row; peak above the start; tail: the upstream's last byte to the client's descriptor; write: file MB over the tail)",
+            &[
+                "path",
+                "result",
+                "peak heap",
+                "peak RSS",
+                "time",
+                "tail",
+                "MB/s",
+                "write MB/s",
+                "target",
+            ],
+            &large_rows,
+        );
+        if std::env::var("LRO_MEM_ONLY").is_ok_and(|v| v == "large") {
+            return;
+        }
         let shape_rows = run_cases(SHAPES.iter().map(|s| format!("shape:{}", s.0)));
         support::print_table(
             "shapes",
@@ -223,6 +246,10 @@ fn main() {
         write_times(quick);
         return;
     };
+    if case.starts_with("large:") {
+        large::run(&case);
+        return;
+    }
     if let Some(shape) = case.strip_prefix("shape:") {
         shape_case(shape, quick);
         return;

@@ -39,7 +39,7 @@
 //! max_tool_output_bytes = 0      # byte trigger beside the token one (0: off)
 //! cleanup_interval_seconds = 3600
 //! auto_cleanup = true            # the layer starts the cleanup task itself
-//! max_buffered_bytes = 536870912 # cap on response bytes buffered at once, all responses together
+//! max_buffered_bytes = 536870912 # cap on response bytes held in memory at once (larger ones are spilled to disk)
 //! extraction = true              # serve offloaded data over MCP (lro_extract, lro_list, resources/read)
 //! exclude_tools = ["read_secret"]
 //!
@@ -180,9 +180,12 @@ pub struct OffloadConfig {
     /// layer runs at most one cleanup task (see
     /// [`OffloadLayer::spawn_cleanup`](crate::OffloadLayer::spawn_cleanup)).
     pub auto_cleanup: bool,
-    /// Cap on the response bytes the layer buffers at once, across all
-    /// in-flight responses (`max_buffered_bytes`, default 512 MiB). Past it
-    /// a response passes through untouched.
+    /// Cap on the response bytes the layer holds in memory at once, across
+    /// all in-flight responses (`max_buffered_bytes`, default 512 MiB). It
+    /// bounds memory, not what is offloaded: a response that would pass it
+    /// (or any response over 16 MiB) is spilled to a private temporary file
+    /// and offloaded from there in bounded memory. Only when no spill file
+    /// can be made does a response pass through untouched.
     pub max_buffered_bytes: usize,
     /// Whether offloaded data is also served over MCP (`extraction`,
     /// default true): the layer lists and answers the `lro_extract` and

@@ -158,7 +158,7 @@ pub(crate) fn describe(f: &Facts<'_>) -> (OffloadResponse, usize) {
 }
 
 fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
-    let (count, tokens, detail) = (f.records.len(), f.header.estimated_tokens, f.header.detail);
+    let (count, tokens, detail) = (f.header.count, f.header.estimated_tokens, f.header.detail);
     let memories = recipes::is_memory(f.stats, f.kind, detail);
     let path_arg = match d.guidance {
         Guidance::Full => serde_json::to_string(f.path).unwrap_or_default(),
@@ -234,13 +234,15 @@ fn short_guidance(
 fn summary(f: &Facts<'_>, namespaces: usize) -> OffloadSummary {
     let score = f.stats.score_field();
     OffloadSummary {
-        count: f.records.len(),
+        count: f.header.count,
         estimated_tokens: f.header.estimated_tokens,
         operation: f.header.operation.clone(),
         top_namespaces: f.stats.top_categories(namespaces),
         score_range: score.map(|(_, s)| (s.min, s.max)),
         detail: f.header.detail,
         score_field: score.map(|(name, _)| name.to_owned()),
+        data_bytes: f.header.data_bytes,
+        data_sha256: f.header.data_sha256.clone(),
     }
 }
 

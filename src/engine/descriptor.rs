@@ -11,14 +11,21 @@
 //!   (`"type": "lro_header"`, [`HEADER_TYPE`]): the operation, the count,
 //!   the schema version, when it was written, the tokens, the [`Detail`]
 //!   level; then one record per line.
+//!
+//! **Completeness contract.** Every descriptor and header says how many
+//! record lines follow the header (`count`), how many bytes they are
+//! (`data_bytes`) and their SHA-256 (`data_sha256`), computed while the
+//! lines were made: `tail -n +2 FILE | wc -l`, `| wc -c` and `| sha256sum`
+//! give the same figures for a file that holds the whole result.
 //! * [`OffloadedResult`] — the file as the engine wrote it (path, header,
 //!   ttl, creation time).
 //!
 //! Field names are exactly the specification's. Additions are marked as
 //! such in each field's docs (`preview`, `expires_after_seconds`, `page`
-//! ([`PageInfo`]) and `summary.score_field` in the descriptor; `tool`,
-//! `expires_at`, `rebuild`, `recipes` ([`RecipeProgram`]) and `owner` in
-//! the header) and are skipped when empty, so a reader that knows only the
+//! ([`PageInfo`]), `summary.score_field` and the completeness contract
+//! `summary.data_bytes` and `summary.data_sha256` in the descriptor;
+//! `tool`, `expires_at`, `rebuild`, `recipes` ([`RecipeProgram`]),
+//! `owner`, `data_bytes` and `data_sha256` in the header) and are skipped when empty, so a reader that knows only the
 //! spec's fields reads our files and descriptors unchanged. The
 //! [`offload`](crate::offload) module docs say what the client receives
 //! around the descriptor (the other blocks, `structuredContent`, paged
@@ -169,6 +176,16 @@ pub struct OffloadHeader {
     /// session or tenant that produced it; never the session id itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// Addition, the completeness contract: bytes of the data lines (every
+    /// byte after the header line, newlines included; `tail -n +2 FILE |
+    /// wc -c`). With `count` and `data_sha256` a reader can tell the file
+    /// holds the whole result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_bytes: Option<u64>,
+    /// Addition, the completeness contract: SHA-256 of the data lines
+    /// (lowercase hex; `tail -n +2 FILE | sha256sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_sha256: Option<String>,
 }
 
 /// Addition: one recipe as the extractor runs it. Its parameters are jq
@@ -373,6 +390,15 @@ pub struct OffloadSummary {
     /// not read as search scores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_field: Option<String>,
+    /// Addition, the completeness contract (as in the file's header):
+    /// bytes of the file's data lines, every byte after the header line
+    /// (`tail -n +2 FILE | wc -c`). `count` is their number of lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_bytes: Option<u64>,
+    /// Addition, the completeness contract: SHA-256 of the data lines,
+    /// lowercase hex (`tail -n +2 FILE | sha256sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_sha256: Option<String>,
 }
 
 /// A ready-to-run jq command. Its `Debug` shows neither (a command or a
@@ -447,6 +473,7 @@ impl std::fmt::Debug for OffloadHeader {
             .field("detail", &self.detail)
             .field("tool", &self.tool)
             .field("expires_at", &self.expires_at)
+            .field("data_bytes", &self.data_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -470,6 +497,7 @@ impl std::fmt::Debug for OffloadSummary {
             .field("operation", &self.operation)
             .field("top_namespaces", &self.top_namespaces.len())
             .field("detail", &self.detail)
+            .field("data_bytes", &self.data_bytes)
             .finish_non_exhaustive()
     }
 }

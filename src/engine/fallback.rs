@@ -16,18 +16,19 @@ use crate::wire::mcp::{BlockOut, RawResult};
 /// The spec's write-failure fallback: inline, cut on record boundaries
 /// to fit the threshold, with a warning first.
 ///
+/// `records` may be the first of `total` (a spilled result's sample).
+///
 /// Bounded by the threshold, not by the records: only the records that
 /// fit are looked at (each costs at least one token) and kept.
 pub(super) fn truncate(
     estimator: &dyn TokenEstimator,
     parsed: &RawResult<'_>,
     rebuild: Option<&Rebuild>,
-    records: RecordsView<'_>,
+    (records, total): (RecordsView<'_>, usize),
     error: StoreError,
     estimated_tokens: usize,
     threshold: usize,
 ) -> Outcome {
-    let total = records.len();
     // A plain sentence: the store's error names server paths and OS
     // errors, which go to the `OffloadWriteFailed` event and the log only.
     let make_warning = |kept: usize| client_warning(kept, total, threshold);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::contract::DataContract;
 use super::descriptor::{Detail, HEADER_TYPE, OffloadHeader, OffloadedResult};
 use super::rebuild::expiry;
 use super::recipes::Recipe;
@@ -47,11 +48,12 @@ pub fn operation_name(tool: &str) -> String {
 /// What the header says besides the call and the configuration.
 pub(super) struct HeaderFacts<'a> {
     pub id: ulid::Ulid,
-    pub count: usize,
     pub estimated_tokens: usize,
     pub detail: Detail,
     pub rebuild: Rebuild,
     pub recipes: &'a [Recipe],
+    /// The completeness contract of the data lines.
+    pub contract: &'a DataContract,
 }
 
 /// The file's first line.
@@ -62,7 +64,7 @@ pub(super) fn header(call: &ToolCall, config: &OffloadConfig, h: HeaderFacts<'_>
         header_type: HEADER_TYPE.to_owned(),
         operation: operation_name(&call.name),
         query: call.query().map(str::to_owned),
-        count: h.count,
+        count: h.contract.count,
         schema_version: config.schema_version.clone(),
         timestamp: timestamp(created_at),
         estimated_tokens: h.estimated_tokens,
@@ -72,6 +74,8 @@ pub(super) fn header(call: &ToolCall, config: &OffloadConfig, h: HeaderFacts<'_>
         rebuild: Some(h.rebuild),
         recipes: h.recipes.iter().map(|r| r.program.clone()).collect(),
         owner: call.owner.clone(),
+        data_bytes: Some(h.contract.bytes),
+        data_sha256: Some(h.contract.sha256.clone()),
     }
 }
 

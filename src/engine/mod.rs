@@ -126,6 +126,7 @@
 //! result). Beside them: `descriptor` (the spec's types), `paging`,
 //! `events`, `outcome`, `rebuild` (the read side).
 
+mod contract;
 mod decide;
 mod describe;
 pub mod descriptor;
@@ -140,8 +141,10 @@ pub(crate) mod rebuild;
 pub(crate) mod recipes;
 pub(crate) mod records;
 mod rewrite;
+mod spilled;
 pub(crate) mod stats;
 
 pub use file::operation_name;
 pub use offloader::Offloader;
 pub use outcome::{Offloaded, Outcome, Truncated};
+pub use spilled::SpilledReply;

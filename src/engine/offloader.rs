@@ -227,6 +227,34 @@ impl Offloader {
         outcome
     }
 
+    /// Offloads a JSON-RPC response too large to hold, spilled to `spill`
+    /// (`len` bytes, read from its start; a private temporary file), in
+    /// bounded memory: the records are split from the file in streaming
+    /// passes and written through [`Store::write_from`]; see
+    /// [`SpilledReply`](super::SpilledReply). The caller checks the reply's
+    /// `id` and sends its `message` in place of the spilled response; when
+    /// the outcome is `Inline` it sends the spilled bytes as they were.
+    /// Blocking (file I/O): call it on a blocking thread. Emits the event
+    /// as [`process`](Self::process) does.
+    pub fn process_spilled(
+        &self,
+        call: &ToolCall,
+        spill: &std::fs::File,
+        len: u64,
+    ) -> super::SpilledReply {
+        let mut reply = super::spilled::run(&self.parts(), call, spill, len);
+        let outcome = Ok(std::mem::replace(
+            &mut reply.outcome,
+            Outcome::Inline(PassReason::Interrupted),
+        ));
+        let bytes = usize::try_from(len).unwrap_or(usize::MAX);
+        self.emit(&call.name, bytes, &outcome);
+        if let Ok(o) = outcome {
+            reply.outcome = o;
+        }
+        reply
+    }
+
     fn emit(&self, tool: &str, bytes: usize, outcome: &Result<Outcome, ResultError>) {
         let event = match outcome {
             Ok(Outcome::Offloaded(o)) => OffloadEvent::Offloaded {

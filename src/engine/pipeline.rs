@@ -14,6 +14,7 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
+use super::contract::DataDigest;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
@@ -72,17 +73,18 @@ pub(super) fn run(o: &Parts<'_>, call: &ToolCall, result: &[u8]) -> Result<Outco
     let stats = RecordStats::collect(records.view().iter());
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
+    let contract = DataDigest::of(records.view().body().as_bytes(), records.len());
     let id = o.file_id;
     let header = file::header(
         call,
         o.config,
         HeaderFacts {
             id,
-            count: records.len(),
             estimated_tokens,
             detail,
             rebuild,
             recipes: &recipes,
+            contract: &contract,
         },
     );
     let file_name = store::file_name(&header.operation, id);
@@ -111,8 +113,15 @@ pub(super) fn run(o: &Parts<'_>, call: &ToolCall, result: &[u8]) -> Result<Outco
             let rebuild = header.rebuild.as_ref();
             let threshold = policy.threshold_tokens;
             let (records, tokens) = (file.records(), estimated_tokens);
+            let total = records.len();
             let truncated = fallback::truncate(
-                estimator, &parsed, rebuild, records, error, tokens, threshold,
+                estimator,
+                &parsed,
+                rebuild,
+                (records, total),
+                error,
+                tokens,
+                threshold,
             );
             return Ok(truncated);
         }

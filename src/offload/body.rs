@@ -13,6 +13,7 @@ use pin_project_lite::pin_project;
 
 use super::budget::Lease;
 use super::replay::Replay;
+use super::replay::SpillReplay;
 use super::sse_rewrite::SseRewriter;
 
 pin_project! {
@@ -34,6 +35,7 @@ pin_project! {
             #[pin] body: B,
             rewriter: Box<SseRewriter<B::Error>>,
         },
+        Spill { replay: Box<SpillReplay<B::Error>> },
     }
 }
 
@@ -81,6 +83,30 @@ impl<B: Body> OffloadBody<B> {
         }
     }
 
+    /// A body of the layer's own, then `trailers`.
+    pub(crate) fn own_with(data: Bytes, trailers: Option<HeaderMap>) -> Self {
+        let mut frames = VecDeque::with_capacity(2);
+        frames.push_back(Frame::data(data));
+        if let Some(t) = trailers {
+            frames.push_back(Frame::trailers(t));
+        }
+        OffloadBody {
+            kind: BodyKind::Full {
+                replay: Replay::new(frames, None, None),
+                lease: None,
+            },
+        }
+    }
+
+    /// A spilled body played back from its file, byte for byte.
+    pub(crate) fn replay_spill(replay: SpillReplay<B::Error>) -> Self {
+        OffloadBody {
+            kind: BodyKind::Spill {
+                replay: Box::new(replay),
+            },
+        }
+    }
+
     /// Frames already read, then the rest of the body, untouched.
     pub(crate) fn resume(frames: VecDeque<Frame<Bytes>>, rest: Pin<Box<B>>, lease: Lease) -> Self {
         OffloadBody {
@@ -124,6 +150,7 @@ where
                 frame
             }
             OffloadBodyProj::Sse { body, rewriter } => rewriter.poll_frame(body, cx),
+            OffloadBodyProj::Spill { replay } => Poll::Ready(replay.next()),
         }
     }
 
@@ -132,6 +159,7 @@ where
             BodyKind::Passthrough { body } => body.is_end_stream(),
             BodyKind::Full { replay, .. } => replay.is_end_stream(),
             BodyKind::Sse { .. } => false,
+            BodyKind::Spill { replay } => replay.is_end_stream(),
         }
     }
 
@@ -140,6 +168,11 @@ where
             BodyKind::Passthrough { body } => body.size_hint(),
             BodyKind::Full { replay, .. } => replay.size_hint(),
             BodyKind::Sse { .. } => SizeHint::default(),
+            BodyKind::Spill { replay } => {
+                let mut hint = SizeHint::new();
+                hint.set_lower(replay.left());
+                hint
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 
 use super::body::OffloadBody;
 use super::budget::Lease;
+use super::spill::{SPILL_AT, read_spilled};
 use super::state::{Shared, Watch};
 use crate::wire::jsonrpc::{Found, created_task_id, find_results};
 
@@ -34,9 +35,17 @@ where
             error,
         } => (data, trailers, error),
         Collected::OverCap { frames, rest } => {
+            // Too large to hold: spilled and offloaded from the spill.
+            drop(lease);
+            let (parts, frames, rest) =
+                match read_spilled(shared.clone(), parts, frames, rest, &watched).await {
+                    Ok(response) => return response,
+                    Err(back) => back,
+                };
             for w in watched {
                 shared.over_buffer_cap(w.call.name);
             }
+            let lease = shared.buffers.lease();
             return Response::from_parts(parts, OffloadBody::resume(frames, rest, lease));
         }
     };
@@ -69,7 +78,7 @@ enum Collected<B: Body> {
         trailers: Option<HeaderMap>,
         error: Option<B::Error>,
     },
-    /// The buffer budget ran out: the frames read so far and the rest.
+    /// Over [`SPILL_AT`] or the buffer budget: the frames read so far and the rest.
     OverCap {
         frames: VecDeque<Frame<Bytes>>,
         rest: Pin<Box<B>>,
@@ -95,7 +104,8 @@ where
         match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(d) => {
-                    if !lease.grow(d.len()) {
+                    let held = first.as_ref().map_or(buf.len(), Bytes::len);
+                    if held + d.len() > SPILL_AT || !lease.grow(d.len()) {
                         let mut frames = VecDeque::with_capacity(2);
                         if let Some(f) = first.take() {
                             frames.push_back(Frame::data(f));
@@ -108,7 +118,7 @@ where
                     match first.take() {
                         None if buf.is_empty() => first = Some(d),
                         Some(f) => {
-                            let want = hint.min(lease.limit()).min(1 << 30);
+                            let want = hint.min(lease.limit()).min(SPILL_AT);
                             buf.reserve(want.max(f.len() + d.len()));
                             buf.extend_from_slice(&f);
                             buf.extend_from_slice(&d);

@@ -267,10 +267,16 @@
 //! * **A client that goes away** while its file is being written: the file
 //!   is deleted once written, so nothing is left that no one was told
 //!   about.
-//! * Memory is bounded: past `max_buffered_bytes` (default 512 MiB) held at
-//!   once, all responses together, a response streams on untouched. An
-//!   upstream that fails mid-body has its error passed on, after the same
-//!   bytes as without the layer.
+//! * Memory is bounded whatever the result's size: a JSON response over
+//!   16 MiB, or one that would pass `max_buffered_bytes` (default 512 MiB,
+//!   all responses together), and likewise the one event of an event
+//!   stream that carries the watched result, is spilled to a private
+//!   temporary file as it arrives and offloaded from there in streaming
+//!   passes ([`Offloader::process_spilled`]): a 1 GB result costs tens of
+//!   MiB. What stays inline after all (not a result, under the threshold)
+//!   is played back from the spill byte for byte. An upstream that fails
+//!   mid-body has its error passed on, after the same bytes as without the
+//!   layer, and nothing is published.
 //! * Files expire: the layer runs the spec's `offload_cleanup` task itself
 //!   (see [`cleanup`](crate::cleanup)), and [`rebuild_file`] and
 //!   `lro_extract` refuse an expired file even before it is deleted.
@@ -391,7 +397,8 @@
 //!   falls back to the spec's truncation) unless you set
 //!   `trust_output_dir`. Files are created `0600`, never through a symlink,
 //!   never over an existing file (see [`store`](crate::store)).
-//! * **Bounded memory.** Buffered responses share `max_buffered_bytes`;
+//! * **Bounded memory.** Buffered responses share `max_buffered_bytes`
+//!   (larger ones are spilled to disk, see above);
 //!   what the layer remembers between requests (proxy sessions, the calls
 //!   of tasks, calls whose stream was dropped) is bounded in count, bytes
 //!   and time, and keeps only the tool name and the few arguments the
@@ -434,7 +441,9 @@ mod request_body;
 mod respond;
 mod service;
 mod sessions;
+mod spill;
 mod sse_rewrite;
+mod sse_spill;
 mod state;
 
 pub use body::OffloadBody;
@@ -451,7 +460,7 @@ pub use crate::answer::{BindingKey, BindingKeyError};
 pub use crate::engine::events::{EventHook, OffloadEvent, PassReason};
 pub use crate::engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
 pub use crate::engine::records::{Rebuild, RebuildError};
-pub use crate::engine::{Offloaded, Offloader, Outcome, Truncated, operation_name};
+pub use crate::engine::{Offloaded, Offloader, Outcome, SpilledReply, Truncated, operation_name};
 pub use crate::wire::call::ToolCall;
 pub use crate::wire::jsonrpc::CLIENT_INFO_META_KEY;
 pub use crate::wire::mcp::ResultError;

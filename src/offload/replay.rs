@@ -2,11 +2,15 @@
 //! rest of the body or the error that cut it short.
 
 use std::collections::VecDeque;
+use std::io::Read;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+
+/// Bytes read at a time when playing a spill back.
+const SPILL_READ: usize = 256 * 1024;
 
 /// Frames held in memory, then the rest of a body or the error that cut it
 /// short: a collected (possibly rewritten) response body.
@@ -123,5 +127,65 @@ impl<E> DeferredError<E> {
             return Poll::Pending;
         }
         Poll::Ready(self.error.take())
+    }
+}
+
+/// A spill played back: its bytes, then its trailers or the error that cut
+/// the body short.
+pub(crate) struct SpillReplay<E> {
+    file: std::fs::File,
+    left: u64,
+    trailers: Option<http::HeaderMap>,
+    error: Option<E>,
+}
+
+impl<E> SpillReplay<E> {
+    /// `len` bytes of `file` (rewound), then `trailers` or `error`.
+    pub(crate) fn new(
+        file: std::fs::File,
+        len: u64,
+        trailers: Option<http::HeaderMap>,
+        error: Option<E>,
+    ) -> Self {
+        SpillReplay {
+            file,
+            left: len,
+            trailers,
+            error,
+        }
+    }
+
+    /// `len` bytes of `file` (rewound), nothing after them.
+    pub(crate) fn plain(file: std::fs::File, len: u64) -> Self {
+        Self::new(file, len, None, None)
+    }
+
+    /// The next frame (reads of a local file just written: in the page cache).
+    pub(crate) fn next(&mut self) -> Option<Result<Frame<Bytes>, E>> {
+        if self.left > 0 {
+            let want = SPILL_READ.min(usize::try_from(self.left).unwrap_or(SPILL_READ));
+            let mut buf = vec![0u8; want];
+            match self.file.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    buf.truncate(n);
+                    self.left -= n as u64;
+                    return Some(Ok(Frame::data(Bytes::from(buf))));
+                }
+                // The spill shrank or failed under us: end here.
+                _ => self.left = 0,
+            }
+        }
+        if let Some(e) = self.error.take() {
+            return Some(Err(e));
+        }
+        self.trailers.take().map(|t| Ok(Frame::trailers(t)))
+    }
+
+    pub(crate) fn is_end_stream(&self) -> bool {
+        self.left == 0 && self.error.is_none() && self.trailers.is_none()
+    }
+
+    pub(crate) fn left(&self) -> u64 {
+        self.left
     }
 }

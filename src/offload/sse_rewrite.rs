@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::io::Seek;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,8 +15,12 @@ use http_body::{Body, Frame};
 
 use super::budget::Lease;
 use super::replay::DeferredError;
-use super::state::{Shared, Watch};
+use super::replay::SpillReplay;
+use super::spill::SPILL_AT;
+use super::sse_spill::{EventSpill, offload_event};
+use super::state::{Shared, Watch, WatchKind};
 use crate::json::{minify_into, range_in};
+use crate::offload::Outcome;
 use crate::wire::jsonrpc::{Reply, created_task_id, read_reply};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 
@@ -46,7 +51,24 @@ pub(crate) struct SseRewriter<E> {
     lease: Option<Lease>,
     /// Length of the event being evaluated.
     pending_len: usize,
+    /// A watched event too large to hold, being spilled (see `sse_spill`).
+    spill: Option<EventSpill>,
+    /// The spilled event being offloaded.
+    spilled: Option<SpillFuture>,
+    /// A spilled event played back unchanged.
+    replaying: Option<SpillReplay<E>>,
 }
+
+/// What became of a spilled event.
+enum SpillDone {
+    /// Offloaded: the reply's id and the rewritten event.
+    Event(serde_json::Value, Bytes),
+    /// Kept: the event's file and length, played back (`None`: the disk
+    /// failed under the spill).
+    Replay(Option<std::fs::File>, u64),
+}
+
+type SpillFuture = Pin<Box<dyn Future<Output = SpillDone> + Send>>;
 
 impl<E> SseRewriter<E> {
     pub(crate) fn new(watched: Vec<Watch>, session: Option<String>, shared: Arc<Shared>) -> Self {
@@ -61,6 +83,9 @@ impl<E> SseRewriter<E> {
             error: DeferredError::none(),
             lease: None,
             pending_len: 0,
+            spill: None,
+            spilled: None,
+            replaying: None,
         }
     }
 
@@ -80,7 +105,14 @@ impl<E> SseRewriter<E> {
             self.hold(self.pending_len);
             return;
         }
-        if self.hold(self.splitter.buffered() + self.pending_len) {
+        let buffered = self.splitter.buffered();
+        if self.pending.is_none() && buffered > SPILL_AT && self.start_spill() {
+            return;
+        }
+        if self.hold(buffered + self.pending_len) {
+            return;
+        }
+        if self.pending.is_none() && self.start_spill() {
             return;
         }
         for w in std::mem::take(&mut self.watched) {
@@ -94,7 +126,7 @@ impl<E> SseRewriter<E> {
 
     /// Moves complete events to `ready`, stopping at a watched one.
     fn drain_events(&mut self) {
-        while self.pending.is_none() {
+        while self.pending.is_none() && self.busy_spilling().is_none() {
             if self.watched.is_empty() {
                 // Nothing left to watch: forward whatever is held, as is.
                 if self.splitter.buffered() > 0 {
@@ -129,7 +161,17 @@ impl<E> SseRewriter<E> {
             Some((watch, data, range)) => {
                 let held = self.splitter.buffered() + event.len() + data.len();
                 if !self.hold(held) {
-                    // Over the cap: this result goes out untouched.
+                    // Over the cap: spilled and offloaded from there.
+                    if self.busy_spilling().is_none()
+                        && let Some(spill) = EventSpill::whole(&event)
+                    {
+                        self.watched.push(watch);
+                        self.spill = Some(spill);
+                        self.hold(self.pending_len);
+                        self.end_spill();
+                        return;
+                    }
+                    // No spill file: this result goes out untouched.
                     self.shared.over_buffer_cap(watch.call.name);
                     self.ready.push_back(Frame::data(event));
                     return;
@@ -223,6 +265,23 @@ impl<E> SseRewriter<E> {
                 self.evaluated(event);
                 continue;
             }
+            if let Some(r) = self.replaying.as_mut() {
+                match r.next() {
+                    Some(Ok(frame)) => return Poll::Ready(Some(Ok(frame))),
+                    _ => {
+                        self.replaying = None;
+                        self.drain_events();
+                        self.account();
+                        continue;
+                    }
+                }
+            }
+            if let Some(fut) = self.spilled.as_mut() {
+                let done = ready!(fut.as_mut().poll(cx));
+                self.spilled = None;
+                self.spill_done(done);
+                continue;
+            }
             if self.ended {
                 // Everything held has been sent: give its bytes back.
                 self.lease = None;
@@ -258,6 +317,23 @@ impl<E> SseRewriter<E> {
 
     /// Takes a chunk of the stream; returns it when it can go straight out.
     fn on_data(&mut self, data: Bytes) -> Option<Bytes> {
+        if let Some(spill) = self.spill.as_mut() {
+            match spill.push(&data) {
+                Ok(None) => return None,
+                Ok(Some(n)) => {
+                    self.splitter.push(&data[n..]);
+                    self.end_spill();
+                    return None;
+                }
+                Err(_) => {
+                    // The disk failed under the spill: what it holds goes
+                    // out as it is, then this chunk and the rest.
+                    self.replay_spill();
+                    self.splitter.push(&data);
+                    return None;
+                }
+            }
+        }
         let idle = self.pending.is_none() && self.splitter.buffered() == 0;
         if idle
             && EventSplitter::ends_at_boundary(&data)
@@ -287,6 +363,10 @@ impl<E> SseRewriter<E> {
     /// The inner body failed: what is held goes out, then the error,
     /// unchanged.
     fn on_error(&mut self, error: E) {
+        if self.spill.is_some() {
+            // Cut short inside the spilled event: played back as it came.
+            self.replay_spill();
+        }
         self.flush_held();
         self.watched.clear();
         self.error = DeferredError::new(Some(error), !self.ready.is_empty());
@@ -297,6 +377,11 @@ impl<E> SseRewriter<E> {
     /// like any other; what else is held (an unfinished event) goes out.
     fn on_end(&mut self) {
         self.ended = true;
+        match &self.spill {
+            Some(s) if s.complete_at_end() => self.end_spill(),
+            Some(_) => self.replay_spill(),
+            None => {}
+        }
         if !self.watched.is_empty()
             && self.pending.is_none()
             && let Some(event) = self.splitter.finish_event()
@@ -311,6 +396,113 @@ impl<E> SseRewriter<E> {
         if !rest.is_empty() {
             self.ready.push_back(Frame::data(rest));
         }
+    }
+}
+
+/// A watched event too large to hold (see `sse_spill`).
+impl<E> SseRewriter<E> {
+    /// What a spilled event is at, if one is.
+    fn busy_spilling(&self) -> Option<()> {
+        (self.spill.is_some() || self.spilled.is_some() || self.replaying.is_some()).then_some(())
+    }
+
+    /// Starts spilling the incomplete event held (only the event being
+    /// read is held when nothing is pending); false when no spill file
+    /// can be made (the caller falls back to passing it through).
+    fn start_spill(&mut self) -> bool {
+        if self.busy_spilling().is_some() || self.watched.is_empty() {
+            return false;
+        }
+        let held = self.splitter.take_rest();
+        match EventSpill::new(&held) {
+            Some(spill) => {
+                self.spill = Some(spill);
+                self.hold(self.pending_len);
+                true
+            }
+            None => {
+                self.splitter.push(&held);
+                false
+            }
+        }
+    }
+
+    /// The spilled event is whole: offload it on the blocking pool.
+    fn end_spill(&mut self) {
+        let Some(spill) = self.spill.take() else {
+            return;
+        };
+        let Some(watch) = self.watched.iter().find(|w| w.kind == WatchKind::Result) else {
+            self.spilled = Some(Box::pin(async move { kept(spill) }));
+            return;
+        };
+        let call = self.shared.call_of(watch);
+        let offloader = self.shared.offloader.clone();
+        let ids: Vec<serde_json::Value> = self.watched.iter().map(|w| w.id.clone()).collect();
+        self.spilled = Some(Box::pin(async move {
+            let Ok((file, len)) = spill.finish() else {
+                return SpillDone::Replay(None, 0);
+            };
+            let Ok(mut back) = file.try_clone() else {
+                return SpillDone::Replay(Some(file), len);
+            };
+            let done =
+                tokio::task::spawn_blocking(move || offload_event(&offloader, &call, &file)).await;
+            let _ = back.rewind();
+            match done {
+                Ok(Some((id, event, _))) if ids.contains(&id) => SpillDone::Event(id, event),
+                Ok(Some((_, _, outcome))) => {
+                    if let Outcome::Offloaded(o) = &outcome {
+                        // Not a watched answer: no one is told of this file.
+                        let _ = std::fs::remove_file(&o.file.path);
+                    }
+                    SpillDone::Replay(Some(back), len)
+                }
+                _ => SpillDone::Replay(Some(back), len),
+            }
+        }));
+    }
+
+    /// Plays back what the spill holds, unchanged.
+    fn replay_spill(&mut self) {
+        if let Some(spill) = self.spill.take()
+            && let SpillDone::Replay(Some(file), len) = kept(spill)
+        {
+            self.replaying = Some(SpillReplay::plain(file, len));
+        }
+    }
+
+    /// The spilled event was offloaded or is played back.
+    fn spill_done(&mut self, done: SpillDone) {
+        match done {
+            SpillDone::Event(id, event) => {
+                match self.watched.iter().position(|w| w.id == id) {
+                    Some(pos) => {
+                        self.watched.swap_remove(pos);
+                        self.ready.push_back(Frame::data(event));
+                    }
+                    // Checked before: only a watched id gets here.
+                    None => self.ready.push_back(Frame::data(event)),
+                }
+            }
+            SpillDone::Replay(Some(file), len) => {
+                self.replaying = Some(SpillReplay::plain(file, len));
+            }
+            SpillDone::Replay(None, _) => {}
+        }
+        if self.replaying.is_none() {
+            self.drain_events();
+            self.account();
+        }
+    }
+}
+
+/// A spill's file, rewound, to play back.
+fn kept(spill: EventSpill) -> SpillDone {
+    match spill.finish() {
+        Ok((file, len)) => SpillDone::Replay(Some(file), len),
+        // The disk failed: nothing can be played back (the bytes are lost).
+        Err(_) => SpillDone::Replay(None, 0),
     }
 }
 

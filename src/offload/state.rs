@@ -200,10 +200,7 @@ impl Shared {
     pub(crate) async fn transform(&self, w: &Watch, result: bytes::Bytes) -> Option<String> {
         match w.kind {
             WatchKind::Result => {
-                let mut call = w.call.to_call();
-                call.owner.clone_from(&w.owner);
-                call.resource_link = w.resource_link;
-                call.output_schema = self.output_schemas.get(&call.name);
+                let call = self.call_of(w);
                 let outcome = self.offloader.process_async(&call, result).await;
                 outcome.ok().and_then(|o| o.into_replacement())
             }
@@ -218,6 +215,15 @@ impl Shared {
             }
             WatchKind::Capabilities => add_resources_capability(std::str::from_utf8(&result).ok()?),
         }
+    }
+
+    /// The call whose result `w` watches, as the engine takes it.
+    pub(crate) fn call_of(&self, w: &Watch) -> crate::wire::call::ToolCall {
+        let mut call = w.call.to_call();
+        call.owner.clone_from(&w.owner);
+        call.resource_link = w.resource_link;
+        call.output_schema = self.output_schemas.get(&call.name);
+        call
     }
 
     /// Starts the cleanup task, once, if the configuration asks for it, no

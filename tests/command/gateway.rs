@@ -47,6 +47,11 @@ pub(crate) struct Proc {
 }
 
 impl Proc {
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }

@@ -10,6 +10,7 @@ mod fleet;
 mod fleet_faults;
 mod forward_proxy;
 mod gateway;
+mod large_results;
 mod legacy_sse;
 mod legacy_sse_faults;
 mod legacy_sse_oauth;

@@ -9,6 +9,7 @@ mod common;
 #[path = "../common/shapes.rs"]
 mod shapes;
 
+mod completeness;
 mod descriptor_fidelity;
 mod engine;
 mod engine_props;
@@ -20,3 +21,4 @@ mod hostile_shapes;
 mod lifecycle;
 mod recipe_parity;
 mod result_fidelity;
+mod spilled;

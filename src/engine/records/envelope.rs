@@ -136,7 +136,7 @@ type Runs = Vec<(usize, usize)>;
 /// parts left to the rewritten result out (blocks) or `null` (fields); a
 /// source block equal to the one before it written once (the runs, as
 /// [`Rebuild::repeats`]).
-pub(super) fn envelope(
+pub(crate) fn envelope(
     result: &RawResult<'_>,
     is_source: &[bool],
     structured: Option<&str>,

@@ -70,6 +70,7 @@ use crate::json::{Style, minify, minify_into, trim_parts};
 use crate::wire::mcp::RawObject;
 
 pub(crate) use assemble::{KeptSource, assemble};
+pub(crate) use envelope::envelope;
 pub(crate) use shape::string_end;
 pub(crate) use split::split;
 
@@ -315,6 +316,20 @@ pub(crate) struct TextFormat {
 }
 
 impl TextFormat {
+    /// The layout of a text too large to hold, learnt as it streamed by:
+    /// its leading and trailing whitespace, and whether the JSON between
+    /// is compact (else it is rebuilt compact: equal as JSON, not byte for
+    /// byte, as for any large text no known layout reproduces).
+    pub(crate) fn streamed(lead: &str, trail: &str, compact: bool) -> TextFormat {
+        TextFormat {
+            lead: lead.to_owned(),
+            trail: trail.to_owned(),
+            style: compact.then_some(Style::Compact),
+            layout: None,
+            verbatim: None,
+        }
+    }
+
     /// How `text` lays out `minified`; `budget` is what is left of
     /// [`LAYOUT_BUDGET`], and what this text takes of it is taken off.
     fn detect(text: &str, minified: &str, budget: &mut usize) -> TextFormat {
@@ -506,6 +521,11 @@ impl<'a> RecordsView<'a> {
 
     pub fn len(&self) -> usize {
         self.count
+    }
+
+    /// The records, each followed by `\n`: the file's data lines.
+    pub fn body(&self) -> &'a str {
+        self.body
     }
 
     /// Each record, in order.

@@ -95,8 +95,14 @@ impl RecordStats {
         stats
     }
 
+    /// A record not looked at (too large to hold): counted, opaque.
+    pub(crate) fn fold_unread(&mut self) {
+        self.count += 1;
+        self.opaque += 1;
+    }
+
     /// Folds one record in.
-    fn fold(&mut self, rec: &str) {
+    pub(crate) fn fold(&mut self, rec: &str) {
         self.count += 1;
         if too_deep_for_jq(rec) {
             self.too_deep += 1;

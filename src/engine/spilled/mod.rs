@@ -1,0 +1,551 @@
+//! A result too large to hold, offloaded from where it was spilled, in
+//! bounded memory (DESIGN.md, "Any size, bounded memory").
+//!
+//! The caller (the layer, `lro proxy`) spills a JSON-RPC response to a
+//! private temporary file once it is over its buffer bound, and hands the
+//! file to [`Offloader::process_spilled`](super::Offloader::process_spilled).
+//! Here, in passes over that file that each hold a buffer, never the
+//! result:
+//!
+//! 1. it is checked to be one JSON value (strings skipped, not kept);
+//! 2. its outline is read (`message`): the members of the message and of
+//!    its `result`, the content blocks, and the record sources (a text
+//!    block's `text` or `structuredContent` of more than 64 KiB); all the
+//!    rest is read into memory (at most 1 MiB, else the original is kept);
+//! 3. each text source is decoded into a private temporary file (its
+//!    tokens estimated on the way), and each source is split into records
+//!    (`split`) written to a second private temporary file, folding the
+//!    statistics, the completeness digest and a sample of the first
+//!    records as they go (`sink`);
+//! 4. the header, the recipes and the descriptor are made as for any
+//!    result; the rebuild layout is the simpler one of a streamed value
+//!    (its whitespace kept when it was compact, else rebuilt compact:
+//!    equal as JSON), the small rest of the result is the envelope;
+//! 5. the store writes the header and then the data file through
+//!    [`Store::write_from`](crate::store::Store::write_from), streamed.
+//!
+//! Memory: a few buffers of 256 KiB, one record up to 1 MiB (for the
+//! statistics), the sample (256 KiB) and the envelope (at most 1 MiB),
+//! whatever the result's size and shape. Text blocks that copy
+//! `structuredContent` are not recognised here: both give records.
+
+mod message;
+mod scan;
+mod sink;
+mod split;
+
+use std::fs::File;
+use std::io::{Read, Write};
+
+use super::describe::{self, Facts};
+use super::events::PassReason;
+use super::fallback;
+use super::file::{self, HeaderFacts};
+use super::outcome::{Offloaded, Outcome};
+use super::pipeline::Parts;
+use super::recipes;
+use super::records::{self, FromResult, Rebuild, RecordKind, Segment, Shape};
+use super::rewrite::{self, Replacement};
+use crate::json::{minify, push_json_string};
+use crate::store;
+use crate::wire::call::ToolCall;
+use crate::wire::mcp::RawResult;
+use message::{Outline, Source, Span, find, outline};
+use scan::{CHUNK, NotStreamable, check_json, decode_string};
+use sink::Sink;
+use split::{range, read_small};
+
+/// What became of a spilled JSON-RPC response.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SpilledReply {
+    /// The message's JSON-RPC `id` (`null` when it has none).
+    pub id: serde_json::Value,
+    /// What the engine decided. When it is not `Inline`, [`message`](Self::message)
+    /// holds the response to send instead.
+    pub outcome: Outcome,
+    /// The whole JSON-RPC response to send in place of the spilled one
+    /// (compact), when the result was offloaded or truncated.
+    pub message: Option<String>,
+}
+
+/// Offloads the spilled JSON-RPC response in `spill` (`len` bytes).
+pub(super) fn run(o: &Parts<'_>, call: &ToolCall, spill: &File, len: u64) -> SpilledReply {
+    let mut reply = SpilledReply {
+        id: serde_json::Value::Null,
+        outcome: Outcome::Inline(PassReason::Unparseable(String::new())),
+        message: None,
+    };
+    match offload(o, call, spill, len, &mut reply) {
+        Ok(outcome) => reply.outcome = outcome,
+        Err(Stop::Keep(reason)) => reply.outcome = Outcome::Inline(reason),
+        Err(Stop::Not(NotStreamable(why))) => {
+            reply.outcome = Outcome::Inline(PassReason::Unparseable(format!(
+                "spilled result kept: {why}"
+            )));
+        }
+    }
+    if matches!(reply.outcome, Outcome::Inline(_)) {
+        reply.message = None;
+    }
+    reply
+}
+
+/// Why a spilled result stays as it is.
+enum Stop {
+    Keep(PassReason),
+    Not(NotStreamable),
+}
+
+impl From<NotStreamable> for Stop {
+    fn from(e: NotStreamable) -> Self {
+        Stop::Not(e)
+    }
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Self {
+        Stop::Not(e.into())
+    }
+}
+
+/// A source decoded (a text) or in place (`structuredContent`).
+struct Prepared {
+    source: Source,
+    /// The decoded text and its length.
+    text: Option<(File, u64)>,
+}
+
+/// Steps 1 to 3a: checked, outlined, the texts decoded and the tokens
+/// estimated; `Stop::Keep` when the result stays. (About 90 lines: the
+/// checks in order, each a call.)
+fn prepare(
+    o: &Parts<'_>,
+    call: &ToolCall,
+    spill: &File,
+    len: u64,
+    reply: &mut SpilledReply,
+) -> Result<(Outline, Vec<Prepared>, usize), Stop> {
+    let policy = o.config.policy_for(&call.name);
+    if !policy.enabled {
+        let reason = if o.config.enabled {
+            PassReason::Excluded
+        } else {
+            PassReason::Disabled
+        };
+        return Err(Stop::Keep(reason));
+    }
+    if !check_json(range(spill, 0, len)?) {
+        return Err(NotStreamable("not JSON").into());
+    }
+    let mut outline = outline(spill, len)?;
+    if let Some(id) = find(&outline.message, b"id") {
+        reply.id = serde_json::from_str(&read_small(spill, id.start, id.len())?)
+            .map_err(|_| NotStreamable("a bad id"))?;
+    }
+    if !policy.offload_errors
+        && find(&outline.members, b"isError")
+            .map(|s| read_small(spill, s.start, s.len().min(8)))
+            .transpose()?
+            .is_some_and(|v| v == "true")
+    {
+        return Err(Stop::Keep(PassReason::IsError));
+    }
+    // Decode the texts, estimating tokens on the way.
+    let estimator = o.estimator;
+    let small_tokens = small_text_tokens(estimator, spill, &outline)?;
+    let (mut text_tokens, mut structured_tokens, mut content_bytes) = (0usize, 0usize, 0u64);
+    let mut prepared = Vec::new();
+    for source in std::mem::take(&mut outline.sources) {
+        match source {
+            Source::Structured(s) => {
+                structured_tokens = estimate(estimator, range(spill, s.start, s.len())?)?;
+                content_bytes = content_bytes.max(s.len());
+                prepared.push(Prepared { source, text: None });
+            }
+            Source::Text { text, .. } => {
+                let mut decoded = tempfile::tempfile()?;
+                let mut w = std::io::BufWriter::with_capacity(CHUNK, &mut decoded);
+                let n = decode_string(range(spill, text.start, text.len())?, &mut w)?;
+                w.flush()?;
+                drop(w);
+                text_tokens += estimate(estimator, range(&decoded, 0, n)?)?;
+                content_bytes += n;
+                prepared.push(Prepared {
+                    source,
+                    text: Some((decoded, n)),
+                });
+            }
+        }
+    }
+    let estimated_tokens = (text_tokens + small_tokens).max(structured_tokens);
+    let over_bytes = policy
+        .max_tool_output_bytes
+        .is_some_and(|b| content_bytes >= b as u64);
+    if prepared.is_empty() {
+        return Err(Stop::Keep(PassReason::NoRecords));
+    }
+    if estimated_tokens <= policy.threshold_tokens && !over_bytes {
+        return Err(Stop::Keep(PassReason::UnderThreshold { estimated_tokens }));
+    }
+    Ok((outline, prepared, estimated_tokens))
+}
+
+/// What splitting the sources gave.
+struct Split {
+    data: sink::Finished,
+    segments: Vec<Segment>,
+    is_source: Vec<bool>,
+    slim: Option<String>,
+    kind: RecordKind,
+}
+
+/// Step 3b: every source split into the data file, in order.
+fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<Split, Stop> {
+    // Split every source into the data file.
+    let mut sink = Sink::new(tempfile::tempfile()?);
+    let mut segments = Vec::new();
+    let mut is_source = vec![false; blocks];
+    let mut slim: Option<String> = None;
+    let mut all_lines = true;
+    // The structured records' segment and contract, to tell a text block
+    // that copies them (memory servers send both).
+    let mut structured: Option<(usize, usize, String)> = None;
+    for p in prepared {
+        let start = sink.count();
+        let (block, shape) = match (&p.source, &p.text) {
+            (Source::Structured(s), _) => {
+                let shape = split::json_value(spill, s.start, s.len(), false, &mut sink)?;
+                slim = Some(match &shape {
+                    Shape::Json { before, after, .. } => format!("{before}[]{after}"),
+                    _ => "null".to_owned(),
+                });
+                (None, shape)
+            }
+            (Source::Text { block, .. }, Some((text, n))) => {
+                is_source[*block] = true;
+                if let Some((start, count, sha)) = &structured {
+                    let mut dry = Sink::dry();
+                    let shape = split::text(text, *n, &mut dry)?;
+                    let copy = dry.contract();
+                    if copy.count == *count && copy.sha256 == *sha {
+                        // The same records: the text repeats the segment.
+                        segments.push(Segment {
+                            block: Some(*block),
+                            start: *start,
+                            count: *count,
+                            shape,
+                            repeat: 0,
+                        });
+                        continue;
+                    }
+                }
+                (Some(*block), split::text(text, *n, &mut sink)?)
+            }
+            (Source::Text { .. }, None) => continue,
+        };
+        all_lines &= matches!(shape, Shape::Lines { .. });
+        if block.is_none() {
+            let c = sink.contract();
+            structured = Some((start, c.count, c.sha256));
+        }
+        segments.push(Segment {
+            block,
+            start,
+            count: sink.count() - start,
+            shape,
+            repeat: 0,
+        });
+    }
+    let data = sink.finish()?;
+    let kind = if all_lines {
+        RecordKind::Lines
+    } else {
+        RecordKind::Json
+    };
+    Ok(Split {
+        data,
+        segments,
+        is_source,
+        slim,
+        kind,
+    })
+}
+
+/// The steps (see the module docs). (About 115 lines: steps 4 and 5 in
+/// order, each a call, and the store's fallback, as in `pipeline::run`.)
+fn offload(
+    o: &Parts<'_>,
+    call: &ToolCall,
+    spill: &File,
+    len: u64,
+    reply: &mut SpilledReply,
+) -> Result<Outcome, Stop> {
+    let policy = o.config.policy_for(&call.name);
+    let estimator = o.estimator;
+    let (outline, prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
+    let Split {
+        data,
+        segments,
+        is_source,
+        slim,
+        kind,
+    } = split_sources(spill, outline.blocks.len(), &prepared)?;
+    drop(prepared);
+    let shrunk = shrunk_result(
+        spill,
+        &outline.members,
+        &outline.blocks,
+        &is_source,
+        slim.as_deref(),
+    )?;
+    let parsed = RawResult::parse(&shrunk).map_err(|_| NotStreamable("the rest of the result"))?;
+    let rebuild = rebuild_of(&parsed, &is_source, slim.is_some(), segments)?;
+    let stats = &data.stats;
+    let sample = data.sample();
+    let detail = describe::detail_level(call.string_arg("detail"), &call.name, stats);
+    let recipes = recipes::build(stats, kind, detail, sample);
+    let id = o.file_id;
+    let header = file::header(
+        call,
+        o.config,
+        HeaderFacts {
+            id,
+            estimated_tokens,
+            detail,
+            rebuild,
+            recipes: &recipes,
+            contract: &data.contract,
+        },
+    );
+    let file_name = store::file_name(&header.operation, id);
+    let planned = o.store.dir().join(&file_name);
+    let planned = planned.to_string_lossy();
+    let facts = Facts {
+        header: &header,
+        path: &planned,
+        stats,
+        kind,
+        recipes: &recipes,
+        records: sample,
+        preview_chars: o.config.preview_chars,
+        extraction: o.config.extraction,
+        estimator,
+        ttl: Some(o.config.ttl),
+    };
+    let response =
+        describe::fitted(&facts, estimated_tokens, policy.threshold_tokens).map_err(Stop::Keep)?;
+    let mut head = serde_json::to_vec(&header).unwrap_or_default();
+    head.push(b'\n');
+    let mut body = data.file.try_clone()?;
+    let path = match o.store.write_from(&file_name, &head, &mut body) {
+        Ok(path) => path,
+        Err(error) => {
+            let (threshold, total) = (policy.threshold_tokens, data.contract.count);
+            let truncated = fallback::truncate(
+                estimator,
+                &parsed,
+                header.rebuild.as_ref(),
+                (sample, total),
+                error,
+                estimated_tokens,
+                threshold,
+            );
+            if let Outcome::Truncated(t) = &truncated {
+                reply.message = Some(message(spill, &outline.message, &t.result)?);
+            }
+            return Ok(truncated);
+        }
+    };
+    let written = path.to_string_lossy();
+    let response = if written == planned {
+        response
+    } else {
+        describe::describe(&Facts {
+            path: &written,
+            ..facts
+        })
+        .0
+    };
+    let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
+    let link = call.resource_link.then(|| rewrite::link_to(&path));
+    let kept_blocks: Vec<usize> = (0..outline.blocks.len())
+        .filter(|&i| !is_source[i])
+        .collect();
+    let result = rewrite::rewritten(
+        &parsed,
+        Replacement {
+            descriptor_json: &descriptor_json,
+            link: link.as_deref(),
+            kept_blocks: &kept_blocks,
+            structured_slim: slim,
+            structured_copy_key: None,
+            count: response.summary.count,
+            file_path: &response.file_path,
+            output_schema: call.output_schema,
+        },
+    );
+    reply.message = Some(message(spill, &outline.message, &result)?);
+    let file = file::written(path, header, o.config.ttl, id);
+    Ok(Outcome::Offloaded(Box::new(Offloaded {
+        result,
+        response,
+        file,
+    })))
+}
+
+/// The rebuild layout: the envelope (the small rest of the result,
+/// `parsed`, the sources nulled) and the segments.
+fn rebuild_of(
+    parsed: &RawResult<'_>,
+    is_source: &[bool],
+    structured: bool,
+    segments: Vec<Segment>,
+) -> Result<Rebuild, NotStreamable> {
+    let nulled = structured.then_some("null");
+    let (envelope, repeats) = records::envelope(parsed, is_source, nulled, &FromResult::default())
+        .map_err(|_| NotStreamable("the envelope"))?;
+    Ok(Rebuild {
+        result: envelope,
+        segments: records::compact_segments(segments),
+        structured_copy: None,
+        from_result: None,
+        repeats,
+    })
+}
+
+/// Estimated tokens of the UTF-8 text `input` yields, a chunk at a time.
+fn estimate(
+    estimator: &dyn crate::estimate::TokenEstimator,
+    mut input: impl Read,
+) -> Result<usize, NotStreamable> {
+    let mut buf = vec![0u8; CHUNK];
+    let (mut carry, mut tokens) = (0usize, 0usize);
+    loop {
+        let n = input.read(&mut buf[carry..])?;
+        let end = carry + n;
+        let valid = match std::str::from_utf8(&buf[..end]) {
+            Ok(s) => s.len(),
+            Err(e) if e.error_len().is_none() && n > 0 => e.valid_up_to(),
+            Err(_) => return Err(NotStreamable("not UTF-8")),
+        };
+        tokens += estimator.estimate(std::str::from_utf8(&buf[..valid]).unwrap_or_default());
+        if n == 0 {
+            return Ok(tokens);
+        }
+        buf.copy_within(valid..end, 0);
+        carry = end - valid;
+    }
+}
+
+/// Tokens of the text blocks that are not sources.
+fn small_text_tokens(
+    estimator: &dyn crate::estimate::TokenEstimator,
+    spill: &File,
+    outline: &Outline,
+) -> Result<usize, NotStreamable> {
+    let mut tokens = 0;
+    for (i, b) in outline.blocks.iter().enumerate() {
+        let is_source = outline
+            .sources
+            .iter()
+            .any(|s| matches!(s, Source::Text { block, .. } if *block == i));
+        if is_source || b.len() > split::SOURCE_MIN {
+            continue;
+        }
+        let block: serde_json::Value = serde_json::from_str(&read_small(spill, b.start, b.len())?)
+            .map_err(|_| NotStreamable("a bad block"))?;
+        if let Some(t) = block.get("text").and_then(|t| t.as_str()) {
+            tokens += estimator.estimate(t);
+        }
+    }
+    Ok(tokens)
+}
+
+/// The result with each source emptied (a text `""`, `structuredContent`
+/// its `slim` form), minified: small (the outline bounded it).
+fn shrunk_result(
+    spill: &File,
+    members: &[message::Member],
+    blocks: &[Span],
+    is_source: &[bool],
+    slim: Option<&str>,
+) -> Result<String, NotStreamable> {
+    let mut out = String::from("{");
+    for (n, m) in members.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(std::str::from_utf8(&m.key).map_err(|_| NotStreamable("a bad key"))?);
+        out.push_str("\":");
+        match m.key.as_slice() {
+            b"structuredContent" if slim.is_some() => out.push_str(slim.unwrap_or("null")),
+            b"content" if !blocks.is_empty() => {
+                out.push('[');
+                for (i, b) in blocks.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if is_source[i] {
+                        out.push_str(&source_block(spill, *b)?);
+                    } else {
+                        out.push_str(&minify(&read_small(spill, b.start, b.len())?));
+                    }
+                }
+                out.push(']');
+            }
+            _ => out.push_str(&minify(&read_small(spill, m.value.start, m.value.len())?)),
+        }
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// A source text block, its text `""`.
+fn source_block(spill: &File, block: Span) -> Result<String, NotStreamable> {
+    let fields = message::children(spill, block, 256)?;
+    let mut out = String::from("{");
+    for (n, f) in fields.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(std::str::from_utf8(&f.key).map_err(|_| NotStreamable("a bad key"))?);
+        out.push_str("\":");
+        if f.key == b"text" {
+            out.push_str("\"\"");
+        } else {
+            out.push_str(&minify(&read_small(spill, f.value.start, f.value.len())?));
+        }
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// The JSON-RPC message with `result` in place of its result.
+fn message(
+    spill: &File,
+    members: &[message::Member],
+    result: &str,
+) -> Result<String, NotStreamable> {
+    let mut out = String::with_capacity(result.len() + 64);
+    out.push('{');
+    for (n, m) in members.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        let key = std::str::from_utf8(&m.key).map_err(|_| NotStreamable("a bad key"))?;
+        let key: String =
+            serde_json::from_str(&format!("\"{key}\"")).map_err(|_| NotStreamable("a bad key"))?;
+        push_json_string(&mut out, &key);
+        out.push(':');
+        if m.key == b"result" {
+            out.push_str(result);
+        } else {
+            out.push_str(&minify(&read_small(spill, m.value.start, m.value.len())?));
+        }
+    }
+    out.push('}');
+    Ok(out)
+}
