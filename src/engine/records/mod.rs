@@ -333,6 +333,13 @@ impl TextFormat {
     /// How `text` lays out `minified`; `budget` is what is left of
     /// [`LAYOUT_BUDGET`], and what this text takes of it is taken off.
     fn detect(text: &str, minified: &str, budget: &mut usize) -> TextFormat {
+        let (_, core, _) = trim_parts(text);
+        Self::detect_known(text, Style::detect(core, minified), budget)
+    }
+
+    /// [`detect`](Self::detect) when the style of the text is known already
+    /// (`style` is `Style::detect` of its core).
+    fn detect_known(text: &str, style: Option<Style>, budget: &mut usize) -> TextFormat {
         let (mut lead, core, mut trail) = trim_parts(text);
         // Whitespace around the JSON: kept while it fits.
         if lead.len() + trail.len() > *budget {
@@ -342,7 +349,7 @@ impl TextFormat {
         let mut format = TextFormat {
             lead: lead.to_owned(),
             trail: trail.to_owned(),
-            style: Style::detect(core, minified),
+            style,
             layout: None,
             verbatim: None,
         };

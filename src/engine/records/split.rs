@@ -101,7 +101,9 @@ fn find_records<'a>(
         let Some(kind) = kind else { continue };
         let text = result.blocks[i].text.as_deref().unwrap_or_default();
         match (kind, element_copies[i]) {
-            (TextKind::Copy, _) => found.structured_copy_text(i, text, structured.as_ref()),
+            (TextKind::Copy { style }, _) => {
+                found.structured_copy_text(i, text, *style, structured.as_ref())
+            }
             (TextKind::Json { minified, .. }, Some(element)) => {
                 found.element_copy_text(i, element, text, minified)
             }
@@ -213,14 +215,22 @@ impl Found {
 
     /// A text copy of `structuredContent` (the spec's backwards-compatible
     /// text): it repeats the structured records, laid out as the text was.
-    fn structured_copy_text(&mut self, block: usize, text: &str, array: Option<&StructuredArray>) {
-        let (Some(first), Some(array)) = (self.segments.first(), array) else {
+    /// A text that copies the structured content laid out in `style` (found
+    /// while classifying it): it repeats the structured records.
+    fn structured_copy_text(
+        &mut self,
+        block: usize,
+        text: &str,
+        style: Option<Style>,
+        array: Option<&StructuredArray>,
+    ) {
+        let (Some(first), Some(_)) = (self.segments.first(), array) else {
             return;
         };
         let Shape::Json { before, after, .. } = &first.shape else {
             return;
         };
-        let format = TextFormat::detect(text, &array.minified, &mut self.layout_budget);
+        let format = TextFormat::detect_known(text, style, &mut self.layout_budget);
         let shape = json_array_shape(before, after, Some(format));
         let (start, count) = (first.start, first.count);
         self.repeat(block, start, count, shape);
@@ -457,7 +467,7 @@ impl Precedence {
             || kinds.iter().any(|k| matches!(k, Some(TextKind::Jsonl)));
         let json_texts = kinds
             .iter()
-            .any(|k| matches!(k, Some(TextKind::Json { .. } | TextKind::Copy)));
+            .any(|k| matches!(k, Some(TextKind::Json { .. } | TextKind::Copy { .. })));
         let array_records = !found.records.is_empty() || array_texts;
         Precedence {
             array_records,

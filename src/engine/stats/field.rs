@@ -1,9 +1,7 @@
 //! Statistics of one top-level field of object records: its types, its
 //! string values (distinct ones counted, capped) and its numeric range.
 
-use std::collections::HashMap;
-
-use super::ty;
+use super::{FastHashMap, ty};
 
 /// Distinct string values counted per field.
 const DISTINCT_CAP: usize = 1024;
@@ -27,7 +25,7 @@ pub(crate) struct FieldStats {
     /// Total length of the string values, in bytes.
     pub string_bytes: usize,
     /// Occurrences of each distinct string value (capped).
-    pub distinct: HashMap<String, usize>,
+    pub distinct: FastHashMap<String, usize>,
     /// More distinct values than counted (or some too long to count).
     pub distinct_overflow: bool,
     /// Smallest numeric value.

@@ -4,13 +4,12 @@
 
 use std::fmt;
 
-use indexmap::IndexMap;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::field::FieldStats;
 use super::memory::MemoryFields;
 use super::schema::SchemaNode;
-use super::{RecordStats, SCHEMA_DEPTH, ty};
+use super::{FastMap, RecordStats, SCHEMA_DEPTH, ty};
 use crate::json::Key;
 
 /// Top-level fields tracked for recipes and the summary.
@@ -102,13 +101,18 @@ impl<'de> Visitor<'de> for Root<'_> {
 
 /// The statistics of top-level field `key`, started if there is room.
 fn tracked<'f>(
-    fields: &'f mut IndexMap<String, FieldStats>,
+    fields: &'f mut FastMap<String, FieldStats>,
     key: &str,
 ) -> Option<&'f mut FieldStats> {
-    if !fields.contains_key(key) && fields.len() < TRACKED_FIELDS {
-        fields.insert(key.to_owned(), FieldStats::default());
-    }
-    fields.get_mut(key)
+    // One lookup when the field is known (the usual case).
+    let i = match fields.get_index_of(key) {
+        Some(i) => i,
+        None if fields.len() < TRACKED_FIELDS => {
+            fields.insert_full(key.to_owned(), FieldStats::default()).0
+        }
+        None => return None,
+    };
+    fields.get_index_mut(i).map(|(_, f)| f)
 }
 
 /// Where one value is folded in: its schema node (none past the property

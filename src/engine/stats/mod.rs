@@ -18,7 +18,6 @@
 //! (`field`), the memory check (`memory`), and here what is known of all
 //! the records ([`RecordStats`]); `fold` reads one record into them.
 
-use indexmap::IndexMap;
 use serde::de::DeserializeSeed;
 use serde_json::Value;
 
@@ -31,6 +30,12 @@ mod memory;
 mod schema;
 
 pub(crate) use field::{FieldStats, is_category_like};
+
+/// The statistics' maps, in insertion order: their keys are short (field
+/// names, category values), so a fast hash (still randomly seeded) pays.
+pub(crate) type FastMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
+/// Unordered, for counts that are sorted before use.
+pub(crate) type FastHashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use fold::Root;
 use memory::MemoryCheck;
 use schema::SchemaNode;
@@ -68,7 +73,7 @@ pub(crate) struct RecordStats {
     pub too_deep: usize,
     schema: SchemaNode,
     /// Top-level fields of object records, in first-seen order.
-    pub fields: IndexMap<String, FieldStats>,
+    pub fields: FastMap<String, FieldStats>,
     /// `provenance.confidence` statistics.
     pub provenance_confidence: FieldStats,
     memory: MemoryCheck,
@@ -85,7 +90,7 @@ impl RecordStats {
             opaque: 0,
             too_deep: 0,
             schema: SchemaNode::default(),
-            fields: IndexMap::new(),
+            fields: FastMap::default(),
             provenance_confidence: FieldStats::default(),
             memory: MemoryCheck::default(),
         };

@@ -1,9 +1,8 @@
 //! The line schema: one merged JSON Schema node per place in the records.
 
-use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
-use super::ty;
+use super::{FastMap, ty};
 
 /// Properties described per object in the line schema.
 const SCHEMA_PROPERTIES: usize = 64;
@@ -17,7 +16,7 @@ pub(super) struct SchemaNode {
     pub(super) objects: usize,
     /// Properties of the objects seen here, each with the number of objects
     /// that have it, in first-seen order (at most [`SCHEMA_PROPERTIES`]).
-    pub(super) properties: IndexMap<String, (SchemaNode, usize)>,
+    pub(super) properties: FastMap<String, (SchemaNode, usize)>,
     /// Properties past the cap were seen.
     more_properties: bool,
     /// The merged node of the elements of the arrays seen here.
@@ -28,15 +27,19 @@ impl SchemaNode {
     /// The node of property `key` of an object seen here, counted present;
     /// `None` once the properties are capped.
     pub(super) fn child(&mut self, key: &str) -> Option<&mut SchemaNode> {
-        if !self.properties.contains_key(key) {
-            if self.properties.len() >= SCHEMA_PROPERTIES {
+        // One lookup when the property is known (the usual case).
+        let i = match self.properties.get_index_of(key) {
+            Some(i) => i,
+            None if self.properties.len() >= SCHEMA_PROPERTIES => {
                 self.more_properties = true;
                 return None;
             }
-            self.properties
-                .insert(key.to_owned(), (SchemaNode::default(), 0));
-        }
-        let (node, n) = self.properties.get_mut(key)?;
+            None => {
+                let node = (SchemaNode::default(), 0);
+                self.properties.insert_full(key.to_owned(), node).0
+            }
+        };
+        let (_, (node, n)) = self.properties.get_index_mut(i)?;
         *n += 1;
         Some(node)
     }
