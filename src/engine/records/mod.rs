@@ -1,8 +1,5 @@
 //! From a tool result to records, and back.
 //!
-//! (About 620 lines, over the ~600 mark: the record kinds, the buffer and
-//! the rebuild layout's types, which every file below shares.)
-//!
 //! DESIGN.md's mapping: a JSON array (in `structuredContent` or in a text
 //! block) gives one record per element; an object whose bulk is one array
 //! gives that array's elements; JSONL text gives its lines; plain text gives
@@ -57,6 +54,7 @@
 //! whitespace of a JSON text as a small table.
 
 mod assemble;
+mod buffer;
 mod envelope;
 mod layout;
 mod lines;
@@ -66,10 +64,11 @@ mod split;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::json::{Style, minify, minify_into, trim_parts};
+use crate::json::{Style, minify, trim_parts};
 use crate::wire::mcp::RawObject;
 
 pub(crate) use assemble::{KeptSource, assemble};
+pub(crate) use buffer::{Records, RecordsView};
 pub(crate) use envelope::envelope;
 pub(crate) use shape::string_end;
 pub(crate) use split::split;
@@ -443,127 +442,6 @@ impl RecordKind {
                  by \\n (empty lines between them included). Other empty lines have no record.",
             ),
         }
-    }
-}
-
-/// The records of a result, in one buffer: each record's compact JSON text
-/// followed by `\n` (a record never holds a raw newline, and is never
-/// empty). This is the file's body, byte for byte.
-#[derive(Default)]
-pub(crate) struct Records {
-    body: String,
-    count: usize,
-}
-
-impl std::fmt::Debug for Records {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Records")
-            .field("count", &self.count)
-            .field("bytes", &self.body.len())
-            .finish()
-    }
-}
-
-impl Records {
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// A view of the records.
-    pub fn view(&self) -> RecordsView<'_> {
-        RecordsView {
-            body: &self.body,
-            count: self.count,
-        }
-    }
-
-    /// The buffer: every record followed by `\n`.
-    pub fn into_body(self) -> String {
-        self.body
-    }
-
-    /// Makes room for `bytes` more bytes of records, exactly (the buffer
-    /// never grows by doubling, so its capacity is what it holds).
-    fn reserve(&mut self, bytes: usize) {
-        self.body.reserve_exact(bytes);
-    }
-
-    /// Appends one record, compact JSON without a newline.
-    fn push(&mut self, record: &str) {
-        self.body.push_str(record);
-        self.end();
-    }
-
-    /// Appends one record, minifying valid JSON text on the way.
-    fn push_minified(&mut self, json: &str) {
-        minify_into(json, &mut self.body);
-        self.end();
-    }
-
-    /// Ends the record written so far straight into the buffer.
-    fn end(&mut self) {
-        self.body.push('\n');
-        self.count += 1;
-    }
-}
-
-/// The records, borrowed: from a [`Records`] buffer, or from the body of a
-/// file being written.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RecordsView<'a> {
-    body: &'a str,
-    count: usize,
-}
-
-impl<'a> RecordsView<'a> {
-    /// The records of `body` (each followed by `\n`), `count` of them.
-    pub fn new(body: &'a str, count: usize) -> Self {
-        RecordsView { body, count }
-    }
-
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    /// The records, each followed by `\n`: the file's data lines.
-    pub fn body(&self) -> &'a str {
-        self.body
-    }
-
-    /// Each record, in order.
-    pub fn iter(&self) -> RecordIter<'a> {
-        RecordIter { rest: self.body }
-    }
-
-    /// The records joined by `\n`, in characters.
-    pub fn chars(&self) -> usize {
-        self.body.chars().count().saturating_sub(1)
-    }
-}
-
-/// The records of a [`RecordsView`], one after the other (a byte search
-/// for each newline: records may be one byte long, ten million of them).
-#[derive(Debug, Clone)]
-pub(crate) struct RecordIter<'a> {
-    rest: &'a str,
-}
-
-impl<'a> Iterator for RecordIter<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        if self.rest.is_empty() {
-            return None;
-        }
-        let end = memchr::memchr(b'\n', self.rest.as_bytes()).unwrap_or(self.rest.len());
-        let record = &self.rest[..end];
-        self.rest = self.rest.get(end + 1..).unwrap_or_default();
-        Some(record)
     }
 }
 
