@@ -78,6 +78,7 @@ pub const DEFAULT_SCHEMA_VERSION: &str = "1.0";
 /// Default length of the descriptor's `preview`, in characters.
 pub const DEFAULT_PREVIEW_CHARS: usize = 200;
 
+mod debug;
 mod load;
 
 pub use load::ConfigError;
@@ -126,7 +127,7 @@ pub const ENV_PREFIX: &str = "ATLATL_PROMPT__OFFLOAD__";
 /// let layer = OffloadLayer::new(config);
 /// # drop(layer);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OffloadConfig {
     /// Enable or disable LRO (`enabled`, `ATLATL_PROMPT__OFFLOAD__ENABLED`,
