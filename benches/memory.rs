@@ -13,6 +13,8 @@
 
 #[path = "memory/large.rs"]
 mod large;
+#[path = "memory/rss.rs"]
+mod rss;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -29,6 +31,7 @@ use tower::{Layer, ServiceExt};
 use tower_lro::config::OffloadConfig;
 use tower_lro::offload::{OffloadLayer, Offloader, Outcome, ToolCall};
 
+use rss::{current_rss, peak_rss, reset_peak_rss};
 use support::Chunked;
 
 /// Counts live heap bytes and their peak.
@@ -491,49 +494,6 @@ fn zeros(mb: usize, structured: bool) -> Vec<u8> {
         format!(r#"{{"content":[{{"type":"text","text":{text}}}]}}"#)
     };
     result.into_bytes()
-}
-
-/// Peak resident memory of this process since the last reset, in bytes
-/// (Linux: `VmHWM`; 0 elsewhere).
-fn peak_rss() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| {
-                v.trim()
-                    .trim_end_matches(" kB")
-                    .trim()
-                    .parse::<usize>()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
-    kb("VmHWM:") * 1024
-}
-
-/// Current resident memory (`VmRSS`), in bytes.
-fn current_rss() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| {
-            v.trim()
-                .trim_end_matches(" kB")
-                .trim()
-                .parse::<usize>()
-                .ok()
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// Current resident memory (`VmRSS`) after resetting the peak to it.
-fn reset_peak_rss() -> usize {
-    // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-    peak_rss()
 }
 
 /// One shape: peak heap and time of `Offloader::process`, file size.
