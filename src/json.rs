@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 mod key;
-pub(crate) use key::Key;
+pub(crate) use key::{Key, TextKey};
 
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {

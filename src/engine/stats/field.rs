@@ -46,9 +46,12 @@ impl FieldStats {
         if looks_like_date(s) {
             self.dates += 1;
         }
-        if let Some(n) = self.distinct.get_mut(s) {
+        // A string too long to count is never in the map: not hashed.
+        if s.len() > DISTINCT_MAX_BYTES {
+            self.distinct_overflow = true;
+        } else if let Some(n) = self.distinct.get_mut(s) {
             *n += 1;
-        } else if self.distinct.len() < DISTINCT_CAP && s.len() <= DISTINCT_MAX_BYTES {
+        } else if self.distinct.len() < DISTINCT_CAP {
             self.distinct.insert(s.to_owned(), 1);
         } else {
             self.distinct_overflow = true;

@@ -10,17 +10,10 @@ use super::field::FieldStats;
 use super::memory::MemoryFields;
 use super::schema::SchemaNode;
 use super::{FastMap, RecordStats, SCHEMA_DEPTH, ty};
-use crate::json::Key;
+use crate::json::TextKey;
 
 /// Top-level fields tracked for recipes and the summary.
 const TRACKED_FIELDS: usize = 256;
-
-/// A key as text: a key holding a lone surrogate makes the record opaque,
-/// as `serde_json` refuses it as a string.
-fn text_of<'k, E: serde::de::Error>(key: &'k Key<'_>) -> Result<&'k str, E> {
-    key.as_str()
-        .ok_or_else(|| E::custom("a key holding a lone surrogate"))
-}
 
 /// One record, folded into the statistics as it is read; gives its type.
 pub(super) struct Root<'s>(pub(super) &'s mut RecordStats);
@@ -77,18 +70,20 @@ impl<'de> Visitor<'de> for Root<'_> {
         let RecordStats {
             schema,
             fields,
+            next_field,
             provenance_confidence,
             memory,
             ..
         } = self.0;
         schema.types |= ty::OBJECT;
-        schema.objects += 1;
+        schema.begin_object();
+        *next_field = 0;
         let mut memory_fields = MemoryFields::default();
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            let key = text_of::<A::Error>(&key)?;
+        while let Some(key) = map.next_key::<TextKey<'de>>()? {
+            let key = key.as_str();
             let t = map.next_value_seed(Fold {
                 node: schema.child(key),
-                field: tracked(fields, key),
+                field: tracked(fields, next_field, key),
                 confidence: (key == "provenance").then_some(&mut *provenance_confidence),
                 depth: 1,
             })?;
@@ -100,18 +95,26 @@ impl<'de> Visitor<'de> for Root<'_> {
 }
 
 /// The statistics of top-level field `key`, started if there is room.
+/// `next`: where it is looked for first (the field after the last one:
+/// records mostly list their keys in the same order), moved past it.
 fn tracked<'f>(
     fields: &'f mut FastMap<String, FieldStats>,
+    next: &mut usize,
     key: &str,
 ) -> Option<&'f mut FieldStats> {
-    // One lookup when the field is known (the usual case).
-    let i = match fields.get_index_of(key) {
+    let hinted = fields.get_index(*next).is_some_and(|(k, _)| k == key);
+    let found = match hinted {
+        true => Some(*next),
+        false => fields.get_index_of(key),
+    };
+    let i = match found {
         Some(i) => i,
         None if fields.len() < TRACKED_FIELDS => {
             fields.insert_full(key.to_owned(), FieldStats::default()).0
         }
         None => return None,
     };
+    *next = i + 1;
     fields.get_index_mut(i).map(|(_, f)| f)
 }
 
@@ -211,10 +214,10 @@ impl<'de> Visitor<'de> for Fold<'_> {
         let mut confidence = self.confidence.take();
         let mut node = self.described();
         if let Some(node) = node.as_deref_mut() {
-            node.objects += 1;
+            node.begin_object();
         }
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            let key = text_of::<A::Error>(&key)?;
+        while let Some(key) = map.next_key::<TextKey<'de>>()? {
+            let key = key.as_str();
             let child = node.as_deref_mut().and_then(|n| n.child(key));
             let field = confidence.as_deref_mut().filter(|_| key == "confidence");
             if child.is_none() && field.is_none() {
