@@ -3,8 +3,14 @@
 
 use super::{FastHashMap, ty};
 
-/// Distinct string values counted per field.
+/// Distinct string values counted for the category field named first
+/// ([`NAMED_CATEGORY`], whose most frequent values are used whatever their
+/// number).
 const DISTINCT_CAP: usize = 1024;
+/// Distinct values a category-like field has at most.
+const CATEGORY_DISTINCT: usize = 50;
+/// The field that is the category field whenever it holds strings.
+pub(crate) const NAMED_CATEGORY: &str = "namespace";
 /// Longer strings are not counted as distinct values (the field is then no
 /// category), so the counts hold short strings only.
 const DISTINCT_MAX_BYTES: usize = 128;
@@ -28,6 +34,13 @@ pub(crate) struct FieldStats {
     pub distinct: FastHashMap<String, usize>,
     /// More distinct values than counted (or some too long to count).
     pub distinct_overflow: bool,
+    /// Every distinct value is counted, up to [`DISTINCT_CAP`], and counts
+    /// go on past it ([`NAMED_CATEGORY`]). Other fields count up to one
+    /// more than a category has and stop at the first value past that or
+    /// too long to count: their counts are only read while they can still
+    /// be a category, so nothing read changes, and most fields (ids,
+    /// titles, dates) then stop being hashed after a few records.
+    all_counted: bool,
     /// Smallest numeric value.
     pub min: f64,
     /// Largest numeric value.
@@ -46,15 +59,30 @@ impl FieldStats {
         if looks_like_date(s) {
             self.dates += 1;
         }
+        if self.distinct_overflow && !self.all_counted {
+            return;
+        }
+        let cap = match self.all_counted {
+            true => DISTINCT_CAP,
+            false => CATEGORY_DISTINCT + 1,
+        };
         // A string too long to count is never in the map: not hashed.
         if s.len() > DISTINCT_MAX_BYTES {
             self.distinct_overflow = true;
         } else if let Some(n) = self.distinct.get_mut(s) {
             *n += 1;
-        } else if self.distinct.len() < DISTINCT_CAP {
+        } else if self.distinct.len() < cap {
             self.distinct.insert(s.to_owned(), 1);
         } else {
             self.distinct_overflow = true;
+        }
+    }
+
+    /// The statistics of top-level field `name`, none seen yet.
+    pub(super) fn for_field(name: &str) -> FieldStats {
+        FieldStats {
+            all_counted: name == NAMED_CATEGORY,
+            ..FieldStats::default()
         }
     }
 
@@ -104,7 +132,7 @@ pub(crate) fn is_category_like(f: &FieldStats, objects: usize) -> bool {
         && !f.distinct_overflow
         && f.present * 2 >= objects
         && !f.distinct.is_empty()
-        && f.distinct.len() <= 50
+        && f.distinct.len() <= CATEGORY_DISTINCT
         && f.distinct.len() < f.strings
         && f.string_bytes / f.strings.max(1) <= 64
 }

@@ -110,7 +110,9 @@ fn tracked<'f>(
     let i = match found {
         Some(i) => i,
         None if fields.len() < TRACKED_FIELDS => {
-            fields.insert_full(key.to_owned(), FieldStats::default()).0
+            fields
+                .insert_full(key.to_owned(), FieldStats::for_field(key))
+                .0
         }
         None => return None,
     };

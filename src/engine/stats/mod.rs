@@ -29,6 +29,7 @@ mod fold;
 mod memory;
 mod schema;
 
+use field::NAMED_CATEGORY;
 pub(crate) use field::{FieldStats, is_category_like};
 
 /// The statistics' maps, in insertion order: their keys are short (field
@@ -197,8 +198,12 @@ impl RecordStats {
     /// The field used for `top_namespaces`: `namespace`, else the most
     /// category-like string field.
     pub fn category_field(&self) -> Option<&str> {
-        if self.fields.get("namespace").is_some_and(|f| f.strings > 0) {
-            return Some("namespace");
+        if self
+            .fields
+            .get(NAMED_CATEGORY)
+            .is_some_and(|f| f.strings > 0)
+        {
+            return Some(NAMED_CATEGORY);
         }
         const PREFERRED: [&str; 9] = [
             "category", "type", "kind", "level", "severity", "status", "source", "service", "group",
@@ -332,6 +337,31 @@ mod tests {
         let tree =
             RecordStats::collect([r#"{"name":"a","children":[{"name":"b","children":[]}]}"#]);
         assert_eq!(tree.tree_field(), Some("children"));
+    }
+
+    #[test]
+    fn distinct_counts_stop_only_where_nothing_reads_them() {
+        // 50 levels, each twice: a category. 51 or more: none. The named
+        // category (`namespace`) keeps counting past any number of values.
+        let rec = |i: usize, levels: usize| {
+            format!(
+                r#"{{"level":"l{}","id":"r{i}","namespace":"n{}"}}"#,
+                i % levels,
+                if i % 3 == 0 { 0 } else { i }
+            )
+        };
+        for (levels, category) in [(50, true), (51, false), (500, false)] {
+            let recs: Vec<String> = (0..1000).map(|i| rec(i, levels)).collect();
+            let s = RecordStats::collect(recs.iter().map(String::as_str));
+            let level = &s.fields["level"];
+            assert_eq!(is_category_like(level, s.objects), category, "{levels}");
+            assert_eq!(level.strings, 1000);
+            assert!(!is_category_like(&s.fields["id"], s.objects));
+            assert_eq!(s.category_field(), Some("namespace"));
+            // n0 is every third record; all 667 distinct values counted.
+            assert_eq!(s.fields["namespace"].top_values(1), vec![("n0", 334)]);
+            assert_eq!(s.fields["namespace"].distinct.len(), 667);
+        }
     }
 
     #[test]
