@@ -347,7 +347,7 @@ mod tests {
             format!(
                 r#"{{"level":"l{}","id":"r{i}","namespace":"n{}"}}"#,
                 i % levels,
-                if i % 3 == 0 { 0 } else { i }
+                if i.is_multiple_of(3) { 0 } else { i }
             )
         };
         for (levels, category) in [(50, true), (51, false), (500, false)] {
