@@ -20,9 +20,9 @@ use bytes::Bytes;
 use http::StatusCode;
 use http_body::Frame;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use crate::agent::Agent;
 use crate::common;
 
 /// How long the server may take to hand one event to the connection.
@@ -163,113 +163,33 @@ pub(super) async fn message(State(server): State<Arc<Server>>, body: Bytes) -> S
     StatusCode::ACCEPTED
 }
 
-/// The agent's side of `lro proxy --transport sse-only` to the server.
-struct Agent {
-    child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    stderr: tokio::task::JoinHandle<String>,
-    _dir: tempfile::TempDir,
+/// `lro proxy --transport sse-only` to a new server, initialized.
+async fn start() -> (Agent, Arc<Server>) {
+    start_with(&[]).await
 }
 
-impl Agent {
-    async fn start() -> (Agent, Arc<Server>) {
-        Agent::start_with(&[]).await
-    }
-
-    /// [`Agent::start`] with more flags for the proxy.
-    async fn start_with(flags: &[&str]) -> (Agent, Arc<Server>) {
-        let server = Arc::new(Server::default());
-        let app = Router::new()
-            .route("/sse", axum::routing::get(stream))
-            .route("/messages", axum::routing::post(message))
-            .with_state(server.clone());
-        let addr = common::mcp::serve(app).await;
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
-            .args(["proxy", &format!("http://{addr}/sse"), "--transport"])
-            .args(["sse-only", "--output-dir"])
-            .arg(dir.path())
-            .args(flags)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("lro runs");
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut err = child.stderr.take().unwrap();
-        let stderr = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text).await;
-            text
-        });
-        let mut agent = Agent {
-            child,
-            stdin,
-            lines,
-            stderr,
-            _dir: dir,
-        };
-        agent.say(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
-        let init = agent.next().await.expect("the initialize answer");
-        assert!(init["result"].is_object(), "{init}");
-        agent
-            .say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
-        (agent, server)
-    }
-
-    async fn say(&mut self, line: &str) {
-        self.stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-
-    async fn call(&mut self, id: u64, tool: &str, arguments: Value) {
-        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}});
-        self.say(&call.to_string()).await;
-    }
-
-    /// The next message on stdout (bounded in time).
-    async fn next(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(Duration::from_secs(120), self.lines.next_line())
-            .await
-            .expect("a message within 120 s")
-            .unwrap()?;
-        Some(serde_json::from_str(&line).unwrap())
-    }
-
-    /// The proxy's peak resident memory (`VmHWM`), in bytes.
-    fn peak_rss(&self) -> usize {
-        let pid = self.child.id().expect("the proxy runs");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let kib: usize = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().strip_suffix("kB"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("VmHWM in /proc/PID/status");
-        kib << 10
-    }
-
-    /// Ends stdin; the proxy's log once it exits.
-    async fn finish(mut self) -> String {
-        drop(self.stdin);
-        let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
-        let _ = self.child.kill().await;
-        self.stderr.await.unwrap()
-    }
+/// [`start`] with more flags for the proxy.
+async fn start_with(flags: &[&str]) -> (Agent, Arc<Server>) {
+    let server = Arc::new(Server::default());
+    let app = Router::new()
+        .route("/sse", axum::routing::get(stream))
+        .route("/messages", axum::routing::post(message))
+        .with_state(server.clone());
+    let addr = common::mcp::serve(app).await;
+    let url = format!("http://{addr}/sse");
+    let args = [&["--transport", "sse-only"], flags].concat();
+    let mut agent = Agent::start(&url, &args, "2024-11-05").await;
+    agent
+        .say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    (agent, server)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_on_the_event_stream_is_slowed_down_not_buffered() {
     // 1600 notifications of 64 KiB: about 105 MB, then the answer.
     let (count, size) = (1600, 64 << 10);
-    let (mut agent, server) = Agent::start().await;
+    let (mut agent, server) = start().await;
     agent
         .call(2, "flood", json!({"count": count, "size": size}))
         .await;
@@ -319,7 +239,7 @@ async fn a_flood_on_the_event_stream_is_slowed_down_not_buffered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_over_the_cap_is_an_error_for_its_request_and_the_stream_goes_on() {
-    let (mut agent, _server) = Agent::start().await;
+    let (mut agent, _server) = start().await;
     for (id, tool) in [(2, "huge_last"), (3, "huge_first")] {
         agent.call(id, tool, json!({})).await;
         let v = agent.next().await.expect("an answer");
@@ -345,7 +265,7 @@ async fn an_answer_over_the_cap_is_an_error_for_its_request_and_the_stream_goes_
 /// is answered; the agent sees nothing of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forgotten_session_is_renewed_without_the_agent_noticing() {
-    let (mut agent, server) = Agent::start().await;
+    let (mut agent, server) = start().await;
     assert_eq!(server.gets.load(Ordering::SeqCst), 1);
     server.forget_next.store(true, Ordering::SeqCst);
     agent.call(2, "small", json!({})).await;
@@ -367,7 +287,7 @@ async fn a_forgotten_session_is_renewed_without_the_agent_noticing() {
 /// their answers, only its own call's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_pings_go_over_the_event_stream_unseen_by_the_agent() {
-    let (mut agent, server) = Agent::start_with(&["--ping-interval", "0.2"]).await;
+    let (mut agent, server) = start_with(&["--ping-interval", "0.2"]).await;
     // Idle: pings, bounded in time.
     for _ in 0..200 {
         if server.pings.load(Ordering::SeqCst) >= 3 {

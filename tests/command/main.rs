@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent;
 mod cli;
 mod fleet;
 mod fleet_faults;

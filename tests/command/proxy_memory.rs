@@ -18,9 +18,9 @@ use http::{Method, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use crate::agent::Agent;
 use crate::common;
 
 /// What the hostile server sends.
@@ -182,94 +182,20 @@ async fn post(server: Arc<Server>, request: Request) -> Response {
     }
 }
 
-/// The agent's side of a running `lro proxy`.
-struct Agent {
-    child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    stderr: tokio::task::JoinHandle<String>,
-    _dir: tempfile::TempDir,
-}
-
-impl Agent {
-    async fn start(hostile: Hostile) -> (Agent, Arc<Server>) {
-        let server = Arc::new(Server {
-            hostile,
-            sent: AtomicUsize::new(0),
-            streams_done: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
-        });
-        let app = Router::new()
-            .route("/mcp", axum::routing::any(mcp))
-            .with_state(server.clone());
-        let addr = common::mcp::serve(app).await;
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_lro"))
-            .args(["proxy", &format!("http://{addr}/mcp"), "--output-dir"])
-            .arg(dir.path())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("lro runs");
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut err = child.stderr.take().unwrap();
-        let stderr = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text).await;
-            text
-        });
-        let mut agent = Agent {
-            child,
-            stdin,
-            lines,
-            stderr,
-            _dir: dir,
-        };
-        agent.say(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
-        let init = agent.next().await.expect("the initialize answer");
-        assert!(init["result"].is_object(), "{init}");
-        (agent, server)
-    }
-
-    async fn say(&mut self, line: &str) {
-        self.stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-
-    /// The next message on stdout (bounded in time).
-    async fn next(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(Duration::from_secs(120), self.lines.next_line())
-            .await
-            .expect("a message within 120 s")
-            .unwrap()?;
-        Some(serde_json::from_str(&line).unwrap())
-    }
-
-    /// The proxy's peak resident memory (`VmHWM`), in bytes.
-    fn peak_rss(&self) -> usize {
-        let pid = self.child.id().expect("the proxy runs");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let kib: usize = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().strip_suffix("kB"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("VmHWM in /proc/PID/status");
-        kib << 10
-    }
-
-    /// Ends stdin; the proxy's log once it exits.
-    async fn finish(mut self) -> String {
-        drop(self.stdin);
-        let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
-        let _ = self.child.kill().await;
-        self.stderr.await.unwrap()
-    }
+/// `lro proxy` to a new server that does `hostile`, initialized.
+async fn start(hostile: Hostile) -> (Agent, Arc<Server>) {
+    let server = Arc::new(Server {
+        hostile,
+        sent: AtomicUsize::new(0),
+        streams_done: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+    });
+    let app = Router::new()
+        .route("/mcp", axum::routing::any(mcp))
+        .with_state(server.clone());
+    let addr = common::mcp::serve(app).await;
+    let agent = Agent::start(&format!("http://{addr}/mcp"), &[], "2025-11-25").await;
+    (agent, server)
 }
 
 /// The bound on the proxy's peak RSS while the server floods.
@@ -279,7 +205,7 @@ const RSS_BOUND: usize = 64 << 20;
 async fn a_flood_at_an_agent_that_reads_slowly_is_slowed_down_not_buffered() {
     // 2 × 2400 notifications of 64 KiB: about 315 MB from the server.
     let (count, size) = (2400, 64 << 10);
-    let (mut agent, server) = Agent::start(Hostile::Flood { count, size }).await;
+    let (mut agent, server) = start(Hostile::Flood { count, size }).await;
     agent
         .say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
         .await;
@@ -349,7 +275,7 @@ async fn a_flood_at_an_agent_that_reads_slowly_is_slowed_down_not_buffered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_over_the_cap_is_dropped_on_the_stream_and_an_error_in_an_answer() {
-    let (mut agent, server) = Agent::start(Hostile::Huge {
+    let (mut agent, server) = start(Hostile::Huge {
         size: 24 << 20,
         answer_size: 72 << 20,
     })
