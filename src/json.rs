@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod check;
 mod key;
+pub(crate) use check::{Check, to_quote_or_backslash};
 pub(crate) use key::{Key, TextKey};
 
 /// Removes all insignificant whitespace from valid JSON text.

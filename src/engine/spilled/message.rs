@@ -15,7 +15,7 @@ pub(super) const ENVELOPE_MAX: u64 = 1 << 20;
 const MAX_BLOCKS: usize = 10_000;
 
 /// A value in the spill: where it starts and ends (absolute offsets).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Span {
     pub start: u64,
     pub end: u64,
@@ -34,16 +34,34 @@ pub(super) struct Member {
     pub value: Span,
 }
 
+/// Where the long strings seen by one walk end, so that the walks over
+/// the same bytes after it (the outline walks each level down: the message,
+/// the result, its content, a block) step over them instead of reading a
+/// text of hundreds of megabytes four times. At most [`LongStrings::MAX`]
+/// are kept.
+#[derive(Debug, Default)]
+pub(super) struct LongStrings(std::collections::HashMap<u64, u64>);
+
+impl LongStrings {
+    const MAX: usize = 4096;
+}
+
 /// The members (or elements, with empty keys) of the object or array at
 /// `span`.
-pub(super) fn children(file: &File, span: Span, max: usize) -> Result<Vec<Member>, NotStreamable> {
-    struct Kids {
+pub(super) fn children(
+    file: &File,
+    span: Span,
+    max: usize,
+    long: &mut LongStrings,
+) -> Result<Vec<Member>, NotStreamable> {
+    struct Kids<'l> {
         base: u64,
         max: usize,
         key: Option<Vec<u8>>,
         out: Vec<Member>,
+        long: &'l mut LongStrings,
     }
-    impl Visit for Kids {
+    impl Visit for Kids<'_> {
         fn key(&mut self, raw: &[u8]) {
             self.key = Some(raw.to_vec());
         }
@@ -65,12 +83,22 @@ pub(super) fn children(file: &File, span: Span, max: usize) -> Result<Vec<Member
             }
             Ok(())
         }
+        fn long_string(&mut self, start: u64, end: u64) {
+            if self.long.0.len() < LongStrings::MAX {
+                self.long.0.insert(self.base + start, self.base + end);
+            }
+        }
+        fn string_end(&mut self, start: u64) -> Option<u64> {
+            let end = self.long.0.get(&(self.base + start))?;
+            end.checked_sub(self.base)
+        }
     }
     let mut kids = Kids {
         base: span.start,
         max,
         key: None,
         out: Vec::new(),
+        long,
     };
     walk(range(file, span.start, span.len())?, &mut kids)?;
     Ok(kids.out)
@@ -100,9 +128,10 @@ pub(super) struct Outline {
 
 /// Outlines the JSON-RPC response in `file` (`len` bytes of valid JSON).
 pub(super) fn outline(file: &File, len: u64) -> Result<Outline, NotStreamable> {
-    let message = children(file, Span { start: 0, end: len }, 64)?;
+    let long = &mut LongStrings::default();
+    let message = children(file, Span { start: 0, end: len }, 64, long)?;
     let result = find(&message, b"result").ok_or(NotStreamable("not a result"))?;
-    let members = children(file, result, 256)?;
+    let members = children(file, result, 256, long)?;
     let mut sources = Vec::new();
     if let Some(s) = find(&members, b"structuredContent").filter(|s| s.len() > SOURCE_MIN) {
         sources.push(Source::Structured(s));
@@ -111,7 +140,7 @@ pub(super) fn outline(file: &File, len: u64) -> Result<Outline, NotStreamable> {
     let mut kept = 0u64;
     if let Some(content) = find(&members, b"content") {
         if peek_is(file, content, b'[')? {
-            blocks = children(file, content, MAX_BLOCKS)?
+            blocks = children(file, content, MAX_BLOCKS, long)?
                 .into_iter()
                 .map(|m| m.value)
                 .collect();
@@ -124,7 +153,7 @@ pub(super) fn outline(file: &File, len: u64) -> Result<Outline, NotStreamable> {
             kept += block.len();
             continue;
         }
-        let fields = children(file, *block, 256)?;
+        let fields = children(file, *block, 256, long)?;
         let is_text = find(&fields, b"type")
             .map(|t| read_small(file, t.start, t.len().min(64)))
             .transpose()?
@@ -162,4 +191,52 @@ pub(super) fn find(members: &[Member], key: &[u8]) -> Option<Span> {
 
 fn peek_is(file: &File, span: Span, b: u8) -> Result<bool, NotStreamable> {
     Ok(read_small(file, span.start, 1.min(span.len()))?.as_bytes() == [b])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// A message whose text block holds `text` (escaped), in a file.
+    fn spilled(text: &str) -> (File, u64) {
+        let result = serde_json::json!({"content": [{"type": "text", "text": text}],
+            "isError": false});
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result});
+        let bytes = serde_json::to_vec_pretty(&message).unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        (file, bytes.len() as u64)
+    }
+
+    #[test]
+    fn later_walks_step_over_the_long_strings_an_earlier_one_found() {
+        // Dense escapes, a quote and a backslash at the chunk edges.
+        let text = "{\"a\": \"x\\\\y\"}\n".repeat(40_000);
+        let (file, len) = spilled(&text);
+        let whole = Span { start: 0, end: len };
+        let long = &mut LongStrings::default();
+        let message = children(&file, whole, 64, long).unwrap();
+        assert_eq!(long.0.len(), 1, "the text, found by the first walk");
+        let result = find(&message, b"result").unwrap();
+        // The same members and spans with the memo as without it.
+        let fresh = &mut LongStrings::default();
+        for span in [whole, result] {
+            let with: Vec<_> = children(&file, span, 64, long).unwrap();
+            let without: Vec<_> = children(&file, span, 64, fresh).unwrap();
+            let spans = |m: &[Member]| {
+                m.iter()
+                    .map(|m| (m.key.clone(), m.value))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(spans(&with), spans(&without));
+        }
+        let outline = outline(&file, len).unwrap();
+        let Some(Source::Text { text: span, .. }) = outline.sources.first() else {
+            panic!("the text is a source");
+        };
+        let literal = read_small(&file, span.start, span.len()).unwrap();
+        assert_eq!(serde_json::from_str::<String>(&literal).unwrap(), text);
+    }
 }

@@ -504,7 +504,7 @@ fn shrunk_result(
 
 /// A source text block, its text `""`.
 fn source_block(spill: &File, block: Span) -> Result<String, NotStreamable> {
-    let fields = message::children(spill, block, 256)?;
+    let fields = message::children(spill, block, 256, &mut message::LongStrings::default())?;
     let mut out = String::from("{");
     for (n, f) in fields.iter().enumerate() {
         if n > 0 {

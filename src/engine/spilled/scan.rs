@@ -10,7 +10,7 @@
 
 use std::io::{self, Read, Write};
 
-use serde::de::IgnoredAny;
+use crate::json::{Check, to_quote_or_backslash};
 
 /// Bytes read at a time.
 pub(super) const CHUNK: usize = 256 * 1024;
@@ -30,13 +30,23 @@ impl From<io::Error> for NotStreamable {
 }
 
 /// Whether `input` is one JSON value and nothing else, read in bounded
-/// memory (strings are skipped, not kept).
-pub(super) fn check_json(input: impl Read) -> bool {
-    let mut de = serde_json::Deserializer::from_reader(io::BufReader::with_capacity(CHUNK, input));
-    serde::Deserialize::deserialize(&mut de)
-        .map(|_: IgnoredAny| ())
-        .and_then(|()| de.end())
-        .is_ok()
+/// memory a buffer at a time (see [`Check`]: what `serde_json` accepts,
+/// nesting up to a million levels).
+pub(super) fn check_json(mut input: impl Read) -> bool {
+    let mut buf = vec![0u8; CHUNK];
+    let mut check = Check::default();
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => return check.finish().is_ok(),
+            Ok(n) => {
+                if check.feed(&buf[..n]).is_err() {
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
 }
 
 /// What a walk tells about the children of the value walked.
@@ -61,7 +71,20 @@ pub(super) trait Visit {
     fn end(&mut self, _at: u64) -> Result<(), NotStreamable> {
         Ok(())
     }
+    /// A string of [`LONG_STRING`] bytes or more inside a child, its
+    /// literal from `start` to just before `end` (quotes included).
+    fn long_string(&mut self, _start: u64, _end: u64) {}
+    /// Where the string inside a child whose literal starts at `start`
+    /// ends (just after its closing quote), when known: the walk then
+    /// takes its bytes without looking at them.
+    fn string_end(&mut self, _start: u64) -> Option<u64> {
+        None
+    }
 }
+
+/// Strings this long are told to [`Visit::long_string`], so that a later
+/// walk over the same bytes can step over them.
+pub(super) const LONG_STRING: u64 = 64 * 1024;
 
 /// What the walk found around the children.
 #[derive(Debug, Default, Clone, Copy)]
@@ -92,167 +115,237 @@ enum At {
 
 /// Walks the object or array in `input` (which holds it, whitespace
 /// around it allowed, nothing else), telling `visit` about each child.
-/// (About 160 lines: one state machine over every byte, the hot loop of a
-/// spilled result; split up, its state would go back and forth.)
 pub(super) fn walk(mut input: impl Read, visit: &mut dyn Visit) -> Result<Outer, NotStreamable> {
     let mut buf = vec![0u8; CHUNK];
-    let mut out: Vec<u8> = Vec::new();
-    let wants = visit.wants_bytes();
-    let mut outer = Outer::default();
-    let (mut at, mut depth, mut in_str, mut esc) = (At::Before, 0u32, false, false);
-    let mut key: Vec<u8> = Vec::new();
-    let mut pos: u64 = 0;
-    // Position just after the last byte of the current child.
-    let mut child_end: u64 = 0;
+    let mut w = Walker {
+        wants: visit.wants_bytes(),
+        out: Vec::new(),
+        outer: Outer::default(),
+        at: At::Before,
+        depth: 0,
+        in_str: false,
+        esc: false,
+        key: Vec::new(),
+        pos: 0,
+        child_end: 0,
+        str_start: 0,
+        known_end: None,
+    };
     loop {
         let n = input.read(&mut buf)?;
         if n == 0 {
             break;
         }
+        w.chunk(&buf[..n], visit)?;
+        w.flush(visit, 1)?;
+    }
+    if w.at != At::After {
+        return Err(NotStreamable("the value does not end"));
+    }
+    Ok(w.outer)
+}
+
+/// The state of [`walk`]: one state machine over every byte, the hot loop
+/// of a spilled result.
+struct Walker {
+    /// Whether the visitor wants the children's bytes, and those not yet
+    /// handed over.
+    wants: bool,
+    out: Vec<u8>,
+    outer: Outer,
+    at: At,
+    depth: u32,
+    in_str: bool,
+    esc: bool,
+    /// The key being read (cut at [`MAX_KEY`] bytes).
+    key: Vec<u8>,
+    /// Bytes walked.
+    pos: u64,
+    /// Position just after the last byte of the current child.
+    child_end: u64,
+    /// The string being read inside a child: where it started, and where
+    /// it ends when the visitor knew ([`Visit::string_end`]).
+    str_start: u64,
+    known_end: Option<u64>,
+}
+
+impl Walker {
+    /// Walks the next bytes.
+    fn chunk(&mut self, buf: &[u8], visit: &mut dyn Visit) -> Result<(), NotStreamable> {
+        let n = buf.len();
         let mut i = 0;
         while i < n {
-            if in_str && !esc {
+            if let Some(end) = self.known_end {
+                // A string a walk before this one found long: taken whole.
+                let take = (end - self.pos).min((n - i) as u64) as usize;
+                if self.wants {
+                    self.out.extend_from_slice(&buf[i..i + take]);
+                }
+                (i, self.pos) = (i + take, self.pos + take as u64);
+                if self.pos == end {
+                    (self.in_str, self.esc, self.known_end) = (false, false, None);
+                    self.child_end = self.pos;
+                }
+                continue;
+            }
+            if self.in_str && !self.esc {
                 // The plain bytes of a string up to its next quote or
                 // backslash, in one step (most of a result's bytes).
-                let run = memchr::memchr2(b'"', b'\\', &buf[i..n]).unwrap_or(n - i);
+                let run = to_quote_or_backslash(&buf[i..n]);
                 if run > 0 {
-                    let bytes = &buf[i..i + run];
-                    match at {
-                        At::InKey => {
-                            let room = MAX_KEY.saturating_sub(key.len());
-                            key.extend_from_slice(&bytes[..run.min(room)]);
-                        }
-                        At::InValue => {
-                            if wants {
-                                out.extend_from_slice(bytes);
-                            }
-                            child_end = pos + run as u64;
-                        }
-                        _ => {}
-                    }
-                    pos += run as u64;
+                    self.plain(&buf[i..i + run]);
                     i += run;
-                    if wants && out.len() >= CHUNK {
-                        visit.bytes(&out)?;
-                        out.clear();
-                    }
+                    self.flush(visit, CHUNK)?;
                     continue;
                 }
             }
             let b = buf[i];
             i += 1;
-            let here = pos;
-            pos += 1;
-            if in_str {
-                if esc {
-                    esc = false;
-                } else if b == b'\\' {
-                    esc = true;
-                } else if b == b'"' {
-                    in_str = false;
+            let here = self.pos;
+            self.pos += 1;
+            if self.in_str {
+                self.in_string(b, visit);
+            } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                match self.at {
+                    At::Before => self.outer.lead += 1,
+                    At::After if self.depth == 0 => self.outer.trail += 1,
+                    _ => self.outer.inner_ws += 1,
                 }
-                match at {
-                    At::InKey if in_str => key.extend(Some(b).filter(|_| key.len() < MAX_KEY)),
-                    At::InKey => {
-                        visit.key(&key);
-                        key.clear();
-                        at = At::Colon;
-                    }
-                    At::InValue => {
-                        if wants {
-                            out.push(b);
-                        }
-                        child_end = pos;
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-                match at {
-                    At::Before => outer.lead += 1,
-                    At::After if depth == 0 => outer.trail += 1,
-                    _ => outer.inner_ws += 1,
-                }
-                continue;
-            }
-            match at {
-                At::Before => {
-                    if b != b'{' && b != b'[' {
-                        return Err(NotStreamable("not an object or an array"));
-                    }
-                    outer.open = b;
-                    depth = 1;
-                    at = At::Expect;
-                }
-                At::Expect | At::Colon if depth == 1 && (b == b'}' || b == b']') => {
-                    depth = 0;
-                    at = At::After;
-                }
-                At::Expect if outer.open == b'{' => {
-                    if b != b'"' {
-                        return Err(NotStreamable("a key was expected"));
-                    }
-                    in_str = true;
-                    at = At::InKey;
-                }
-                At::Colon if b == b':' => {}
-                At::Expect | At::Colon => {
-                    visit.start(here)?;
-                    at = At::InValue;
-                    if b == b'"' {
-                        in_str = true;
-                    } else if b == b'{' || b == b'[' {
-                        depth += 1;
-                    }
-                    if wants {
-                        out.push(b);
-                    }
-                    child_end = pos;
-                }
-                At::InValue => {
-                    if depth == 1 && (b == b',' || b == b'}' || b == b']') {
-                        if wants && !out.is_empty() {
-                            visit.bytes(&out)?;
-                            out.clear();
-                        }
-                        visit.end(child_end)?;
-                        if b == b',' {
-                            at = At::Expect;
-                        } else {
-                            depth = 0;
-                            at = At::After;
-                        }
-                        continue;
-                    }
-                    if b == b'"' {
-                        in_str = true;
-                    } else if b == b'{' || b == b'[' {
-                        depth += 1;
-                    } else if b == b'}' || b == b']' {
-                        depth -= 1;
-                    }
-                    if wants {
-                        out.push(b);
-                    }
-                    child_end = pos;
-                }
-                At::After | At::InKey => return Err(NotStreamable("bytes after the value")),
-            }
-            if wants && out.len() >= CHUNK {
-                visit.bytes(&out)?;
-                out.clear();
+            } else {
+                self.structural(b, here, visit)?;
+                self.flush(visit, CHUNK)?;
             }
         }
-        if wants && !out.is_empty() {
-            visit.bytes(&out)?;
-            out.clear();
+        Ok(())
+    }
+
+    /// Hands the bytes kept over to the visitor once there are `at_least`.
+    fn flush(&mut self, visit: &mut dyn Visit, at_least: usize) -> Result<(), NotStreamable> {
+        if self.wants && self.out.len() >= at_least {
+            visit.bytes(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Plain bytes of a string.
+    fn plain(&mut self, bytes: &[u8]) {
+        match self.at {
+            At::InKey => {
+                let room = MAX_KEY.saturating_sub(self.key.len());
+                self.key.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            At::InValue => {
+                if self.wants {
+                    self.out.extend_from_slice(bytes);
+                }
+                self.child_end = self.pos + bytes.len() as u64;
+            }
+            _ => {}
+        }
+        self.pos += bytes.len() as u64;
+    }
+
+    /// A quote, a backslash or an escaped byte in a string.
+    fn in_string(&mut self, b: u8, visit: &mut dyn Visit) {
+        if self.esc {
+            self.esc = false;
+        } else if b == b'\\' {
+            self.esc = true;
+        } else if b == b'"' {
+            self.in_str = false;
+        }
+        match self.at {
+            At::InKey if self.in_str => {
+                let room = self.key.len() < MAX_KEY;
+                self.key.extend(Some(b).filter(|_| room));
+            }
+            At::InKey => {
+                visit.key(&self.key);
+                self.key.clear();
+                self.at = At::Colon;
+            }
+            At::InValue => {
+                if self.wants {
+                    self.out.push(b);
+                }
+                self.child_end = self.pos;
+                if !self.in_str && self.pos - self.str_start >= LONG_STRING {
+                    visit.long_string(self.str_start, self.pos);
+                }
+            }
+            _ => {}
         }
     }
-    if at != At::After {
-        return Err(NotStreamable("the value does not end"));
+
+    /// A string starts at `here` inside a child.
+    fn string_starts(&mut self, here: u64, visit: &mut dyn Visit) {
+        self.in_str = true;
+        self.str_start = here;
+        self.known_end = visit.string_end(here).filter(|&e| e > self.pos);
     }
-    Ok(outer)
+
+    /// A byte outside strings that is no whitespace.
+    fn structural(&mut self, b: u8, here: u64, visit: &mut dyn Visit) -> Result<(), NotStreamable> {
+        match self.at {
+            At::Before => {
+                if b != b'{' && b != b'[' {
+                    return Err(NotStreamable("not an object or an array"));
+                }
+                self.outer.open = b;
+                self.depth = 1;
+                self.at = At::Expect;
+            }
+            At::Expect | At::Colon if self.depth == 1 && (b == b'}' || b == b']') => {
+                self.depth = 0;
+                self.at = At::After;
+            }
+            At::Expect if self.outer.open == b'{' => {
+                if b != b'"' {
+                    return Err(NotStreamable("a key was expected"));
+                }
+                self.in_str = true;
+                self.at = At::InKey;
+            }
+            At::Colon if b == b':' => {}
+            At::Expect | At::Colon => {
+                visit.start(here)?;
+                self.at = At::InValue;
+                self.value_byte(b, here, visit);
+            }
+            At::InValue if self.depth == 1 && matches!(b, b',' | b'}' | b']') => {
+                self.flush(visit, 1)?;
+                visit.end(self.child_end)?;
+                if b == b',' {
+                    self.at = At::Expect;
+                } else {
+                    self.depth = 0;
+                    self.at = At::After;
+                }
+            }
+            At::InValue => {
+                if b == b'}' || b == b']' {
+                    self.depth -= 1;
+                }
+                self.value_byte(b, here, visit);
+            }
+            At::After | At::InKey => return Err(NotStreamable("bytes after the value")),
+        }
+        Ok(())
+    }
+
+    /// A byte of a child outside its strings (the first, or one inside).
+    fn value_byte(&mut self, b: u8, here: u64, visit: &mut dyn Visit) {
+        if b == b'"' {
+            self.string_starts(here, visit);
+        } else if b == b'{' || b == b'[' {
+            self.depth += 1;
+        }
+        if self.wants {
+            self.out.push(b);
+        }
+        self.child_end = self.pos;
+    }
 }
 
 /// Copies `input` (one JSON value) to `out` minified.
@@ -307,7 +400,7 @@ pub(super) fn decode_string(
         while i < n {
             if state == 1 && escape.is_empty() {
                 // Plain bytes up to the next quote or backslash, in one step.
-                let run = memchr::memchr2(b'"', b'\\', &buf[i..n]).unwrap_or(n - i);
+                let run = to_quote_or_backslash(&buf[i..n]);
                 plain.extend_from_slice(&buf[i..i + run]);
                 i += run;
                 if i == n {

@@ -1,0 +1,531 @@
+//! A JSON check that takes its input a piece at a time, in bounded memory:
+//! one value, whitespace around it, nothing else; what `serde_json` accepts
+//! when it skips a value read from a reader (`IgnoredAny`, then `end`):
+//! strings checked for raw control characters and escapes (a `\u` escape
+//! for its four hex digits, not for surrogates; bytes not for UTF-8),
+//! numbers for their grammar, literals spelled out.
+//!
+//! `serde_json` reading from a reader takes one byte at a time through
+//! its `Read` adaptor; this takes a buffer at a time and crosses the plain
+//! bytes of a string eight at a time (the bulk of a large result), about
+//! 10 times faster on a spilled result. Nesting is a bit stack (one bit per
+//! level, an object or an array) capped at [`MAX_DEPTH`] levels, where
+//! `serde_json`'s skipping keeps a byte per level without a cap.
+
+/// Nesting this check follows (128 KiB of bit stack); deeper is refused.
+pub(crate) const MAX_DEPTH: usize = 1 << 20;
+
+/// Where the check is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Before the top-level value.
+    Start,
+    /// A value is expected (after `:`, or after `,` in an array).
+    Value,
+    /// After `[`: a value or `]`.
+    ArrayFirst,
+    /// After `{`: a key or `}`.
+    ObjectFirst,
+    /// After `,` in an object: a key.
+    Key,
+    /// After a key: `:`.
+    Colon,
+    /// After a value in an object or array: `,` or its closing bracket.
+    After,
+    /// After the top-level value: whitespace only.
+    End,
+    /// In a string; a key when `key`.
+    Str { key: bool },
+    /// After a backslash in a string.
+    Escape { key: bool },
+    /// In a `\u` escape, `left` hex digits to go.
+    Hex { key: bool, left: u8 },
+    /// In a number.
+    Num(Num),
+    /// In a literal: the bytes still expected.
+    Literal(&'static [u8]),
+}
+
+/// Where a number is, in its grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    /// After `-`.
+    Minus,
+    /// After a leading `0`.
+    Zero,
+    /// In the integer digits.
+    Int,
+    /// After `.`.
+    Dot,
+    /// In the fraction digits.
+    Frac,
+    /// After `e` or `E`.
+    Exp,
+    /// After the exponent's sign.
+    ExpSign,
+    /// In the exponent digits.
+    ExpDigits,
+}
+
+impl Num {
+    /// Whether a number may end here.
+    fn complete(self) -> bool {
+        matches!(self, Num::Zero | Num::Int | Num::Frac | Num::ExpDigits)
+    }
+
+    /// The state after `b`; `None` when `b` is not part of the number.
+    fn next(self, b: u8) -> Option<Num> {
+        let digit = b.is_ascii_digit();
+        Some(match (self, b) {
+            (Num::Minus, b'0') => Num::Zero,
+            (Num::Minus, _) if digit => Num::Int,
+            (Num::Int, _) if digit => Num::Int,
+            (Num::Zero | Num::Int, b'.') => Num::Dot,
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+            (Num::Dot | Num::Frac, _) if digit => Num::Frac,
+            (Num::Exp, b'+' | b'-') => Num::ExpSign,
+            (Num::Exp | Num::ExpSign | Num::ExpDigits, _) if digit => Num::ExpDigits,
+            _ => return None,
+        })
+    }
+}
+
+/// Why the input is not one JSON value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Invalid {
+    /// Byte offset of the first byte that cannot be (or of the end).
+    pub at: u64,
+}
+
+/// The check, fed a piece at a time ([`feed`](Self::feed)), then told the
+/// input ended ([`finish`](Self::finish)).
+#[derive(Debug)]
+pub(crate) struct Check {
+    at: At,
+    /// One bit per open object (1) or array (0), `depth` of them.
+    stack: Vec<u64>,
+    depth: usize,
+    /// Bytes fed so far.
+    pos: u64,
+}
+
+impl Default for Check {
+    fn default() -> Self {
+        Check {
+            at: At::Start,
+            stack: Vec::new(),
+            depth: 0,
+            pos: 0,
+        }
+    }
+}
+
+impl Check {
+    /// Checks the next bytes of the input.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<(), Invalid> {
+        let mut i = 0;
+        while i < bytes.len() {
+            if let At::Str { key } = self.at {
+                i += plain_run(&bytes[i..]);
+                let Some(&b) = bytes.get(i) else { break };
+                self.at = match b {
+                    b'"' if key => At::Colon,
+                    b'"' => self.after_value(),
+                    b'\\' => At::Escape { key },
+                    _ => return Err(self.invalid(i)),
+                };
+                i += 1;
+                continue;
+            }
+            match self.step(bytes[i]) {
+                Step::Next => i += 1,
+                Step::Again => {}
+                Step::Bad => return Err(self.invalid(i)),
+            }
+        }
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// The input ended: whether it was one JSON value.
+    pub(crate) fn finish(mut self) -> Result<(), Invalid> {
+        if let At::Num(n) = self.at
+            && n.complete()
+        {
+            self.at = self.after_value();
+        }
+        match self.at {
+            At::End => Ok(()),
+            _ => Err(Invalid { at: self.pos }),
+        }
+    }
+
+    fn invalid(&self, i: usize) -> Invalid {
+        Invalid {
+            at: self.pos + i as u64,
+        }
+    }
+
+    /// One byte outside a string's plain run.
+    fn step(&mut self, b: u8) -> Step {
+        let ws = matches!(b, b' ' | b'\n' | b'\t' | b'\r');
+        self.at = match self.at {
+            At::Start
+            | At::Value
+            | At::ArrayFirst
+            | At::ObjectFirst
+            | At::Key
+            | At::Colon
+            | At::After
+            | At::End
+                if ws =>
+            {
+                return Step::Next;
+            }
+            At::Start | At::Value => match self.value(b) {
+                Some(at) => at,
+                None => return Step::Bad,
+            },
+            At::ArrayFirst if b == b']' => {
+                self.pop();
+                self.after_value()
+            }
+            At::ArrayFirst => match self.value(b) {
+                Some(at) => at,
+                None => return Step::Bad,
+            },
+            At::ObjectFirst if b == b'}' => {
+                self.pop();
+                self.after_value()
+            }
+            At::ObjectFirst | At::Key if b == b'"' => At::Str { key: true },
+            At::Colon if b == b':' => At::Value,
+            At::After => return self.after(b),
+            At::Escape { key } => match b {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => At::Str { key },
+                b'u' => At::Hex { key, left: 4 },
+                _ => return Step::Bad,
+            },
+            At::Hex { key, left } if b.is_ascii_hexdigit() => match left {
+                1 => At::Str { key },
+                _ => At::Hex {
+                    key,
+                    left: left - 1,
+                },
+            },
+            At::Num(n) => match n.next(b) {
+                Some(n) => At::Num(n),
+                None if n.complete() => {
+                    // The byte after the number is read in the next state.
+                    self.at = self.after_value();
+                    return Step::Again;
+                }
+                None => return Step::Bad,
+            },
+            At::Literal([first, rest @ ..]) if b == *first => match rest {
+                [] => self.after_value(),
+                _ => At::Literal(rest),
+            },
+            _ => return Step::Bad,
+        };
+        Step::Next
+    }
+
+    /// The first byte of a value.
+    fn value(&mut self, b: u8) -> Option<At> {
+        Some(match b {
+            b'{' => {
+                self.push(true)?;
+                At::ObjectFirst
+            }
+            b'[' => {
+                self.push(false)?;
+                At::ArrayFirst
+            }
+            b'"' => At::Str { key: false },
+            b'-' => At::Num(Num::Minus),
+            b'0' => At::Num(Num::Zero),
+            b'1'..=b'9' => At::Num(Num::Int),
+            b't' => At::Literal(b"rue"),
+            b'f' => At::Literal(b"alse"),
+            b'n' => At::Literal(b"ull"),
+            _ => return None,
+        })
+    }
+
+    /// A byte after a value inside an object or array.
+    fn after(&mut self, b: u8) -> Step {
+        let in_object = self.top();
+        self.at = match b {
+            b',' if in_object => At::Key,
+            b',' => At::Value,
+            b'}' if in_object => {
+                self.pop();
+                self.after_value()
+            }
+            b']' if !in_object => {
+                self.pop();
+                self.after_value()
+            }
+            _ => return Step::Bad,
+        };
+        Step::Next
+    }
+
+    /// Where the check is once a value has ended.
+    fn after_value(&self) -> At {
+        match self.depth {
+            0 => At::End,
+            _ => At::After,
+        }
+    }
+
+    fn push(&mut self, object: bool) -> Option<()> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        let (word, bit) = (self.depth / 64, self.depth % 64);
+        if word == self.stack.len() {
+            self.stack.push(0);
+        }
+        let mask = 1u64 << bit;
+        match object {
+            true => self.stack[word] |= mask,
+            false => self.stack[word] &= !mask,
+        }
+        self.depth += 1;
+        Some(())
+    }
+
+    fn pop(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Whether the innermost open value is an object.
+    fn top(&self) -> bool {
+        let d = self.depth - 1;
+        self.stack[d / 64] >> (d % 64) & 1 == 1
+    }
+}
+
+/// What to do after a byte.
+enum Step {
+    /// It was taken: on to the next byte.
+    Next,
+    /// Read the same byte again (the state changed under it).
+    Again,
+    /// It cannot be here.
+    Bad,
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The number of bytes at the start of `bytes` that a string holds as they
+/// are: no `"`, no backslash, no control character.
+fn plain_run(bytes: &[u8]) -> usize {
+    run::<true>(bytes)
+}
+
+/// The number of bytes at the start of `bytes`, in a string of valid JSON,
+/// before its next `"` or backslash (all of them when there is none). For
+/// the short runs between escapes, cheaper than a `memchr2` call.
+pub(crate) fn to_quote_or_backslash(bytes: &[u8]) -> usize {
+    run::<false>(bytes)
+}
+
+/// The bytes before the first `"`, backslash or (with `CONTROL`) control
+/// character, eight at a time: the lowest byte flagged in a word is exact
+/// (a borrow only runs upwards from a byte that is flagged).
+fn run<const CONTROL: bool>(bytes: &[u8]) -> usize {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut n = 0;
+    for chunk in &mut chunks {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+        let mut special = zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')));
+        if CONTROL {
+            special |= w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+        }
+        if special != 0 {
+            return n + (special.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + chunks
+        .remainder()
+        .iter()
+        .take_while(|&&b| b != b'"' && b != b'\\' && (!CONTROL || b >= 0x20))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What `serde_json` says, skipping a value from a reader.
+    fn serde_says(input: &[u8]) -> bool {
+        let mut de = serde_json::Deserializer::from_reader(input);
+        serde::Deserialize::deserialize(&mut de)
+            .map(|_: serde::de::IgnoredAny| ())
+            .and_then(|()| de.end())
+            .is_ok()
+    }
+
+    /// What the check says, fed in pieces of `piece` bytes.
+    fn check_says(input: &[u8], piece: usize) -> bool {
+        let mut check = Check::default();
+        input
+            .chunks(piece.max(1))
+            .try_for_each(|c| check.feed(c))
+            .and_then(|()| check.finish())
+            .is_ok()
+    }
+
+    #[test]
+    fn agrees_with_serde_on_the_edges_of_the_grammar() {
+        let cases: &[&str] = &[
+            "0",
+            "-0",
+            "-",
+            "01",
+            "1.",
+            "1.5",
+            ".5",
+            "1e",
+            "1e+",
+            "1E-7",
+            "1e5x",
+            "-01",
+            "123456789012345678901234567890",
+            "true",
+            "tru",
+            "truex",
+            "null",
+            "nul",
+            "false",
+            "\"\"",
+            "\"a\\u00e9\\ud800\"",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\\u12G4\"",
+            "\"a\tb\"",
+            "\"a\u{7f}\u{e9}\"",
+            "[]",
+            "[,]",
+            "[1,]",
+            "[1 2]",
+            "[1,2]",
+            "{}",
+            "{,}",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{\"a\":1 \"b\":2}",
+            "{1:2}",
+            "{\"a\":[{\"b\":{}}]}",
+            " \n\t\r[ 1 , { \"k\" : null } ] \r\n",
+            "[1] x",
+            "[1] [2]",
+            "",
+            " ",
+            "[",
+            "]",
+            "{\"a\"",
+            "\"abc",
+            "[1,[2,[3]]]",
+            "[1}",
+            "{\"a\":1]",
+            "\u{feff}1",
+        ];
+        for case in cases {
+            for piece in [1, 2, 3, 7, 8, 9, 1024] {
+                assert_eq!(
+                    check_says(case.as_bytes(), piece),
+                    serde_says(case.as_bytes()),
+                    "{case:?} in pieces of {piece}"
+                );
+            }
+        }
+        // Invalid UTF-8 in a string: neither looks.
+        let bytes = b"[\"\xff\xfe\"]";
+        assert!(check_says(bytes, 1) && serde_says(bytes));
+    }
+
+    #[test]
+    fn nesting_is_a_bit_per_level_and_capped() {
+        let deep = |n: usize| format!("{}0{}", "[{\"a\":".repeat(n), "}]".repeat(n));
+        assert!(check_says(deep(1000).as_bytes(), 4096));
+        let mut check = Check::default();
+        let opens = "[".repeat(MAX_DEPTH);
+        assert!(check.feed(opens.as_bytes()).is_ok());
+        assert_eq!(check.stack.len(), MAX_DEPTH / 64);
+        assert_eq!(
+            check.feed(b"["),
+            Err(Invalid {
+                at: MAX_DEPTH as u64
+            })
+        );
+    }
+
+    #[test]
+    fn plain_runs_stop_at_the_first_special_byte() {
+        for (text, run) in [
+            ("abcdefgh", 8),
+            ("abcdefghij\"", 10),
+            ("abc\\defghijk", 3),
+            ("\u{1}", 0),
+            ("abcdefg\u{1f}", 7),
+            ("ab\"\\\u{0}", 2),
+            ("ééééé\"", 10),
+            ("\u{7f}\u{80}\u{20}!", 5),
+        ] {
+            assert_eq!(plain_run(text.as_bytes()), run, "{text:?}");
+            let to_quote = text.find(['"', '\\']).unwrap_or(text.len());
+            assert_eq!(to_quote_or_backslash(text.as_bytes()), to_quote, "{text:?}");
+        }
+    }
+
+    /// JSON-like text: valid values, then a few bytes changed.
+    fn json_like() -> impl Strategy<Value = Vec<u8>> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(serde_json::Value::from),
+            ".{0,20}".prop_map(serde_json::Value::from),
+        ];
+        let value = leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(".{0,6}", inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        });
+        let mutation = prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3);
+        (value, any::<bool>(), mutation).prop_map(|(v, pretty, mutation)| {
+            let mut bytes = match pretty {
+                true => serde_json::to_vec_pretty(&v).unwrap_or_default(),
+                false => serde_json::to_vec(&v).unwrap_or_default(),
+            };
+            for (at, byte) in mutation {
+                if !bytes.is_empty() {
+                    let i = at.index(bytes.len());
+                    let pick = b"\"\\{}[],:0-+.eE tfnu\n\x01aZ";
+                    bytes[i] = pick[usize::from(byte) % pick.len()];
+                }
+            }
+            bytes
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn agrees_with_serde_in_any_pieces(input in json_like(), piece in 1usize..40) {
+            prop_assert_eq!(check_says(&input, piece), serde_says(&input));
+        }
+    }
+}
