@@ -128,10 +128,15 @@ impl Check {
             if let At::Str { key } = self.at {
                 i += plain_run(&bytes[i..]);
                 let Some(&b) = bytes.get(i) else { break };
-                self.at = match b {
-                    b'"' if key => At::Colon,
-                    b'"' => self.after_value(),
-                    b'\\' => At::Escape { key },
+                self.at = match (b, bytes.get(i + 1)) {
+                    (b'"', _) if key => At::Colon,
+                    (b'"', _) => self.after_value(),
+                    // A one-letter escape, both bytes here: still in the string.
+                    (b'\\', Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => {
+                        i += 2;
+                        continue;
+                    }
+                    (b'\\', _) => At::Escape { key },
                     _ => return Err(self.invalid(i)),
                 };
                 i += 1;

@@ -198,6 +198,12 @@ impl Walker {
                     self.flush(visit, CHUNK)?;
                     continue;
                 }
+                // An escape and its byte inside a child: plain bytes too.
+                if self.at == At::InValue && buf[i] == b'\\' && i + 1 < n {
+                    self.plain(&buf[i..i + 2]);
+                    i += 2;
+                    continue;
+                }
             }
             let b = buf[i];
             i += 1;
