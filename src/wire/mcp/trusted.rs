@@ -3,10 +3,12 @@
 //! taken apart as [`TopFast`](super::TopFast) does, without validating
 //! the bytes a second time.
 //!
-//! Values are not read, only skipped, 64 bytes at a time: word-at-a-time
-//! masks of quotes, backslashes and brackets, the escaped characters found
-//! from the runs of backslashes (as simdjson does), so a string dense with
-//! escapes costs no more than any other. Skipping keeps no stack: the
+//! Values are not read, only skipped, 64 bytes at a time: masks of quotes,
+//! backslashes and brackets (byte compares the compiler vectorizes, then
+//! gathered word at a time), the escaped characters found from the runs of
+//! backslashes (as simdjson does), so a string dense with escapes costs no
+//! more than any other (about 5 GB/s on strings, 3 GB/s on compact JSON
+//! here; serde's validating skip: about 1 and 1.6). Skipping keeps no stack: the
 //! input is valid, brackets match, a counter is enough.
 //!
 //! Anything unusual (not an object, no `content` array of objects, more
@@ -194,10 +196,12 @@ fn container_end(b: &[u8], mut at: usize) -> Option<usize> {
 
 /// The 64 bytes from `at`, zeros past the end (no quote, backslash or bracket).
 fn block_at(b: &[u8], at: usize) -> [u8; 64] {
-    let mut block = [0u8; 64];
     let rest = b.get(at..).unwrap_or_default();
-    let n = rest.len().min(64);
-    block[..n].copy_from_slice(&rest[..n]);
+    if let Some(Ok(full)) = rest.get(..64).map(<[u8; 64]>::try_from) {
+        return full;
+    }
+    let mut block = [0u8; 64];
+    block[..rest.len()].copy_from_slice(rest);
     block
 }
 
@@ -211,45 +215,58 @@ struct Masks {
     close: u64,
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
+/// Bits of a byte's class: `"`, `\`, `{` or `[`, `}` or `]`.
+const QUOTE: u8 = 1;
+const BACKSLASH: u8 = 2;
+const OPEN: u8 = 4;
+const CLOSE: u8 = 8;
 
 impl Masks {
-    /// The masks of `block`; the brackets only when `brackets`.
+    /// The masks of `block`; the brackets only when `brackets`. Each byte's
+    /// class first, in a loop the compiler makes vector compares of, then
+    /// each class gathered from the eight words, bit by bit.
     fn of(block: &[u8; 64], brackets: bool) -> Self {
+        let mut classes = [0u8; 64];
+        if brackets {
+            for (class, &c) in classes.iter_mut().zip(block) {
+                // `[` and `{` differ in bit 5 only, as do `]` and `}`.
+                let folded = c | 0x20;
+                *class = (u8::from(c == b'"') * QUOTE)
+                    | (u8::from(c == b'\\') * BACKSLASH)
+                    | (u8::from(folded == b'{') * OPEN)
+                    | (u8::from(folded == b'}') * CLOSE);
+            }
+        } else {
+            for (class, &c) in classes.iter_mut().zip(block) {
+                *class = (u8::from(c == b'"') * QUOTE) | (u8::from(c == b'\\') * BACKSLASH);
+            }
+        }
         let mut m = Masks {
             quote: 0,
             backslash: 0,
             open: 0,
             close: 0,
         };
-        for (k, word) in block.chunks_exact(8).enumerate() {
+        for (k, word) in classes.chunks_exact(8).enumerate() {
             let mut bytes = [0u8; 8];
             bytes.copy_from_slice(word);
             let w = u64::from_le_bytes(bytes);
             let shift = 8 * k;
-            m.quote |= gather(bytes_eq(w, b'"')) << shift;
-            m.backslash |= gather(bytes_eq(w, b'\\')) << shift;
+            m.quote |= gather(w, QUOTE) << shift;
+            m.backslash |= gather(w, BACKSLASH) << shift;
             if brackets {
-                // `[` and `{` differ in bit 5 only, as do `]` and `}`.
-                let folded = w | (ONES * 0x20);
-                m.open |= gather(bytes_eq(folded, b'{')) << shift;
-                m.close |= gather(bytes_eq(folded, b'}')) << shift;
+                m.open |= gather(w, OPEN) << shift;
+                m.close |= gather(w, CLOSE) << shift;
             }
         }
         m
     }
 }
 
-/// The high bit of each byte of `w` equal to `c` (exact: no carry between bytes).
-fn bytes_eq(w: u64, c: u8) -> u64 {
-    let x = w ^ (ONES * u64::from(c));
-    !(((x & !HIGH) + !HIGH) | x) & HIGH
-}
-
-/// The high bits of the eight bytes of `m`, as its low eight bits.
-fn gather(m: u64) -> u64 {
-    ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+/// Whether each byte of `w` has the `class` bit, as the low eight bits.
+fn gather(w: u64, class: u8) -> u64 {
+    let lanes = (w >> class.trailing_zeros()) & 0x0101_0101_0101_0101;
+    lanes.wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
 /// Bit `k` set: an odd number of quotes at or before bit `k`.
