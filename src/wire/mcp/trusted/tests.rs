@@ -184,7 +184,9 @@ fn write(top: &[(String, Top)], gaps: Vec<&'static str>, escape: Vec<bool>) -> S
         escape,
         n: 0,
     };
+    w.gap();
     w.object(top, Writer::top);
+    w.gap();
     w.out
 }
 
