@@ -4,7 +4,7 @@
 use super::events::PassReason;
 use crate::config::EffectivePolicy;
 use crate::estimate::TokenEstimator;
-use crate::wire::mcp::{RawResult, ResultError};
+use crate::wire::mcp::{Input, RawResult, ResultError};
 
 /// What step 1 decided.
 pub(super) enum Decision<'a> {
@@ -16,12 +16,13 @@ pub(super) enum Decision<'a> {
 
 /// Whether `result` is offloaded under `policy`, and when it is, the result
 /// parsed. `enabled` is the global switch (it names the reason a tool is
-/// not offloaded).
+/// not offloaded); `input` says whether serde validated `result` already.
 pub(super) fn decide<'a>(
     estimator: &dyn TokenEstimator,
     policy: &EffectivePolicy,
     enabled: bool,
     result: &'a [u8],
+    input: Input,
 ) -> Result<Decision<'a>, ResultError> {
     if !policy.enabled {
         let reason = if enabled {
@@ -37,7 +38,7 @@ pub(super) fn decide<'a>(
         }));
     }
     let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
-    let parsed = RawResult::parse(text)?;
+    let parsed = RawResult::parse_input(text, input)?;
     if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
         return Ok(Decision::Inline(PassReason::IsError));
     }

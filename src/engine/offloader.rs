@@ -17,7 +17,7 @@ use crate::config::OffloadConfig;
 use crate::estimate::{ScriptAwareEstimator, TokenEstimator};
 use crate::store::{FsStore, Store, StoreError, parse_file_name};
 use crate::wire::call::ToolCall;
-use crate::wire::mcp::{RawResult, ResultError};
+use crate::wire::mcp::{Input, RawResult, ResultError};
 
 /// The offload engine. Cheap to clone; shares its configuration, estimator,
 /// store and event hook.
@@ -174,7 +174,18 @@ impl Offloader {
     /// parts are left to the rewritten result and a text's layout is kept
     /// as a small table, never copied (see `records`).
     pub fn process(&self, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
-        let outcome = pipeline::run(&self.parts(), call, result);
+        self.process_input(call, result, Input::Unchecked)
+    }
+
+    /// [`process`](Self::process), `input` saying whether serde validated
+    /// `result` already.
+    fn process_input(
+        &self,
+        call: &ToolCall,
+        result: &[u8],
+        input: Input,
+    ) -> Result<Outcome, ResultError> {
+        let outcome = pipeline::run(&self.parts(), call, result, input);
         self.emit(&call.name, result.len(), &outcome);
         outcome
     }
@@ -190,8 +201,37 @@ impl Offloader {
         call: &ToolCall,
         result: bytes::Bytes,
     ) -> Result<Outcome, ResultError> {
+        self.process_input_async(call, result, Input::Unchecked)
+            .await
+    }
+
+    /// [`process_async`](Self::process_async) of a result that serde has
+    /// read whole as one JSON value already (the `result` member of a
+    /// response the layer read with [`find_results`] or [`read_reply`]):
+    /// it is parsed without validating it again. Bytes not validated so
+    /// must go to [`process_async`](Self::process_async).
+    ///
+    /// [`find_results`]: crate::wire::jsonrpc::find_results
+    /// [`read_reply`]: crate::wire::jsonrpc::read_reply
+    pub(crate) async fn process_validated_async(
+        &self,
+        call: &ToolCall,
+        result: bytes::Bytes,
+    ) -> Result<Outcome, ResultError> {
+        self.process_input_async(call, result, Input::Validated)
+            .await
+    }
+
+    /// [`process_async`](Self::process_async), `input` saying whether
+    /// serde validated `result` already.
+    async fn process_input_async(
+        &self,
+        call: &ToolCall,
+        result: bytes::Bytes,
+        input: Input,
+    ) -> Result<Outcome, ResultError> {
         if self.surely_inline(&call.name, result.len()) {
-            return self.process(call, &result);
+            return self.process_input(call, &result, input);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
@@ -199,7 +239,7 @@ impl Offloader {
         let name = call.name.clone();
         let call = call.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let outcome = pipeline::run(&this.parts(), &call, &result);
+            let outcome = pipeline::run(&this.parts(), &call, &result, input);
             if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
                 // No one is waiting for this file any more (a shared
                 // store's: its manifest and data).

@@ -29,7 +29,7 @@ use crate::config::OffloadConfig;
 use crate::estimate::TokenEstimator;
 use crate::store::{self, Store};
 use crate::wire::call::ToolCall;
-use crate::wire::mcp::ResultError;
+use crate::wire::mcp::{Input, ResultError};
 
 /// What the pipeline needs of an [`Offloader`](super::Offloader): its
 /// configuration, estimator and store, and the id of the file to write.
@@ -40,18 +40,24 @@ pub(super) struct Parts<'a> {
     pub file_id: ulid::Ulid,
 }
 
-/// One result through the pipeline. (About 90 lines: the steps in order
-/// are the point of this function; each is a call.)
+/// One result through the pipeline (`input`: whether serde validated
+/// `result` already). (About 90 lines: the steps in order are the point
+/// of this function; each is a call.)
 ///
 /// Memory: the records are the file's body already (the texts they came
 /// from left the parsed result during the split), and the header goes in
 /// front of the records in their own buffer (see [`File`]), so nothing
 /// here copies the records.
-pub(super) fn run(o: &Parts<'_>, call: &ToolCall, result: &[u8]) -> Result<Outcome, ResultError> {
+pub(super) fn run(
+    o: &Parts<'_>,
+    call: &ToolCall,
+    result: &[u8],
+    input: Input,
+) -> Result<Outcome, ResultError> {
     let policy = o.config.policy_for(&call.name);
     let estimator = o.estimator;
     let (mut parsed, estimated_tokens) =
-        match decide::decide(estimator, &policy, o.config.enabled, result)? {
+        match decide::decide(estimator, &policy, o.config.enabled, result, input)? {
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
             Decision::Offload(parsed, tokens) => (parsed, tokens),
         };

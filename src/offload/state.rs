@@ -196,12 +196,17 @@ impl Shared {
 
     /// What to put in place of the watched answer `result` (its JSON), if
     /// anything: the offload of a large tool result, or a server answer
-    /// with what the layer adds.
+    /// with what the layer adds. `result` is the `result` member of a
+    /// response serde has read whole ([`find_results`], [`read_reply`]):
+    /// valid JSON, offloaded without validating it again.
+    ///
+    /// [`find_results`]: crate::wire::jsonrpc::find_results
+    /// [`read_reply`]: crate::wire::jsonrpc::read_reply
     pub(crate) async fn transform(&self, w: &Watch, result: bytes::Bytes) -> Option<String> {
         match w.kind {
             WatchKind::Result => {
                 let call = self.call_of(w);
-                let outcome = self.offloader.process_async(&call, result).await;
+                let outcome = self.offloader.process_validated_async(&call, result).await;
                 outcome.ok().and_then(|o| o.into_replacement())
             }
             WatchKind::ListTools => {

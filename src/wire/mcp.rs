@@ -5,12 +5,27 @@
 //! result can be taken apart and put back together without loss.
 
 use indexmap::IndexMap;
-use serde_json::value::RawValue;
 
 use crate::json::{minify_into, push_json_string};
 
+mod raw;
+mod trusted;
+
+pub(crate) use raw::Raw;
+
 /// A JSON object whose values are kept as raw text, in their original order.
-pub(crate) type RawObject<'a> = IndexMap<String, &'a RawValue>;
+pub(crate) type RawObject<'a> = IndexMap<String, Raw<'a>>;
+
+/// What is known of a result's bytes before they are parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// Nothing (bytes from a library user): validated while parsed.
+    Unchecked,
+    /// Serde read them whole as one JSON value already (the `result`
+    /// member of a response the layer read): parsed without validating
+    /// them again. Only the layer says so, where it is true.
+    Validated,
+}
 
 /// Why a body is not an MCP tool result.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +107,48 @@ impl<'a> RawResult<'a> {
         Self::parse_with(json, false)
     }
 
+    /// [`parse`](Self::parse), or [`parse_trusted`](Self::parse_trusted)
+    /// when the input says it was validated.
+    pub(crate) fn parse_input(json: &'a str, input: Input) -> Result<Self, ResultError> {
+        match input {
+            Input::Unchecked => Self::parse(json),
+            Input::Validated => Self::parse_trusted(json),
+        }
+    }
+
+    /// Parses a tool result that serde has validated already as one JSON
+    /// value, without validating it again; the same result as
+    /// [`parse`](Self::parse) (anything unusual is left to it). On bytes
+    /// that are not valid JSON, what it gives is unspecified (not a panic).
+    pub(crate) fn parse_trusted(json: &'a str) -> Result<Self, ResultError> {
+        let Some((top, objects)) = trusted::read(json) else {
+            return Self::parse(json);
+        };
+        // Debug builds (the tests, the property tests) check it against serde.
+        #[cfg(debug_assertions)]
+        Self::check_trusted(json, &top, &objects);
+        Self::from_parts(top, objects, false)
+    }
+
+    /// Asserts that the trusted reader found what `TopFast` finds.
+    #[cfg(debug_assertions)]
+    fn check_trusted(json: &'a str, top: &RawObject<'a>, objects: &[RawObject<'a>]) {
+        let Ok(fast) = serde_json::from_str::<TopFast<'a>>(json) else {
+            panic!("the trusted reader read what serde refuses");
+        };
+        assert_eq!(
+            format!("{:?}", fast.top),
+            format!("{top:?}"),
+            "top-level fields differ"
+        );
+        let blocks = fast.blocks.unwrap_or_default();
+        assert_eq!(
+            format!("{blocks:?}"),
+            format!("{objects:?}"),
+            "content blocks differ"
+        );
+    }
+
     /// Parses a rebuild envelope, whose record-source text blocks hold `null`.
     pub(crate) fn parse_envelope(json: &'a str) -> Result<Self, ResultError> {
         Self::parse_with(json, true)
@@ -149,25 +206,26 @@ impl<'a> RawResult<'a> {
         // Blocks are read straight into their fields: one pass over content
         // that may be megabytes. Only when that fails is it read again, to
         // tell which error applies.
-        let objects: Vec<RawObject<'a>> = match serde_json::from_str::<Bounded<_>>(content.get()) {
-            Ok(objects) => objects.0,
-            Err(_) => {
-                let raw_blocks: Bounded<&'a RawValue> = serde_json::from_str(content.get())
-                    .map_err(|e| match e.is_data() && e.to_string().contains(TOO_MANY) {
-                        true => ResultError::NotToolResult(TOO_MANY),
-                        false => ResultError::NotToolResult("`content` is not an array"),
-                    })?;
-                let raw_blocks = raw_blocks.0;
-                for raw in raw_blocks {
-                    serde_json::from_str::<RawObject<'a>>(raw.get()).map_err(|_| {
-                        ResultError::NotToolResult("a content block is not an object")
-                    })?;
+        let objects: Vec<RawObject<'a>> =
+            match serde_json::from_str::<Bounded<_>>(content.get()) {
+                Ok(objects) => objects.0,
+                Err(_) => {
+                    let raw_blocks: Bounded<Raw<'a>> = serde_json::from_str(content.get())
+                        .map_err(|e| match e.is_data() && e.to_string().contains(TOO_MANY) {
+                            true => ResultError::NotToolResult(TOO_MANY),
+                            false => ResultError::NotToolResult("`content` is not an array"),
+                        })?;
+                    let raw_blocks = raw_blocks.0;
+                    for raw in raw_blocks {
+                        serde_json::from_str::<RawObject<'a>>(raw.get()).map_err(|_| {
+                            ResultError::NotToolResult("a content block is not an object")
+                        })?;
+                    }
+                    return Err(ResultError::NotToolResult(
+                        "a content block is not an object",
+                    ));
                 }
-                return Err(ResultError::NotToolResult(
-                    "a content block is not an object",
-                ));
-            }
-        };
+            };
         Self::from_parts(top, objects, null_text)
     }
 
@@ -199,7 +257,7 @@ impl<'a> RawResult<'a> {
     }
 
     /// The raw `structuredContent`, when present and not `null`.
-    pub(crate) fn structured(&self) -> Option<&'a RawValue> {
+    pub(crate) fn structured(&self) -> Option<Raw<'a>> {
         self.top
             .get("structuredContent")
             .copied()
@@ -307,7 +365,9 @@ impl<'a> RawResult<'a> {
             push_json_string(out, key);
             out.push(':');
             match text {
-                Some(t) if key == text_key && original.in_resource => write_resource(out, value, t),
+                Some(t) if key == text_key && original.in_resource => {
+                    write_resource(out, *value, t)
+                }
                 Some(Some(t)) if key == text_key => push_json_string(out, t),
                 Some(None) if key == text_key => out.push_str("null"),
                 _ => minify_into(value.get(), out),
@@ -318,7 +378,7 @@ impl<'a> RawResult<'a> {
 }
 
 /// A text block, with `annotations` when given.
-fn write_text_block(out: &mut String, text: &str, annotations: Option<&RawValue>) {
+fn write_text_block(out: &mut String, text: &str, annotations: Option<Raw<'_>>) {
     out.push_str("{\"type\":\"text\",\"text\":");
     push_json_string(out, text);
     if let Some(a) = annotations {
@@ -363,7 +423,7 @@ fn resource_text(fields: &RawObject<'_>, null_text: bool) -> (Option<String>, bo
 }
 
 /// Writes `resource` (a raw object) with its `text` replaced (`None`: `null`).
-fn write_resource(out: &mut String, resource: &RawValue, text: Option<&str>) {
+fn write_resource(out: &mut String, resource: Raw<'_>, text: Option<&str>) {
     let Ok(fields) = serde_json::from_str::<RawObject<'_>>(resource.get()) else {
         minify_into(resource.get(), out);
         return;
@@ -448,11 +508,9 @@ impl<'de> serde::Deserialize<'de> for TopFast<'de> {
                     if key == "content" {
                         blocks = Some(map.next_value::<Bounded<RawObject<'de>>>()?.0);
                         // Same position and overwrite rules as a plain map.
-                        let placeholder: &'static RawValue =
-                            serde_json::from_str("[]").map_err(serde::de::Error::custom)?;
-                        top.insert(key, placeholder);
+                        top.insert(key, Raw::trusted("[]"));
                     } else {
-                        top.insert(key, map.next_value::<&'de RawValue>()?);
+                        top.insert(key, map.next_value::<Raw<'de>>()?);
                     }
                 }
                 Ok(TopFast { top, blocks })

@@ -1480,3 +1480,101 @@ async fn a_result_replayed_on_a_resumed_get_stream_is_offloaded() {
         serde_json::from_str(event_data(got.as_bytes()).unwrap().as_str()).unwrap();
     assert_offloaded(&message, &id, &original);
 }
+
+// ---------------------------------------------------------------------------
+// A result read once: the layer's validated parse against the engine's own
+// ---------------------------------------------------------------------------
+
+/// A large result written awkwardly: whitespace between every token (line
+/// breaks included), escaped keys (`content` among them), a duplicate
+/// `_meta`, `null`s, an embedded resource.
+fn awkward_result() -> String {
+    let m = memories(150, Detail::Medium);
+    let text = serde_json::to_string(&m["content"][0]["text"]).unwrap();
+    let structured = serde_json::to_string_pretty(&m["structuredContent"]).unwrap();
+    format!(
+        "{{ \"_meta\" : {{ \"a\" : 1 }} ,\n  \"con\\u0074ent\" :\t[ {{ \"type\" : \"text\" , \
+         \"text\" : {text} , \"annotations\" : null }} ,\r\n {{ \"ty\\u0070e\" : \"resource\" , \
+         \"resource\" : {{ \"uri\" : \"file:///x\" , \"text\" : \"a\\\"b\\\\\" }} }} ] ,\n \
+         \"structuredContent\" : {structured} , \"isError\" : false , \"_meta\" : null }}"
+    )
+}
+
+/// `s` with every file name's ULID and the directory replaced (the rest
+/// must be equal byte for byte).
+fn without_ids(s: &str, dir: &std::path::Path) -> String {
+    const PREFIX: &str = "atlatl-recall-";
+    let mut out = s.replace(dir.to_str().unwrap(), "<DIR>");
+    while let Some(at) = out.find(PREFIX) {
+        let at = at + PREFIX.len();
+        out.replace_range(at - PREFIX.len()..at + 26, "atlatl-RECALL-<ULID>");
+    }
+    out
+}
+
+/// The rewritten result (its descriptor's time fields left out) and the
+/// file's records, of an offload of `result` that wrote into `dir`.
+fn offloaded_parts(result: &str, dir: &std::path::Path) -> (String, String) {
+    let mut v: Value = serde_json::from_str(result).unwrap();
+    let text = v["content"][0]["text"].as_str().unwrap().to_owned();
+    let mut descriptor: Value = serde_json::from_str(&text).unwrap();
+    descriptor["expires_at"] = Value::Null;
+    v["content"][0]["text"] = Value::String(descriptor.to_string());
+    let path = descriptor["file_path"].as_str().unwrap();
+    let file = std::fs::read_to_string(path).unwrap();
+    let records = file.split_once('\n').unwrap().1.to_owned();
+    (without_ids(&v.to_string(), dir), records)
+}
+
+#[tokio::test]
+async fn a_result_the_layer_read_offloads_as_the_engine_offloads_it() {
+    let result = awkward_result();
+    let call = ToolCall::new("recall_memories", Some(json!({"query": "q"})));
+    let dir = tempfile::tempdir().unwrap();
+    let config = OffloadConfig::default().output_dir(dir.path());
+    let engine = tower_lro::offload::Offloader::new(config.clone());
+    let Ok(Outcome::Offloaded(o)) = engine.process(&call, result.as_bytes()) else {
+        panic!("the engine offloads it");
+    };
+    let expected = offloaded_parts(&o.result, dir.path());
+    let layer = OffloadLayer::new(config);
+    let request = tools_call(json!(5), "recall_memories", json!({"query": "q"}));
+    let message = format!("{{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{result}}}");
+
+    let inner = {
+        let message = message.clone();
+        service_fn(move |req: Request<RequestBody<TestBody>>| {
+            let message = message.clone();
+            async move {
+                read_request(&mut req.into_body()).await;
+                Ok::<_, Infallible>(json_response(body_of([data(message)])))
+            }
+        })
+    };
+    let response = layer
+        .clone()
+        .layer(inner)
+        .oneshot(post(body_of([data(request.to_string())])))
+        .await
+        .unwrap();
+    let (body, _) = read_response(&mut response.into_body()).await;
+    let got: Value = serde_json::from_slice(&body).unwrap();
+    let got_json = offloaded_parts(&got["result"].to_string(), dir.path());
+    assert_eq!(got_json, expected, "as JSON");
+
+    // The same message as an event, one data line per line of it.
+    let event: String = message
+        .lines()
+        .map(|l| format!("data: {l}\n"))
+        .collect::<String>()
+        + "\n";
+    let mut body = sse_call(&layer, &request, body_of([data(event)])).await;
+    let (got, _) = read_response(&mut body).await;
+    let got = event_data(&got).expect("an event");
+    let got: Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(
+        offloaded_parts(&got["result"].to_string(), dir.path()),
+        expected,
+        "as an event"
+    );
+}

@@ -10,12 +10,10 @@ use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{BuildHasher, BuildHasherDefault};
 
-use serde_json::value::RawValue;
-
 use std::borrow::Cow;
 
 use crate::json::{Style, trim_parts};
-use crate::wire::mcp::{RawResult, ResultError};
+use crate::wire::mcp::{Raw, RawResult, ResultError};
 
 use super::envelope::{envelope, leave_to_result, structured_text_copy};
 use super::lines;
@@ -195,7 +193,7 @@ impl Found {
 
     /// Takes the elements of `structuredContent`'s record array, if any. It
     /// comes first: the structured segment, when there is one, is segment 0.
-    fn structured_array<'a>(&mut self, raw: &'a RawValue) -> Option<StructuredArray<'a>> {
+    fn structured_array<'a>(&mut self, raw: Raw<'a>) -> Option<StructuredArray<'a>> {
         let minified = super::shape::minified(raw.get());
         let JsonShape::Array {
             before,

@@ -29,7 +29,7 @@ impl<'a> Message<'a> {
 /// What a message in a response body is.
 #[derive(Debug)]
 pub(crate) enum Reply<'a> {
-    /// A response carrying a result.
+    /// A response carrying a result (validated whole, as a `RawValue` is).
     Result { id: Value, result: &'a RawValue },
     /// A response without a result (an error response).
     NoResult { id: Value },
@@ -75,7 +75,9 @@ pub(crate) fn read_reply(text: &str) -> Reply<'_> {
 /// A response found in a JSON body.
 #[derive(Debug)]
 pub(crate) enum Found {
-    /// A result: the id it answers and the byte range of the result.
+    /// A result: the id it answers and the byte range of the result
+    /// (read whole by serde as one JSON value: the layer has the engine
+    /// parse it without validating it again, so this must stay true).
     Result { id: Value, range: Range<usize> },
     /// A message claiming to answer `id` that cannot be read (see
     /// [`Reply::Broken`]).
