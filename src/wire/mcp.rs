@@ -10,6 +10,7 @@ use crate::json::{minify_into, push_json_string};
 
 mod raw;
 mod trusted;
+pub(crate) use trusted::string_end as closing_quote;
 
 pub(crate) use raw::Raw;
 

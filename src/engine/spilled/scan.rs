@@ -11,6 +11,7 @@
 use std::io::{self, Read, Write};
 
 use crate::json::{Check, to_quote_or_backslash};
+use crate::wire::mcp::closing_quote;
 
 /// Bytes read at a time.
 pub(super) const CHUNK: usize = 256 * 1024;
@@ -188,6 +189,12 @@ impl Walker {
                 }
                 continue;
             }
+            if self.in_str && !self.esc && !self.wants && self.at == At::InValue {
+                i = self.skip_string(&buf[..n], i);
+                if i == n {
+                    continue;
+                }
+            }
             if self.in_str && !self.esc {
                 // The plain bytes of a string up to its next quote or
                 // backslash, in one step (most of a result's bytes).
@@ -232,6 +239,25 @@ impl Walker {
             self.out.clear();
         }
         Ok(())
+    }
+
+    /// Steps over the bytes of a string inside a child, not wanted, from
+    /// `i` (not escaped) to its closing quote or the end of `buf`, 64 bytes
+    /// at a time; where it stopped.
+    fn skip_string(&mut self, buf: &[u8], i: usize) -> usize {
+        let to = match closing_quote(buf, i) {
+            Some(quote) => quote,
+            None => {
+                // An odd run of backslashes at the end escapes the next
+                // buffer's first byte.
+                let run = buf[i..].iter().rev().take_while(|&&b| b == b'\\').count();
+                self.esc = run % 2 == 1;
+                buf.len()
+            }
+        };
+        self.pos += (to - i) as u64;
+        self.child_end = self.pos;
+        to
     }
 
     /// Plain bytes of a string.
@@ -512,6 +538,57 @@ mod tests {
             self.bytes.push(b'\n');
             self.ends += 1;
             Ok(())
+        }
+    }
+
+    /// [`Collect`] that does not want the bytes: strings are stepped over.
+    #[derive(Default)]
+    struct Spans(Collect);
+
+    impl Visit for Spans {
+        fn key(&mut self, raw: &[u8]) {
+            self.0.key(raw);
+        }
+        fn start(&mut self, at: u64) -> Result<(), NotStreamable> {
+            self.0.start(at)
+        }
+        fn end(&mut self, at: u64) -> Result<(), NotStreamable> {
+            self.0.end(at)
+        }
+    }
+
+    /// A reader that hands out `piece` bytes at a time.
+    struct Pieces<'a>(&'a [u8], usize);
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn strings_stepped_over_end_where_strings_read_end() {
+        // Runs of backslashes of every length before quotes, at every
+        // position of the 64-byte blocks and of the reads.
+        let mut text = String::new();
+        for i in 0..300 {
+            text.push_str(&"\\\\".repeat(i % 5));
+            text.push_str(["\\\"", "x", "{", "]", ","][i % 5]);
+            text.push_str(&"y".repeat(i % 67));
+        }
+        let src =
+            format!(r#"{{"a": {{"t": "{text}", "u": ["{text}", 1]}}, "b": "{text}", "c": 2}}"#);
+        assert!(serde_json::from_str::<serde_json::Value>(&src).is_ok());
+        let mut read = Collect::default();
+        walk(src.as_bytes(), &mut read).unwrap();
+        for piece in [1, 2, 3, 63, 64, 65, 1000, CHUNK] {
+            let mut stepped = Spans::default();
+            walk(Pieces(src.as_bytes(), piece), &mut stepped).unwrap();
+            assert_eq!(stepped.0.spans, read.spans, "pieces of {piece}");
+            assert_eq!(stepped.0.keys, ["a", "b", "c"]);
         }
     }
 

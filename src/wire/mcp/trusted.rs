@@ -153,8 +153,10 @@ fn scalar_end(b: &[u8], at: usize) -> usize {
     at + len.unwrap_or(b.len() - at)
 }
 
-/// The index of the quote closing the string whose text starts at `at`.
-fn string_end(b: &[u8], mut at: usize) -> Option<usize> {
+/// The index of the quote closing the string whose text starts at `at`
+/// (the byte at `at` not escaped), 64 bytes at a time; `None` when `b`
+/// ends first.
+pub(crate) fn string_end(b: &[u8], mut at: usize) -> Option<usize> {
     let mut escapes = Escapes::default();
     while at < b.len() {
         let m = Masks::of(&block_at(b, at), false);
