@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod blocks;
 mod check;
 mod key;
 pub(crate) use check::{Check, to_quote_or_backslash};

@@ -10,7 +10,6 @@ use crate::json::{minify_into, push_json_string};
 
 mod raw;
 mod trusted;
-pub(crate) use trusted::string_end as closing_quote;
 
 pub(crate) use raw::Raw;
 

@@ -10,8 +10,8 @@
 
 use std::io::{self, Read, Write};
 
+use crate::json::blocks::string_end as closing_quote;
 use crate::json::{Check, to_quote_or_backslash};
-use crate::wire::mcp::closing_quote;
 
 /// Bytes read at a time.
 pub(super) const CHUNK: usize = 256 * 1024;
