@@ -7,7 +7,7 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
-use crate::json::{minify_into, push_json_string};
+use crate::json::{decode_string, minify_into, push_json_string};
 
 /// A JSON object whose values are kept as raw text, in their original order.
 pub(crate) type RawObject<'a> = IndexMap<String, &'a RawValue>;
@@ -334,7 +334,7 @@ fn block_text(fields: &RawObject<'_>, null_text: bool) -> Result<Option<String>,
     if null_text && raw.is_some_and(|t| t.get() == "null") {
         return Ok(None);
     }
-    raw.and_then(|t| serde_json::from_str(t.get()).ok())
+    raw.and_then(|t| decode_string(t).ok())
         .map(Some)
         .ok_or(ResultError::NotToolResult(
             "a text block has no string `text`",
@@ -354,7 +354,7 @@ fn resource_text(fields: &RawObject<'_>, null_text: bool) -> (Option<String>, bo
     };
     match resource.get("text") {
         Some(t) if null_text && t.get() == "null" => (None, true),
-        Some(t) => match serde_json::from_str::<String>(t.get()) {
+        Some(t) => match decode_string(t) {
             Ok(text) => (Some(text), true),
             Err(_) => (None, false),
         },

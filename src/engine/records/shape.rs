@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+pub(crate) use crate::json::string_end;
 use crate::json::{Style, minifies_to, minify, trim_parts};
 
 /// The shape of one JSON text or structured value.
@@ -192,23 +193,6 @@ impl<'a> Iterator for Items<'a> {
         self.pos = i + 1;
         Some(&self.text[start..i])
     }
-}
-
-/// The position just after the string literal whose contents start at
-/// `from` (after its opening quote); the end of `bytes` if it is not closed.
-pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(p) = bytes
-        .get(from..)
-        .and_then(|b| memchr::memchr2(b'"', b'\\', b))
-    {
-        let at = from + p;
-        if bytes[at] == b'"' {
-            return at + 1;
-        }
-        // A backslash escapes the next byte.
-        from = at + 2;
-    }
-    bytes.len()
 }
 
 /// What a text block holds.
