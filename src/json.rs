@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 mod key;
+mod layout;
 mod swar;
 mod unescape;
 pub(crate) use key::Key;
@@ -248,12 +249,7 @@ impl Style {
         if self == Style::Compact {
             return original == minified;
         }
-        let mut cmp = Compare {
-            rest: original.as_bytes(),
-            ok: true,
-        };
-        self.write(minified, &mut cmp);
-        cmp.ok && cmp.rest.is_empty()
+        layout::lays_out(self, original, minified)
     }
 
     /// Lays out minified JSON text in this style.
@@ -392,6 +388,21 @@ impl Sink for Compare<'_> {
     fn failed(&self) -> bool {
         !self.ok
     }
+}
+
+/// Whether `src` (valid JSON) has no insignificant whitespace: what
+/// [`minifies_to`]`(src, src)` answers, in one walk with nothing compared.
+pub(crate) fn is_minified(src: &str) -> bool {
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i + 1),
+            b' ' | b'\t' | b'\n' | b'\r' => return false,
+            _ => i += 1,
+        }
+    }
+    true
 }
 
 /// Whether minifying `src` (valid JSON) gives exactly `minified`, without

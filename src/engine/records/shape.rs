@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 pub(crate) use crate::json::string_end;
-use crate::json::{Style, minifies_to, minify, trim_parts};
+use crate::json::{Style, is_minified, minifies_to, minify, trim_parts};
 
 /// The shape of one JSON text or structured value.
 pub(super) enum JsonShape<'a> {
@@ -29,7 +29,7 @@ pub(super) enum JsonShape<'a> {
 /// `json` minified: borrowed when it already is (the usual case: servers
 /// send compact JSON), else a minified copy. `json` must be valid JSON.
 pub(super) fn minified(json: &str) -> Cow<'_, str> {
-    if minifies_to(json, json) {
+    if is_minified(json) {
         Cow::Borrowed(json)
     } else {
         Cow::Owned(minify(json))
