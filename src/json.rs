@@ -13,7 +13,6 @@ mod layout;
 mod swar;
 mod unescape;
 pub(crate) use key::Key;
-pub(crate) use swar::string_end;
 pub(crate) use unescape::decode_string;
 
 /// Removes all insignificant whitespace from valid JSON text.
@@ -199,6 +198,23 @@ impl Outliner {
             elements: std::mem::take(&mut self.member_elems),
         });
     }
+}
+
+/// The position just after the string literal whose contents start at
+/// `from` (after its opening quote); the end of `bytes` if it is not closed.
+pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(p) = bytes
+        .get(from..)
+        .and_then(|b| memchr::memchr2(b'"', b'\\', b))
+    {
+        let at = from + p;
+        if bytes[at] == b'"' {
+            return at + 1;
+        }
+        // A backslash escapes the next byte.
+        from = at + 2;
+    }
+    bytes.len()
 }
 
 /// How a JSON text was laid out by the program that wrote it.

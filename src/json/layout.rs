@@ -2,12 +2,11 @@
 //! in one walk of both texts side by side, nothing built.
 //!
 //! A text block that copies `structuredContent` can be megabytes; this is
-//! the compare that tells it is a copy. String literals, most of the bytes,
-//! are compared a word at a time while their end is looked for (one pass,
-//! no call per literal); an indentation is compared as one run.
+//! the compare that tells it is a copy. A string literal, most of the
+//! bytes, is compared whole; an indentation as one run; the structural
+//! bytes one by one, with no call per byte.
 
 use super::Style;
-use super::swar::{WORD, first, marks, word_at};
 
 /// What a style writes around the structural bytes of minified JSON.
 #[derive(Clone, Copy)]
@@ -124,51 +123,14 @@ impl Walk<'_> {
     }
 
     /// The string literal that starts at `minified[m]`, the same in
-    /// `original`: compared a word at a time while its end is looked for.
+    /// `original`: its end looked for, then compared whole.
     fn string(&mut self) -> bool {
-        if self.original.get(self.o) != Some(&b'"') {
+        let end = super::string_end(self.minified, self.m + 1);
+        let n = end - self.m;
+        if self.original.get(self.o..self.o + n) != self.minified.get(self.m..end) {
             return false;
         }
-        // `k` bytes of the literal are equal.
-        let mut k = 1;
-        while let (Some(x), Some(y)) = (
-            word_at(self.minified, self.m + k),
-            word_at(self.original, self.o + k),
-        ) {
-            let found = marks(x, b'"') | marks(x, b'\\');
-            if found == 0 {
-                if x != y {
-                    return false;
-                }
-                k += WORD;
-                continue;
-            }
-            // Up to and with the quote or backslash, the words must agree.
-            let upto = first(found) + 1;
-            let low = u64::MAX >> (8 * (WORD - upto));
-            if (x ^ y) & low != 0 {
-                return false;
-            }
-            k += upto;
-            if x.to_le_bytes()[upto - 1] == b'"' {
-                return self.advance(k);
-            }
-            // The escaped byte (none: an unclosed literal ends the text).
-            let Some(escaped) = self.minified.get(self.m + k) else {
-                return self.advance(k);
-            };
-            if self.original.get(self.o + k) != Some(escaped) {
-                return false;
-            }
-            k += 1;
-        }
-        // Fewer than a word left in one of them: the rest bytewise.
-        let (from_m, from_o) = (self.m + k, self.o + k);
-        let end = super::string_end(self.minified, from_m);
-        if self.original.get(from_o..from_o + (end - from_m)) != self.minified.get(from_m..end) {
-            return false;
-        }
-        self.advance(end - self.m)
+        self.advance(n)
     }
 
     /// Both texts move on by `n` equal bytes.

@@ -1,6 +1,6 @@
 //! Eight bytes at a time: finding a byte in a word of text without a call
-//! (SWAR, SIMD within a register), for the short runs between escapes and
-//! quotes where a `memchr` call costs more than it saves.
+//! (SWAR, SIMD within a register), for the short runs between escapes
+//! where a `memchr` call costs more than it saves.
 
 /// Bytes per word.
 pub(super) const WORD: usize = 8;
@@ -31,80 +31,9 @@ pub(super) fn first(marks: u64) -> usize {
     (marks.trailing_zeros() / 8) as usize
 }
 
-/// The position just after the string literal whose contents start at
-/// `from` (after its opening quote); the end of `bytes` if it is not closed.
-pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
-    loop {
-        let Some(word) = word_at(bytes, from) else {
-            return string_end_bytewise(bytes, from);
-        };
-        let found = marks(word, b'"') | marks(word, b'\\');
-        if found == 0 {
-            from += WORD;
-            continue;
-        }
-        let at = from + first(found);
-        if bytes[at] == b'"' {
-            return at + 1;
-        }
-        // A backslash escapes the next byte.
-        from = at + 2;
-    }
-}
-
-/// [`string_end`] on the last bytes, fewer than a word.
-fn string_end_bytewise(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(&b) = bytes.get(from) {
-        match b {
-            b'"' => return from + 1,
-            b'\\' => from += 2,
-            _ => from += 1,
-        }
-    }
-    bytes.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The old walk, a `memchr2` run to run.
-    fn reference(bytes: &[u8], mut from: usize) -> usize {
-        while let Some(p) = bytes
-            .get(from..)
-            .and_then(|b| memchr::memchr2(b'"', b'\\', b))
-        {
-            let at = from + p;
-            if bytes[at] == b'"' {
-                return at + 1;
-            }
-            from = at + 2;
-        }
-        bytes.len()
-    }
-
-    #[test]
-    fn string_end_matches_the_memchr_walk() {
-        let texts = [
-            r#""abc" x"#,
-            r#""a\"b\\" x"#,
-            r#""0123456789abcdef\"0123\\\\" , 1"#,
-            r#""unclosed"#,
-            r#""ends in a backslash\"#,
-            r#""é😀\"é" ]"#,
-            r#""\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\""#,
-        ];
-        for text in texts {
-            let bytes = text.as_bytes();
-            for from in 0..=bytes.len() + 2 {
-                assert_eq!(
-                    string_end(bytes, from),
-                    reference(bytes, from),
-                    "{text} {from}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn marks_find_the_first_byte() {
