@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod blocks;
 mod check;
 mod key;
+mod layout;
+mod swar;
+mod unescape;
 pub(crate) use check::{Check, to_quote_or_backslash};
 pub(crate) use key::{Key, TextKey};
+pub(crate) use unescape::decode_string;
 
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {
@@ -201,14 +205,17 @@ impl Outliner {
 
 /// The position just after the string literal whose contents start at
 /// `from` (after its opening quote); the end of `bytes` if it is not closed.
-fn string_end(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(p) = memchr::memchr2(b'"', b'\\', &bytes[from..]) {
+pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(p) = bytes
+        .get(from..)
+        .and_then(|b| memchr::memchr2(b'"', b'\\', b))
+    {
         let at = from + p;
         if bytes[at] == b'"' {
             return at + 1;
         }
         // A backslash escapes the next byte.
-        from = (at + 2).min(bytes.len());
+        from = at + 2;
     }
     bytes.len()
 }
@@ -261,12 +268,7 @@ impl Style {
         if self == Style::Compact {
             return original == minified;
         }
-        let mut cmp = Compare {
-            rest: original.as_bytes(),
-            ok: true,
-        };
-        self.write(minified, &mut cmp);
-        cmp.ok && cmp.rest.is_empty()
+        layout::lays_out(self, original, minified)
     }
 
     /// Lays out minified JSON text in this style.
@@ -405,6 +407,21 @@ impl Sink for Compare<'_> {
     fn failed(&self) -> bool {
         !self.ok
     }
+}
+
+/// Whether `src` (valid JSON) has no insignificant whitespace: what
+/// [`minifies_to`]`(src, src)` answers, in one walk with nothing compared.
+pub(crate) fn is_minified(src: &str) -> bool {
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i + 1),
+            b' ' | b'\t' | b'\n' | b'\r' => return false,
+            _ => i += 1,
+        }
+    }
+    true
 }
 
 /// Whether minifying `src` (valid JSON) gives exactly `minified`, without

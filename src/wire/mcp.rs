@@ -6,7 +6,7 @@
 
 use indexmap::IndexMap;
 
-use crate::json::{minify_into, push_json_string};
+use crate::json::{decode_string, minify_into, push_json_string};
 
 mod raw;
 mod trusted;
@@ -394,7 +394,7 @@ fn block_text(fields: &RawObject<'_>, null_text: bool) -> Result<Option<String>,
     if null_text && raw.is_some_and(|t| t.get() == "null") {
         return Ok(None);
     }
-    raw.and_then(|t| serde_json::from_str(t.get()).ok())
+    raw.and_then(|t| decode_string(t.get()).ok())
         .map(Some)
         .ok_or(ResultError::NotToolResult(
             "a text block has no string `text`",
@@ -414,7 +414,7 @@ fn resource_text(fields: &RawObject<'_>, null_text: bool) -> (Option<String>, bo
     };
     match resource.get("text") {
         Some(t) if null_text && t.get() == "null" => (None, true),
-        Some(t) => match serde_json::from_str::<String>(t.get()) {
+        Some(t) => match decode_string(t.get()) {
             Ok(text) => (Some(text), true),
             Err(_) => (None, false),
         },

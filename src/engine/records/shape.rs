@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::{Style, minifies_to, minify, trim_parts};
+pub(crate) use crate::json::string_end;
+use crate::json::{Style, is_minified, minifies_to, minify, trim_parts};
 
 /// The shape of one JSON text or structured value.
 pub(super) enum JsonShape<'a> {
@@ -28,7 +29,7 @@ pub(super) enum JsonShape<'a> {
 /// `json` minified: borrowed when it already is (the usual case: servers
 /// send compact JSON), else a minified copy. `json` must be valid JSON.
 pub(super) fn minified(json: &str) -> Cow<'_, str> {
-    if minifies_to(json, json) {
+    if is_minified(json) {
         Cow::Borrowed(json)
     } else {
         Cow::Owned(minify(json))
@@ -56,11 +57,36 @@ pub(super) fn json_shape(minified: &str) -> JsonShape<'_> {
     shape
 }
 
+/// [`json_shape`] of `json` (valid JSON) when it is already minified;
+/// `None` when it is not. An object is told minified by the walk that looks
+/// for its record array (it sees every byte outside strings): one walk
+/// where [`minified`] and [`json_shape`] take two.
+pub(super) fn minified_shape(json: &str) -> Option<JsonShape<'_>> {
+    if !(json.starts_with('{') && json.ends_with('}')) {
+        return is_minified(json).then(|| json_shape(json));
+    }
+    let mut items = Items::new(json);
+    let shape = object_shape_of(json, &mut items);
+    if items.spaced {
+        return None;
+    }
+    #[cfg(debug_assertions)]
+    if json.len() <= 1 << 20 {
+        check_against_parse(json, &shape);
+    }
+    Some(shape)
+}
+
 /// The array member of a minified object that holds over half its bytes,
 /// unless a later member of the same key hides it.
 fn object_shape(object: &str) -> JsonShape<'_> {
+    object_shape_of(object, &mut Items::new(object))
+}
+
+/// [`object_shape`] from the object's items.
+fn object_shape_of<'a>(object: &'a str, items: &mut Items<'a>) -> JsonShape<'a> {
     let mut found: Option<(&str, &str)> = None;
-    for item in Items::new(object) {
+    for item in items {
         let (key, value) = member(item);
         if found.is_some_and(|(k, _)| same_key(k, key)) {
             // Only one value can hold over half the bytes: none is left.
@@ -149,6 +175,9 @@ pub(super) struct Items<'a> {
     text: &'a str,
     /// Where the next item starts; past the end when done.
     pos: usize,
+    /// Whitespace was met outside strings: the text is not minified (and
+    /// the items found are not to be used).
+    spaced: bool,
 }
 
 impl<'a> Items<'a> {
@@ -158,6 +187,7 @@ impl<'a> Items<'a> {
         Items {
             text: container,
             pos: if empty { container.len() } else { 1 },
+            spaced: false,
         }
     }
 }
@@ -184,6 +214,7 @@ impl<'a> Iterator for Items<'a> {
                 b'[' | b'{' => depth += 1,
                 b']' | b'}' => depth = depth.saturating_sub(1),
                 b',' if depth == 0 => break,
+                b' ' | b'\t' | b'\n' | b'\r' => self.spaced = true,
                 _ => {}
             }
             i += 1;
@@ -192,23 +223,6 @@ impl<'a> Iterator for Items<'a> {
         self.pos = i + 1;
         Some(&self.text[start..i])
     }
-}
-
-/// The position just after the string literal whose contents start at
-/// `from` (after its opening quote); the end of `bytes` if it is not closed.
-pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(p) = bytes
-        .get(from..)
-        .and_then(|b| memchr::memchr2(b'"', b'\\', b))
-    {
-        let at = from + p;
-        if bytes[at] == b'"' {
-            return at + 1;
-        }
-        // A backslash escapes the next byte.
-        from = at + 2;
-    }
-    bytes.len()
 }
 
 /// What a text block holds.
@@ -267,4 +281,92 @@ pub(super) fn jsonl_lines(core: &str) -> impl Iterator<Item = &str> {
     core.split('\n')
         .map(|line| line.trim_end_matches('\r'))
         .filter(|line| !line.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `minified_shape` answers `Some(json_shape)` exactly when the text is
+    /// minified.
+    fn agrees(json: &str) {
+        let shape = minified_shape(json);
+        assert_eq!(shape.is_some(), is_minified(json), "{json}");
+        let (Some(shape), true) = (shape, is_minified(json)) else {
+            return;
+        };
+        match (shape, json_shape(json)) {
+            (JsonShape::Single, JsonShape::Single) => {}
+            (
+                JsonShape::Array {
+                    before,
+                    after,
+                    array,
+                },
+                JsonShape::Array {
+                    before: b,
+                    after: a,
+                    array: arr,
+                },
+            ) => {
+                assert!(std::ptr::eq(array, arr), "{json}");
+                assert_eq!((before, after), (b, a), "{json}");
+            }
+            _ => panic!("shapes differ on {json}"),
+        }
+    }
+
+    #[test]
+    fn minified_shape_tells_minified_text_in_its_walk() {
+        for json in [
+            r#"{"count":2,"memories":[{"id":1},{"id":2}]}"#,
+            r#"{"count":2, "memories":[{"id":1},{"id":2}]}"#,
+            r#"{"count":2,"memories":[{"id":1},{"id": 2}]}"#,
+            r#"{"count":2,"memories":[{"id":1},{"id":2}]} "#,
+            r#"{"a b":"c d","x":[" ",{"y":"\n"}]}"#,
+            "{}",
+            "{ }",
+            "[1,2]",
+            "[1, 2]",
+            "\"x y\"",
+            " \"x\"",
+            "12",
+        ] {
+            agrees(json);
+        }
+        let spaced = r#"{"a":[1],"b":{"c": [2,3]}}"#;
+        let mut items = Items::new(spaced);
+        assert_eq!(items.by_ref().count(), 2);
+        assert!(items.spaced);
+    }
+
+    fn value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<i32>().prop_map(serde_json::Value::from),
+            "[a-z \n\"\\\\,:{}\\[\\]]{0,8}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[a-z ]{0,4}", inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn minified_shape_agrees_with_minified_then_json_shape(v in value(), style in 0usize..4) {
+            let compact = serde_json::to_string(&v).unwrap();
+            let text = match style {
+                0 => compact,
+                1 => serde_json::to_string_pretty(&v).unwrap(),
+                2 => Style::Spaced.apply(&compact),
+                _ => format!("{compact} "),
+            };
+            agrees(&text);
+        }
+    }
 }

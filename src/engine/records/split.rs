@@ -12,12 +12,14 @@ use std::hash::{BuildHasher, BuildHasherDefault};
 
 use std::borrow::Cow;
 
-use crate::json::{Style, trim_parts};
+use crate::json::{Style, minify, trim_parts};
 use crate::wire::mcp::{Raw, RawResult, ResultError};
 
 use super::envelope::{envelope, leave_to_result, structured_text_copy};
 use super::lines;
-use super::shape::{JsonShape, TextKind, classify_text, elements_of, json_shape, jsonl_lines};
+use super::shape::{
+    JsonShape, TextKind, classify_text, elements_of, json_shape, jsonl_lines, minified_shape,
+};
 use super::{Extraction, FromResult, Rebuild, RecordKind, Records, Segment, Shape, TextFormat};
 
 /// Takes a parsed result apart. `is_large` says whether a plain text block is
@@ -194,12 +196,31 @@ impl Found {
     /// Takes the elements of `structuredContent`'s record array, if any. It
     /// comes first: the structured segment, when there is one, is segment 0.
     fn structured_array<'a>(&mut self, raw: Raw<'a>) -> Option<StructuredArray<'a>> {
-        let minified = super::shape::minified(raw.get());
+        let raw = raw.get();
+        // Servers send compact JSON: told in the walk that finds the array.
+        if let Some(shape) = minified_shape(raw) {
+            let slim = self.structured_records(shape)?;
+            return Some(StructuredArray {
+                minified: Cow::Borrowed(raw),
+                slim,
+            });
+        }
+        let minified = minify(raw);
+        let slim = self.structured_records(json_shape(&minified))?;
+        Some(StructuredArray {
+            minified: Cow::Owned(minified),
+            slim,
+        })
+    }
+
+    /// Takes the elements of the record array of `structuredContent`
+    /// (minified, of shape `shape`); returns it with the array emptied.
+    fn structured_records(&mut self, shape: JsonShape<'_>) -> Option<String> {
         let JsonShape::Array {
             before,
             after,
             array,
-        } = json_shape(&minified)
+        } = shape
         else {
             return None;
         };
@@ -208,7 +229,7 @@ impl Found {
             push_elements(records, array);
             json_array_shape(before, after, None)
         });
-        Some(StructuredArray { minified, slim })
+        Some(slim)
     }
 
     /// A text copy of `structuredContent` (the spec's backwards-compatible
