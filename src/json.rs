@@ -16,7 +16,7 @@ mod swar;
 mod unescape;
 pub(crate) use check::{Check, to_quote_or_backslash};
 pub(crate) use key::{Key, TextKey};
-pub(crate) use unescape::decode_string;
+pub(crate) use unescape::{decode_string, escaped};
 
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {

@@ -258,16 +258,8 @@ impl Reader {
     /// Decodes the escape after a backslash at `i - 1`; returns where it ends.
     fn escape(&self, i: usize, out: &mut Vec<u8>) -> Option<usize> {
         let c = match *self.src.get(i)? {
-            QUOTE => '\u{22}',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
             b'u' => return self.unicode(i + 1, out),
-            _ => return None,
+            after => crate::json::escaped(Some(after))?,
         };
         out.push(c as u8);
         Some(i + 1)

@@ -99,7 +99,7 @@ fn push_run(inner: &str, from: usize, to: usize, out: &mut String) -> Option<()>
 
 /// The character a backslash followed by `after` stands for; `None` for
 /// `\u` (left to `serde_json`) or anything that is not an escape.
-fn escaped(after: Option<u8>) -> Option<char> {
+pub(crate) fn escaped(after: Option<u8>) -> Option<char> {
     Some(match after? {
         b'"' => '"',
         b'\\' => '\\',

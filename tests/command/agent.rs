@@ -82,15 +82,7 @@ impl Agent {
 
     /// The proxy's peak resident memory (`VmHWM`), in bytes.
     pub(crate) fn peak_rss(&self) -> usize {
-        let pid = self.child.id().expect("the proxy runs");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let kib: usize = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().strip_suffix("kB"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("VmHWM in /proc/PID/status");
-        kib << 10
+        crate::common::peak_rss(self.child.id().expect("the proxy runs"))
     }
 
     /// Ends stdin; the proxy's log once it exits.

@@ -202,18 +202,6 @@ async fn mcp(State(up): State<Upstream>, request: Request) -> Response {
     response
 }
 
-/// The gateway's peak resident memory (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> usize {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: usize = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kib << 10
-}
-
 /// Runs one result of `records` records through a fresh gateway; returns
 /// the client's answer (or the error), the gateway's peak growth and the
 /// output directory.
@@ -244,7 +232,7 @@ async fn through_gateway(
     );
     init.await.unwrap().bytes().await.unwrap();
     let pid = gateway.pid();
-    let before = peak_rss(pid);
+    let before = common::peak_rss(pid);
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "query_logs", "arguments": {}}});
     let answer = match post(call).await {
         Ok(r) => match r.bytes().await {
@@ -256,7 +244,7 @@ async fn through_gateway(
         },
         Err(e) => Err(format!("send: {e}")),
     };
-    let growth = peak_rss(pid).saturating_sub(before);
+    let growth = common::peak_rss(pid).saturating_sub(before);
     if answer.is_err() || std::env::var_os("LRO_TEST_LOG").is_some() {
         eprintln!("gateway log: {}", gateway.stderr());
     }

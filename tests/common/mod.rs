@@ -338,3 +338,15 @@ pub fn check_recipe6(command: &str, records: &[Value], what: &str) {
         "{what}: recipe 6 counts"
     );
 }
+
+/// The peak resident memory (`VmHWM`) of process `pid`, in bytes.
+pub fn peak_rss(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kib << 10
+}
