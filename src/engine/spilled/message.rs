@@ -6,8 +6,9 @@
 
 use std::fs::File;
 
-use super::scan::{NotStreamable, Visit, walk};
+use super::scan::NotStreamable;
 use super::split::{SOURCE_MIN, range, read_small};
+use super::walk::{Visit, walk};
 
 /// Most bytes of a spilled result kept in memory besides its sources.
 pub(super) const ENVELOPE_MAX: u64 = 1 << 20;

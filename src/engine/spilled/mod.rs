@@ -33,6 +33,7 @@ mod message;
 mod scan;
 mod sink;
 mod split;
+mod walk;
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -17,8 +17,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 
 use super::super::records::{Shape, TextFormat};
-use super::scan::{CHUNK, NotStreamable, Visit, check_json, minify_copy, walk};
+use super::scan::{CHUNK, NotStreamable, check_json, minify_copy};
 use super::sink::{FOLD_MAX, Sink};
+use super::walk::{Outer, Visit, walk};
 use crate::json::minify;
 
 /// A value larger than this (in the spill, or decoded) is a record source;
@@ -102,7 +103,7 @@ pub(super) fn json_value(
     while probe.read(&mut first)? == 1 && first[0].is_ascii_whitespace() {
         lead += 1;
     }
-    let around = |outer: &super::scan::Outer| -> Result<Option<TextFormat>, NotStreamable> {
+    let around = |outer: &Outer| -> Result<Option<TextFormat>, NotStreamable> {
         if !text {
             return Ok(None);
         }
