@@ -45,6 +45,56 @@
 //! read first ([`shared`]); over MCP it is `lro://files/{name}`, which is
 //! also its descriptor's `file_path` (no directory of any one replica).
 //!
+//! # A fleet of replicas
+//!
+//! Several `lro gateway` replicas (or layers) behind a load balancer with
+//! no session affinity, given the same store URL and the same binding key
+//! file (`--store`, `--binding-key-file`; the README shows three).
+//!
+//! What they share: **the store URL** (files live there, as two objects
+//! each: the data, then a small create-only manifest that commits it) and
+//! **the key file** (the owner MAC in each file is keyed with it: without
+//! it, each process has a random key, which is right for one replica, but
+//! then no other replica, and no restarted one, can read a file bound to
+//! credentials). A descriptor's `file_path` is `lro://files/{name}`, which
+//! every replica resolves (the shell recipes in it assume a local file:
+//! over MCP, use `lro_extract`). `lro_extract`, `lro_list` and
+//! `resources/read` read the manifest first (one round trip: expiry and
+//! binding are checked on every read, by every replica), then the data
+//! from a bounded private local cache (1 GiB, least recently used
+//! evicted), fetched in one streamed `GET` the first time a replica reads
+//! the file. A large result is uploaded in 8 MiB parts, two in flight, so
+//! memory stays bounded whatever its size.
+//!
+//! The credentials need, on the prefix: `GetObject`, `PutObject`,
+//! `DeleteObject`, `AbortMultipartUpload` and `ListBucket` (the sweep and
+//! `lro_list` list the prefix; without `ListBucket`, S3 answers a missing
+//! object with 403, which the start-up check reports as an error).
+//!
+//! What happens when something fails:
+//!
+//! | failure | what clients see | what is left |
+//! |---|---|---|
+//! | a replica dies (even `SIGKILL`) | calls in flight on it fail; every descriptor it returned stays readable from the others | at most a data object without a manifest (invisible; swept after the ttl) or an incomplete multipart upload (aborted by the bucket lifecycle rule below) |
+//! | the store is down, refuses (403) or is too slow (`AWS_TIMEOUT`, default 30 s; 3 retries within 20 s) while writing | the spec's fallback: the result truncated inline with its warning (`OffloadWriteFailed`, `lro_store_errors_total{operation="write"}`); the gateway goes on serving | nothing visible: no manifest is written, the data written is deleted or its upload aborted |
+//! | the store is down while reading | the one refusal every unreadable file gets (logged as a store error) | — |
+//! | the store is unreachable at start | the gateway exits with the store's error; `/readyz` answers `503` while a probe file cannot be written and removed | — |
+//! | a replica without the shared key | reads none of the others' files bound to credentials (the one refusal) | — |
+//! | other credentials, on any replica | the one refusal, identical everywhere | — |
+//!
+//! Expiry: each replica's cleanup task sweeps the store's prefix (expired
+//! manifests, then their data; data left without a manifest for longer than
+//! the ttl); deletes are idempotent, so every replica may sweep, and `lro
+//! cleanup --store s3://agent-results/lro` does the same once. Give the bucket
+//! a lifecycle rule that aborts incomplete multipart uploads (S3:
+//! `AbortIncompleteMultipartUpload` with `DaysAfterInitiation: 1` on the
+//! prefix), for uploads cut by a replica that died mid-write.
+//! `tests/command/fleet.rs` runs three replicas on one `moto_server` bucket
+//! and key with the official Python SDK client sending each call to another
+//! replica (both protocol generations), 100 concurrent calls with a replica
+//! killed by `SIGKILL` and restarted, expiry and sweeps;
+//! `tests/command/fleet_faults.rs` the store faults.
+//!
 //! # Example
 //!
 //! A store of your own, here one that counts the writes of an
