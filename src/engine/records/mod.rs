@@ -18,11 +18,12 @@
 //! `tests/engine/result_fidelity.rs`, at most 6 KB for any of its property cases):
 //!
 //! * Text layout: a known style, else a `layout` table (the whitespace of
-//!   each kind of gap), else the text itself when short; all texts together
-//!   at most [`LAYOUT_BUDGET`]. Past it the layout is given up: such a JSON
-//!   text (or JSON lines text) is rebuilt compact, **equal as JSON but not
-//!   byte for byte** — only large texts whose whitespace differs from gap to
-//!   gap. A text whose object around its record array would not fit becomes
+//!   each kind of gap, and the few gaps that differ from it by their place),
+//!   else the text itself when short; all texts together at most
+//!   [`LAYOUT_BUDGET`]. Past it the layout is given up: such a JSON text (or
+//!   JSON lines text) is rebuilt compact, **equal as JSON but not byte for
+//!   byte** — only large texts whose whitespace differs from gap to gap
+//!   more than a few times. A text whose object around its record array would not fit becomes
 //!   one record (the whole value).
 //! * Kept parts: blocks and top-level fields the rewritten result carries
 //!   unchanged (an image, `_meta`, a `structuredContent` that stays, the
@@ -291,7 +292,8 @@ pub(crate) const LAYOUT_BUDGET: usize = 2048;
 
 /// How a JSON text block was laid out around its minified form, in the
 /// first of these ways that fits: a known [`Style`]; a [`Layout`] table
-/// (the whitespace of each kind of gap); the text itself when it is short.
+/// (the whitespace of each kind of gap, and the few gaps that differ); the
+/// text itself when it is short.
 /// The header's share of them is bounded by [`LAYOUT_BUDGET`]. A text laid
 /// out in none of these ways (whitespace that differs from gap to gap, in a
 /// text of more than a few KB) is rebuilt compact, between its original
@@ -373,7 +375,7 @@ impl TextFormat {
             (Some(v), true) => v.clone(),
             _ => {
                 let body = match &self.layout {
-                    Some(layout) => layout.apply(minified),
+                    Some(layout) => layout.apply(minified, exact),
                     None => self.style.unwrap_or(Style::Compact).apply(minified),
                 };
                 let mut s = String::with_capacity(self.lead.len() + body.len() + self.trail.len());
