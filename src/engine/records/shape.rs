@@ -357,6 +357,29 @@ mod tests {
     }
 
     proptest! {
+        /// Items cross blocks as a parse does: long strings of quotes,
+        /// backslashes, commas and brackets, at every offset from a block's
+        /// start; whitespace outside strings is told, inside is not.
+        #[test]
+        fn items_are_the_elements_a_parse_finds(
+            strings in prop::collection::vec("[a,\\[\\]{}\"\\\\ ]{0,150}", 0..12),
+            pad in 0usize..64,
+            spaced in any::<bool>(),
+        ) {
+            let mut elements: Vec<serde_json::Value> = vec![serde_json::Value::from("p".repeat(pad))];
+            elements.extend(strings.iter().map(|s| serde_json::json!([s, {"k,": s}])));
+            let parts: Vec<String> = elements.iter().map(|e| e.to_string()).collect();
+            let sep = if spaced { ", " } else { "," };
+            let text = format!("[{}]", parts.join(sep));
+            let parsed: Vec<&RawValue> = serde_json::from_str(&text).unwrap();
+            let mut items = Items::new(&text);
+            let walked: Vec<&str> = items.by_ref().collect();
+            let trimmed: Vec<&str> = walked.iter().map(|w| w.trim_start()).collect();
+            let parsed: Vec<&str> = parsed.iter().map(|e| e.get()).collect();
+            prop_assert_eq!(trimmed, parsed);
+            prop_assert_eq!(items.spaced, spaced && elements.len() > 1);
+        }
+
         #[test]
         fn minified_shape_agrees_with_minified_then_json_shape(v in value(), style in 0usize..4) {
             let compact = serde_json::to_string(&v).unwrap();
