@@ -1278,13 +1278,25 @@ fn fuzz_layer() {
 /// The body a layer (threshold 1 token) gives for an inner answer of
 /// `content_type` with `body`, to a `tools/call` with id 1.
 async fn through_layer(content_type: &'static str, body: &[u8]) -> Vec<u8> {
+    through_layer_capped(content_type, body, None).await
+}
+
+/// [`through_layer`] with `max_buffered_bytes` set (a larger response is
+/// spilled to disk and offloaded from there).
+async fn through_layer_capped(
+    content_type: &'static str,
+    body: &[u8],
+    max_buffered: Option<usize>,
+) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    let layer = OffloadLayer::new(
-        OffloadConfig::default()
-            .output_dir(dir.path())
-            .threshold_tokens(1)
-            .auto_cleanup(false),
-    );
+    let mut config = OffloadConfig::default()
+        .output_dir(dir.path())
+        .threshold_tokens(1)
+        .auto_cleanup(false);
+    if let Some(cap) = max_buffered {
+        config = config.max_buffered_bytes(cap);
+    }
+    let layer = OffloadLayer::new(config);
     let body = Bytes::copy_from_slice(body);
     let inner = service_fn(move |req: Request<RequestBody<Scripted>>| {
         let body = body.clone();
@@ -1348,4 +1360,27 @@ async fn regression_a_rewritten_event_keeps_its_blank_line() {
         rest.len(),
         String::from_utf8_lossy(&got)
     );
+}
+
+/// Found by `fuzz_layer`: a JSON response over `max_buffered_bytes` (spilled,
+/// then offloaded from the spill) came back with the message around its
+/// result written compact: the whitespace between its members, and its keys'
+/// escapes, were lost. Only the result may change.
+#[tokio::test]
+async fn regression_a_spilled_message_keeps_its_bytes_around_the_result() {
+    let rows: Vec<String> = (0..4000)
+        .map(|i| format!("{{\"id\":{i},\"msg\":\"started worker {i}\"}}"))
+        .collect();
+    let result = format!(
+        "{{\"content\":[],\"structuredContent\":{{\"rows\":[{}]}}}}",
+        rows.join(",")
+    );
+    let before = "{\r\n\"jsonrpc\":\r\"2.0\",\t\"id\":\r\n1,\n\"result\":\r";
+    let after = " ,\n \"\\u005fx\" : [ 1 ]\r\n}\n";
+    let sent = format!("{before}{result}{after}");
+    let got = through_layer_capped("application/json", sent.as_bytes(), Some(4096)).await;
+    let got = String::from_utf8(got).unwrap();
+    assert!(got.contains("offloaded"), "not offloaded: {got:.300}");
+    assert!(got.starts_with(before), "{got:.300}");
+    assert!(got.ends_with(after), "{got:.300}");
 }

@@ -47,7 +47,7 @@ use super::pipeline::Parts;
 use super::recipes;
 use super::records::{self, FromResult, Rebuild, RecordKind, Segment, Shape};
 use super::rewrite::{self, Replacement};
-use crate::json::{minify, push_json_string};
+use crate::json::minify;
 use crate::store;
 use crate::wire::call::ToolCall;
 use crate::wire::mcp::RawResult;
@@ -353,7 +353,7 @@ fn offload(
                 threshold,
             );
             if let Outcome::Truncated(t) = &truncated {
-                reply.message = Some(message(spill, &outline.message, &t.result)?);
+                reply.message = Some(message(spill, &outline.message, &t.result, len)?);
             }
             return Ok(truncated);
         }
@@ -386,7 +386,7 @@ fn offload(
             output_schema: call.output_schema,
         },
     );
-    reply.message = Some(message(spill, &outline.message, &result)?);
+    reply.message = Some(message(spill, &outline.message, &result, len)?);
     let file = file::written(path, header, o.config.ttl, id);
     Ok(Outcome::Offloaded(Box::new(Offloaded {
         result,
@@ -524,29 +524,20 @@ fn source_block(spill: &File, block: Span) -> Result<String, NotStreamable> {
     Ok(out)
 }
 
-/// The JSON-RPC message with `result` in place of its result.
+/// The JSON-RPC message (the `len` bytes of `spill`) with `result` in
+/// place of its result: every byte around it as it came.
 fn message(
     spill: &File,
     members: &[message::Member],
     result: &str,
+    len: u64,
 ) -> Result<String, NotStreamable> {
-    let mut out = String::with_capacity(result.len() + 64);
-    out.push('{');
-    for (n, m) in members.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        let key = std::str::from_utf8(&m.key).map_err(|_| NotStreamable("a bad key"))?;
-        let key: String =
-            serde_json::from_str(&format!("\"{key}\"")).map_err(|_| NotStreamable("a bad key"))?;
-        push_json_string(&mut out, &key);
-        out.push(':');
-        if m.key == b"result" {
-            out.push_str(result);
-        } else {
-            out.push_str(&minify(&read_small(spill, m.value.start, m.value.len())?));
-        }
-    }
-    out.push('}');
+    let at = find(members, b"result").ok_or(NotStreamable("not a result"))?;
+    let before = read_small(spill, 0, at.start)?;
+    let after = read_small(spill, at.end, len.saturating_sub(at.end))?;
+    let mut out = String::with_capacity(before.len() + result.len() + after.len());
+    out.push_str(&before);
+    out.push_str(result);
+    out.push_str(&after);
     Ok(out)
 }
