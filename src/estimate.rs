@@ -70,6 +70,17 @@ pub trait TokenEstimator: Send + Sync + 'static {
         let _ = len;
         usize::MAX
     }
+
+    /// [`estimate`](Self::estimate) of `text` with `spaces` more ASCII
+    /// whitespace bytes laid into it (JSON text indented: line breaks,
+    /// spaces, tabs), when it can be told without that text: a text block
+    /// that copies `structuredContent` is then estimated from
+    /// `structuredContent`, never decoded. `None` (the default): the
+    /// laid-out text is built and estimated.
+    fn estimate_spaced(&self, text: &str, spaces: usize) -> Option<usize> {
+        let _ = (text, spaces);
+        None
+    }
 }
 
 /// The specification's heuristic for every script: `ceil(characters / 4)`.
@@ -79,6 +90,10 @@ pub struct CharsPerTokenEstimator;
 impl TokenEstimator for CharsPerTokenEstimator {
     fn estimate(&self, text: &str) -> usize {
         count_chars(text.as_bytes()).div_ceil(4)
+    }
+
+    fn estimate_spaced(&self, text: &str, spaces: usize) -> Option<usize> {
+        Some((count_chars(text.as_bytes()) + spaces).div_ceil(4))
     }
 
     fn max_tokens_for_bytes(&self, len: usize) -> usize {
@@ -102,12 +117,24 @@ impl ScriptAwareEstimator {
     pub const CJK_TOKENS_PER_CHAR: f64 = 0.72;
 }
 
-impl TokenEstimator for ScriptAwareEstimator {
-    fn estimate(&self, text: &str) -> usize {
-        let (chars, cjk) = count_chars_and_cjk(text.as_bytes());
+impl ScriptAwareEstimator {
+    /// The estimate of a text of `chars` characters, `cjk` of them CJK.
+    fn of_counts(chars: usize, cjk: usize) -> usize {
         let other = chars - cjk;
         let cjk_tokens = (cjk as f64 * Self::CJK_TOKENS_PER_CHAR).ceil() as usize;
         other.div_ceil(4) + cjk_tokens
+    }
+}
+
+impl TokenEstimator for ScriptAwareEstimator {
+    fn estimate(&self, text: &str) -> usize {
+        let (chars, cjk) = count_chars_and_cjk(text.as_bytes());
+        Self::of_counts(chars, cjk)
+    }
+
+    fn estimate_spaced(&self, text: &str, spaces: usize) -> Option<usize> {
+        let (chars, cjk) = count_chars_and_cjk(text.as_bytes());
+        Some(Self::of_counts(chars + spaces, cjk))
     }
 
     fn max_tokens_for_bytes(&self, len: usize) -> usize {
@@ -185,6 +212,17 @@ mod tests {
         assert_eq!(e.estimate("abcde"), 2);
         assert_eq!(e.estimate("héllo wörld!"), 3); // 12 chars
         assert_eq!(CharsPerTokenEstimator.estimate("héllo wörld!"), 3);
+    }
+
+    #[test]
+    fn spaced_estimates_are_the_estimates_of_the_laid_out_text() {
+        let text = r#"{"a":"大型结果","b":[1,2]}"#;
+        let laid = "{\n  \"a\": \"大型结果\",\n  \"b\": [\n    1,\n    2\n  ]\n}";
+        let spaces = laid.len() - text.len();
+        let estimators: [&dyn TokenEstimator; 2] = [&ScriptAwareEstimator, &CharsPerTokenEstimator];
+        for e in estimators {
+            assert_eq!(e.estimate_spaced(text, spaces), Some(e.estimate(laid)));
+        }
     }
 
     #[test]

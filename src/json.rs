@@ -262,6 +262,15 @@ impl Style {
             .find(|style| style.lays_out(original, minified))
     }
 
+    /// [`detect`](Self::detect) for a text still escaped as the inside of
+    /// a JSON string (as `serde_json` escapes), and the whitespace bytes
+    /// the style adds; `None` also when `minified` has whitespace.
+    pub(crate) fn detect_escaped(escaped: &str, minified: &str) -> Option<(Style, usize)> {
+        Self::CANDIDATES.into_iter().find_map(|style| {
+            layout::lays_out_escaped(style, escaped, minified).map(|spaces| (style, spaces))
+        })
+    }
+
     /// Whether this style turns `minified` into exactly `original`,
     /// compared as it is laid out, without building it.
     pub(crate) fn lays_out(self, original: &str, minified: &str) -> bool {

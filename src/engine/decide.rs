@@ -65,28 +65,38 @@ pub(super) fn surely_under(
 }
 
 /// Estimated tokens of what a model would read: the text blocks, or
-/// `structuredContent`, whichever is larger.
+/// `structuredContent`, whichever is larger. A text that lays out
+/// `structuredContent` is estimated from it (or from its layout, built,
+/// when the estimator cannot tell from it).
 pub(super) fn content_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> usize {
+    let structured = parsed.structured();
     let text: usize = parsed
         .blocks
         .iter()
-        .filter_map(|b| b.text.as_deref())
-        .map(|t| estimator.estimate(t))
+        .map(|b| match (&b.text, b.laid_out, structured) {
+            (Some(t), _, _) => estimator.estimate(t),
+            (None, Some((style, spaces)), Some(s)) => estimator
+                .estimate_spaced(s.get(), spaces)
+                .unwrap_or_else(|| estimator.estimate(&style.apply(s.get()))),
+            _ => 0,
+        })
         .sum();
-    let structured = parsed
-        .structured()
-        .map_or(0, |s| estimator.estimate(s.get()));
+    let structured = structured.map_or(0, |s| estimator.estimate(s.get()));
     text.max(structured)
 }
 
 /// UTF-8 bytes of the content a model would read: the text blocks, or
 /// `structuredContent`, whichever is larger (the byte trigger's measure).
 fn content_bytes(parsed: &RawResult<'_>) -> usize {
+    let structured = parsed.structured().map_or(0, |s| s.get().len());
     let text: usize = parsed
         .blocks
         .iter()
-        .filter_map(|b| b.text.as_deref())
-        .map(str::len)
+        .map(|b| match (&b.text, b.laid_out) {
+            (Some(t), _) => t.len(),
+            (None, Some((_, spaces))) => structured + spaces,
+            _ => 0,
+        })
         .sum();
-    text.max(parsed.structured().map_or(0, |s| s.get().len()))
+    text.max(structured)
 }

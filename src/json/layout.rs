@@ -5,8 +5,12 @@
 //! the compare that tells it is a copy. A string literal, most of the
 //! bytes, is compared whole; an indentation as one run; the structural
 //! bytes one by one, with no call per byte.
+//!
+//! [`lays_out_escaped`] compares the text as it stands in the result, a
+//! JSON string escaped as `serde_json` escapes it, so that a copy is told
+//! without decoding it first.
 
-use super::Style;
+use super::{Style, to_quote_or_backslash};
 
 /// What a style writes around the structural bytes of minified JSON.
 #[derive(Clone, Copy)]
@@ -43,48 +47,96 @@ struct Walk<'a> {
     o: usize,
     /// Next byte of `minified`.
     m: usize,
+    /// `original` is the text escaped as the inside of a JSON string.
+    escaped: bool,
+    /// Whitespace bytes the layout added so far.
+    spaces: usize,
 }
 
 /// Whether `style` lays `minified` (valid minified JSON) out as exactly
 /// `original`; the same answer as writing it out and comparing.
 pub(super) fn lays_out(style: Style, original: &str, minified: &str) -> bool {
-    let spacing = Spacing::of(style);
-    let mut walk = Walk {
-        original: original.as_bytes(),
-        minified: minified.as_bytes(),
-        o: 0,
-        m: 0,
-    };
-    let mut depth = 0usize;
-    while let Some(&b) = walk.minified.get(walk.m) {
-        let ok = match b {
-            b'"' => walk.string(),
-            b'{' | b'[' => walk.open(b, &mut depth, spacing),
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                walk.line_break(depth, spacing) && walk.byte(b)
-            }
-            b',' => walk.byte(b',') && walk.after_comma(depth, spacing),
-            b':' => walk.byte(b':') && walk.expect(spacing.after_colon),
-            _ => walk.byte(b),
-        };
-        if !ok {
-            return false;
+    let mut walk = Walk::new(original, minified, false);
+    walk.run(Spacing::of(style))
+}
+
+/// The whitespace bytes `style` adds to `minified` (valid JSON) when
+/// `escaped`, the inside of a JSON string literal, is exactly that layout
+/// escaped as `serde_json` escapes a string (`\"`, `\\`, `\n`, `\t`,
+/// anything else as it is); `None` when it is not, or when `minified` is
+/// not minified after all. What decoding `escaped`, then [`lays_out`],
+/// answers for text written by `serde_json`, without the decoding.
+pub(super) fn lays_out_escaped(style: Style, escaped: &str, minified: &str) -> Option<usize> {
+    let mut walk = Walk::new(escaped, minified, true);
+    walk.run(Spacing::of(style)).then_some(walk.spaces)
+}
+
+impl<'a> Walk<'a> {
+    fn new(original: &'a str, minified: &'a str, escaped: bool) -> Self {
+        Walk {
+            original: original.as_bytes(),
+            minified: minified.as_bytes(),
+            o: 0,
+            m: 0,
+            escaped,
+            spaces: 0,
         }
     }
-    walk.o == walk.original.len()
+
+    /// The walk over the whole of both texts.
+    fn run(&mut self, spacing: Spacing) -> bool {
+        let mut depth = 0usize;
+        while let Some(&b) = self.minified.get(self.m) {
+            let ok = match b {
+                b'"' => self.string(),
+                b'{' | b'[' => self.open(b, &mut depth, spacing),
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    self.line_break(depth, spacing) && self.byte(b)
+                }
+                b',' => self.byte(b',') && self.after_comma(depth, spacing),
+                b':' => self.byte(b':') && self.expect(spacing.after_colon),
+                // Whitespace in `minified`: not minified, no answer.
+                b' ' | b'\t' | b'\n' | b'\r' if self.escaped => false,
+                _ => self.byte(b),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        self.o == self.original.len()
+    }
 }
 
 impl Walk<'_> {
     /// `original` goes on with byte `b`, the next of `minified`.
     fn byte(&mut self, b: u8) -> bool {
         self.m += 1;
-        self.expect(Some(b))
+        self.put(b)
     }
 
-    /// `original` goes on with `b`, if any.
+    /// `original` goes on with the whitespace `b`, if any.
     fn expect(&mut self, b: Option<u8>) -> bool {
         let Some(b) = b else { return true };
+        self.spaces += 1;
+        self.put(b)
+    }
+
+    /// `original` goes on with byte `b` of the laid-out text (escaped, when
+    /// `original` is).
+    fn put(&mut self, b: u8) -> bool {
+        let escape = match b {
+            _ if !self.escaped => None,
+            b'"' | b'\\' => Some(b),
+            b'\n' => Some(b'n'),
+            b'\t' => Some(b't'),
+            _ => None,
+        };
+        if let Some(e) = escape {
+            let same = self.original.get(self.o..self.o + 2) == Some(&[b'\\', e][..]);
+            self.o += 2;
+            return same;
+        }
         let same = self.original.get(self.o) == Some(&b);
         self.o += 1;
         same
@@ -113,31 +165,73 @@ impl Walk<'_> {
         let Some((pad, width)) = spacing.line else {
             return true;
         };
-        let end = self.o + 1 + depth * width;
-        let same = match self.original.get(self.o..end) {
-            Some([b'\n', indent @ ..]) => indent.iter().all(|&p| p == pad),
-            _ => false,
-        };
-        self.o = end;
+        let n = depth * width;
+        self.spaces += 1 + n;
+        if self.escaped {
+            if !self.put(b'\n') {
+                return false;
+            }
+            if pad == b'\t' {
+                return (0..n).all(|_| self.put(pad));
+            }
+        } else if !self.put(b'\n') {
+            return false;
+        }
+        let same = self
+            .original
+            .get(self.o..self.o + n)
+            .is_some_and(|indent| indent.iter().all(|&p| p == pad));
+        self.o += n;
         same
     }
 
     /// The string literal that starts at `minified[m]`, the same in
-    /// `original`: its end looked for, then compared whole.
+    /// `original`: its end looked for, then compared whole (escaped: run by
+    /// run between the quotes and backslashes, each escaped once more).
     fn string(&mut self) -> bool {
+        if self.escaped {
+            return self.escaped_string();
+        }
         let end = super::string_end(self.minified, self.m + 1);
         let n = end - self.m;
         if self.original.get(self.o..self.o + n) != self.minified.get(self.m..end) {
             return false;
         }
-        self.advance(n)
-    }
-
-    /// Both texts move on by `n` equal bytes.
-    fn advance(&mut self, n: usize) -> bool {
         self.m += n;
         self.o += n;
         true
+    }
+
+    /// [`string`](Self::string) into an escaped `original`, the literal
+    /// at `m` walked once: runs without quotes or backslashes compared
+    /// whole, each quote and backslash escaped once more.
+    fn escaped_string(&mut self) -> bool {
+        // The opening quote.
+        if !self.byte(b'"') {
+            return false;
+        }
+        loop {
+            let rest = self.minified.get(self.m..).unwrap_or_default();
+            let run = to_quote_or_backslash(rest);
+            if self.original.get(self.o..self.o + run) != rest.get(..run) {
+                return false;
+            }
+            self.o += run;
+            self.m += run;
+            match self.minified.get(self.m) {
+                Some(b'"') => return self.byte(b'"'),
+                // An escape: the backslash, and the byte it escapes.
+                Some(b'\\') => {
+                    let Some(&next) = self.minified.get(self.m + 1) else {
+                        return false;
+                    };
+                    if !(self.byte(b'\\') && self.byte(next)) {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
     }
 }
 
@@ -181,6 +275,63 @@ mod tests {
                 agrees(style, &format!("{a}x{b}"), m);
             }
         }
+    }
+
+    /// `lays_out_escaped` against its definition: serde's escaping of the
+    /// layout, compared.
+    fn agrees_escaped(style: Style, escaped: &str, minified: &str) {
+        let laid_out = style.apply(minified);
+        let serde = serde_json::to_string(&laid_out).unwrap();
+        let expected =
+            (serde[1..serde.len() - 1] == *escaped).then(|| laid_out.len() - minified.len());
+        assert_eq!(
+            lays_out_escaped(style, escaped, minified),
+            expected,
+            "{style:?} {escaped:?} {minified:?}"
+        );
+    }
+
+    #[test]
+    fn tells_an_escaped_layout_and_its_near_misses() {
+        let m = r#"{"a":[1,{"b":[],"c":{}},"s, t: \"u\" \\"],"long key of more than a word":"é😀 and a value \n\u0001","d":null}"#;
+        let styles = [
+            Style::Compact,
+            Style::Spaced,
+            Style::Indent(2),
+            Style::Indent(4),
+            Style::Tabs,
+        ];
+        for style in styles {
+            let serde = serde_json::to_string(&style.apply(m)).unwrap();
+            let escaped = &serde[1..serde.len() - 1];
+            assert!(lays_out_escaped(style, escaped, m).is_some(), "{style:?}");
+            for other in styles {
+                agrees_escaped(other, escaped, m);
+            }
+            for (i, _) in escaped.char_indices() {
+                let (a, b) = escaped.split_at(i);
+                let next = b.chars().next().map_or(0, char::len_utf8);
+                agrees_escaped(style, &format!("{a}{}", &b[next..]), m);
+                agrees_escaped(style, &format!("{a} {b}"), m);
+                agrees_escaped(style, &format!("{a}\\n{b}"), m);
+            }
+        }
+        // Not minified after all: no answer, whatever the text.
+        let spaced = r#"{"a": [1]}"#;
+        let serde = serde_json::to_string(&Style::Indent(2).apply(spaced)).unwrap();
+        assert_eq!(
+            lays_out_escaped(Style::Indent(2), &serde[1..serde.len() - 1], spaced),
+            None
+        );
+        // Escaped otherwise than serde does (`\/`, `\u00e9`): no answer.
+        assert_eq!(
+            lays_out_escaped(Style::Compact, r#"[\"\/\"]"#, r#"["/"]"#),
+            None
+        );
+        assert_eq!(
+            lays_out_escaped(Style::Compact, r#"[\"\u00e9\"]"#, r#"["é"]"#),
+            None
+        );
     }
 
     #[test]

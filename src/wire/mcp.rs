@@ -6,7 +6,7 @@
 
 use indexmap::IndexMap;
 
-use crate::json::{decode_string, minify_into, push_json_string};
+use crate::json::{Style, decode_string, minify_into, push_json_string};
 
 mod raw;
 mod trusted;
@@ -53,7 +53,16 @@ pub(crate) struct RawBlock<'a> {
     pub text: Option<String>,
     /// The text is `resource.text` (an embedded resource), not `text`.
     pub in_resource: bool,
+    /// The text is `structuredContent` (minified) laid out in this style,
+    /// which adds this many whitespace bytes: told from the escaped text,
+    /// which is then left undecoded (`text` is `None`) unless asked for
+    /// ([`RawResult::decode_laid_out`]).
+    pub laid_out: Option<(Style, usize)>,
 }
+
+/// Bytes of a text block's escaped text from which it is compared with
+/// `structuredContent` before it is decoded (a copy is seldom smaller).
+const LAID_OUT_FROM: usize = 4096;
 
 /// A `CallToolResult` taken apart down to its content blocks.
 #[derive(Debug)]
@@ -234,6 +243,10 @@ impl<'a> RawResult<'a> {
         objects: Vec<RawObject<'a>>,
         null_text: bool,
     ) -> Result<Self, ResultError> {
+        let structured = top
+            .get("structuredContent")
+            .map(|s| s.get())
+            .filter(|s| !null_text && s.starts_with(['{', '[']));
         let mut blocks = Vec::with_capacity(objects.len());
         for fields in objects {
             let kind: String = fields
@@ -242,7 +255,12 @@ impl<'a> RawResult<'a> {
                 .ok_or(ResultError::NotToolResult(
                     "a content block has no string `type`",
                 ))?;
+            let laid_out = match (kind.as_str(), structured) {
+                ("text", Some(s)) => laid_out(&fields, s),
+                _ => None,
+            };
             let (text, in_resource) = match kind.as_str() {
+                _ if laid_out.is_some() => (None, false),
                 "text" => (block_text(&fields, null_text)?, false),
                 "resource" => resource_text(&fields, null_text),
                 _ => (None, false),
@@ -251,9 +269,23 @@ impl<'a> RawResult<'a> {
                 fields,
                 text,
                 in_resource,
+                laid_out,
             });
         }
         Ok(RawResult { top, blocks })
+    }
+
+    /// Decodes the texts left undecoded because they lay out
+    /// `structuredContent` (for what needs the text itself).
+    pub(crate) fn decode_laid_out(&mut self) {
+        for block in &mut self.blocks {
+            if block.laid_out.take().is_some() {
+                block.text = block
+                    .fields
+                    .get("text")
+                    .and_then(|t| decode_string(t.get()).ok());
+            }
+        }
     }
 
     /// The raw `structuredContent`, when present and not `null`.
@@ -389,6 +421,24 @@ fn write_text_block(out: &mut String, text: &str, annotations: Option<Raw<'_>>) 
 }
 
 /// The `text` of a text block (`None`: nulled in a rebuild envelope).
+/// The style in which a text block's text lays out `structured`, told from
+/// the escaped text, and the whitespace bytes it adds; only for a large
+/// text that opens as JSON. Debug builds check it against the decoded text.
+fn laid_out(fields: &RawObject<'_>, structured: &str) -> Option<(Style, usize)> {
+    let raw = fields.get("text")?.get();
+    if raw.len() < LAID_OUT_FROM || !(raw.starts_with("\"{") || raw.starts_with("\"[")) {
+        return None;
+    }
+    let found = Style::detect_escaped(&raw[1..raw.len() - 1], structured);
+    #[cfg(debug_assertions)]
+    if let Some((style, spaces)) = found {
+        let text = decode_string(raw).expect("a JSON string");
+        assert_eq!(text, style.apply(structured), "not the layout");
+        assert_eq!(text.len(), structured.len() + spaces);
+    }
+    found
+}
+
 fn block_text(fields: &RawObject<'_>, null_text: bool) -> Result<Option<String>, ResultError> {
     let raw = fields.get("text");
     if null_text && raw.is_some_and(|t| t.get() == "null") {

@@ -37,7 +37,13 @@ pub(crate) fn split(
     is_large: impl Fn(&str) -> bool,
     inserted: usize,
 ) -> Result<Extraction, ResultError> {
-    let (mut found, structured) = find_records(result, is_large);
+    let (mut found, mut structured) = find_records(result, &is_large);
+    if structured.is_none() && result.blocks.iter().any(|b| b.laid_out.is_some()) {
+        // No record array in `structuredContent` for a text copying it to
+        // repeat: the text is taken apart as any JSON text is.
+        result.decode_laid_out();
+        (found, structured) = find_records(result, &is_large);
+    }
     let kind = found.kind();
     let text_copy = structured_text_copy(result, &found.is_source, found.has_structured_source());
     let nulled_structured = match &text_copy {
@@ -87,10 +93,14 @@ fn find_records<'a>(
     let kinds: Vec<Option<TextKind<'_>>> = result
         .blocks
         .iter()
-        .map(|b| {
-            b.text
+        .map(|b| match (b.laid_out, structured_minified) {
+            // Told already, from the escaped text (`structuredContent`,
+            // minified, laid out): a copy.
+            (Some((style, _)), Some(_)) => Some(TextKind::Copy { style: Some(style) }),
+            _ => b
+                .text
                 .as_deref()
-                .map(|t| classify_text(t, structured_minified))
+                .map(|t| classify_text(t, structured_minified)),
         })
         .collect();
     let element_copies = element_copies(&found, &kinds);
