@@ -14,7 +14,7 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
-use super::contract::DataDigest;
+use super::contract::digest_beside;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
@@ -76,10 +76,12 @@ pub(super) fn run(
     if records.is_empty() {
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }
-    let stats = RecordStats::collect(records.view().iter());
+    let view = records.view();
+    let (stats, contract) = digest_beside(view.body().as_bytes(), view.len(), || {
+        RecordStats::collect(view.iter())
+    });
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
-    let contract = DataDigest::of(records.view().body().as_bytes(), records.len());
     let id = o.file_id;
     let header = file::header(
         call,
