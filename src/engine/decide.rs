@@ -22,7 +22,7 @@ pub(super) fn decide<'a>(
     policy: &EffectivePolicy,
     enabled: bool,
     result: &'a [u8],
-    input: Input,
+    input: Input<'a>,
 ) -> Result<Decision<'a>, ResultError> {
     if !policy.enabled {
         let reason = if enabled {
@@ -37,7 +37,10 @@ pub(super) fn decide<'a>(
             estimated_tokens: estimator.max_tokens_for_bytes(result.len()),
         }));
     }
-    let text = std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?;
+    let text = match input {
+        Input::Validated(text) => text,
+        Input::Unchecked => std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?,
+    };
     let parsed = RawResult::parse_input(text, input)?;
     if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
         return Ok(Decision::Inline(PassReason::IsError));

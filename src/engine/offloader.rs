@@ -17,6 +17,8 @@ use crate::config::OffloadConfig;
 use crate::estimate::{ScriptAwareEstimator, TokenEstimator};
 use crate::store::{FsStore, Store, StoreError, parse_file_name};
 use crate::wire::call::ToolCall;
+use bytestring::ByteString;
+
 use crate::wire::mcp::{Input, RawResult, ResultError};
 
 /// The offload engine. Cheap to clone; shares its configuration, estimator,
@@ -140,6 +142,31 @@ impl Offloader {
     }
 }
 
+/// A result as the engine receives it off the executor.
+enum Received {
+    /// Bytes from a library user.
+    Unchecked(bytes::Bytes),
+    /// The layer's: text read whole as one JSON value already.
+    Validated(ByteString),
+}
+
+impl Received {
+    fn len(&self) -> usize {
+        match self {
+            Received::Unchecked(b) => b.len(),
+            Received::Validated(t) => t.len(),
+        }
+    }
+
+    /// Its bytes, and what is known of them.
+    fn input(&self) -> (&[u8], Input<'_>) {
+        match self {
+            Received::Unchecked(b) => (b, Input::Unchecked),
+            Received::Validated(t) => (t.as_bytes(), Input::Validated(t)),
+        }
+    }
+}
+
 /// Estimating and offloading.
 impl Offloader {
     /// Whether `len` bytes of a result of `tool` are sure to stay inline,
@@ -183,7 +210,7 @@ impl Offloader {
         &self,
         call: &ToolCall,
         result: &[u8],
-        input: Input,
+        input: Input<'_>,
     ) -> Result<Outcome, ResultError> {
         let outcome = pipeline::run(&self.parts(), call, result, input);
         self.emit(&call.name, result.len(), &outcome);
@@ -201,7 +228,7 @@ impl Offloader {
         call: &ToolCall,
         result: bytes::Bytes,
     ) -> Result<Outcome, ResultError> {
-        self.process_input_async(call, result, Input::Unchecked)
+        self.process_input_async(call, Received::Unchecked(result))
             .await
     }
 
@@ -216,22 +243,21 @@ impl Offloader {
     pub(crate) async fn process_validated_async(
         &self,
         call: &ToolCall,
-        result: bytes::Bytes,
+        result: ByteString,
     ) -> Result<Outcome, ResultError> {
-        self.process_input_async(call, result, Input::Validated)
+        self.process_input_async(call, Received::Validated(result))
             .await
     }
 
-    /// [`process_async`](Self::process_async), `input` saying whether
-    /// serde validated `result` already.
+    /// [`process_async`](Self::process_async) of what was received.
     async fn process_input_async(
         &self,
         call: &ToolCall,
-        result: bytes::Bytes,
-        input: Input,
+        result: Received,
     ) -> Result<Outcome, ResultError> {
         if self.surely_inline(&call.name, result.len()) {
-            return self.process_input(call, &result, input);
+            let (bytes, input) = result.input();
+            return self.process_input(call, bytes, input);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
@@ -239,7 +265,8 @@ impl Offloader {
         let name = call.name.clone();
         let call = call.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let outcome = pipeline::run(&this.parts(), &call, &result, input);
+            let (bytes, input) = result.input();
+            let outcome = pipeline::run(&this.parts(), &call, bytes, input);
             if let Err(Ok(Outcome::Offloaded(o))) = tx.send(outcome) {
                 // No one is waiting for this file any more (a shared
                 // store's: its manifest and data).

@@ -52,7 +52,7 @@ pub(super) fn run(
     o: &Parts<'_>,
     call: &ToolCall,
     result: &[u8],
-    input: Input,
+    input: Input<'_>,
 ) -> Result<Outcome, ResultError> {
     let policy = o.config.policy_for(&call.name);
     let estimator = o.estimator;

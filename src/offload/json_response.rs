@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use bytestring::ByteString;
 use http::header::{CONTENT_LENGTH, HeaderValue, TRANSFER_ENCODING};
 use http::{HeaderMap, Response};
 use http_body::{Body, Frame};
@@ -143,9 +144,11 @@ where
 
 /// Rewrites the watched results in a JSON body (one message or a batch).
 async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes {
-    let Ok(text) = std::str::from_utf8(&data) else {
+    // Checked as UTF-8 once: the results are handed on as text.
+    let Ok(body) = ByteString::try_from(data.clone()) else {
         return data;
     };
+    let text: &str = &body;
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for found in find_results(text) {
         let (id, range) = match found {
@@ -168,7 +171,10 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
             shared.tasks.insert(&task, w.call.kept());
             continue;
         }
-        if let Some(new) = shared.transform(w, data.slice(range.clone())).await {
+        if let Some(new) = shared
+            .transform(w, body.slice_ref(&text[range.clone()]))
+            .await
+        {
             edits.push((range, new));
         }
     }

@@ -23,6 +23,7 @@ use crate::json::{minify_into, range_in};
 use crate::offload::Outcome;
 use crate::wire::jsonrpc::{Reply, created_task_id, read_reply};
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
+use bytestring::ByteString;
 
 type EventFuture = Pin<Box<dyn Future<Output = Bytes> + Send>>;
 
@@ -188,12 +189,13 @@ impl<E> SseRewriter<E> {
     /// data and the range of the result in it. A `CreateTaskResult`
     /// answering a `tools/call` is remembered (its result comes later, from
     /// `tasks/result`) and sent on as it is.
-    fn watch_event(&mut self, event: &Bytes) -> Option<(Watch, Bytes, Range<usize>)> {
+    fn watch_event(&mut self, event: &Bytes) -> Option<(Watch, ByteString, Range<usize>)> {
         let data = event_data(event)?;
         if data.trim_ascii_start().first() != Some(&b'{') {
             return None;
         }
-        let text = std::str::from_utf8(&data).ok()?;
+        let data = ByteString::try_from(data).ok()?;
+        let text: &str = &data;
         let (id, result) = match read_reply(text) {
             Reply::Result { id, result } => (id, Some(result)),
             Reply::NoResult { id } => (id, None),
@@ -227,19 +229,20 @@ async fn rewrite_event(
     shared: Arc<Shared>,
     watch: Watch,
     event: Bytes,
-    data: Bytes,
+    data: ByteString,
     range: Range<usize>,
 ) -> Bytes {
-    match shared.transform(&watch, data.slice(range.clone())).await {
+    match shared
+        .transform(&watch, data.slice_ref(&data[range.clone()]))
+        .await
+    {
         Some(result) => {
-            // Only the message around the result is re-read (it was valid
-            // UTF-8 when the event was watched; the result may be megabytes).
-            let before = String::from_utf8_lossy(&data[..range.start]);
-            let after = String::from_utf8_lossy(&data[range.end..]);
+            let before = &data[..range.start];
+            let after = &data[range.end..];
             let mut message = String::with_capacity(before.len() + result.len() + after.len());
-            minify_into(&before, &mut message);
+            minify_into(before, &mut message);
             message.push_str(&result);
-            minify_into(&after, &mut message);
+            minify_into(after, &mut message);
             replace_data(&event, message.as_bytes())
         }
         None => event,

@@ -202,7 +202,11 @@ impl Shared {
     ///
     /// [`find_results`]: crate::wire::jsonrpc::find_results
     /// [`read_reply`]: crate::wire::jsonrpc::read_reply
-    pub(crate) async fn transform(&self, w: &Watch, result: bytes::Bytes) -> Option<String> {
+    pub(crate) async fn transform(
+        &self,
+        w: &Watch,
+        result: bytestring::ByteString,
+    ) -> Option<String> {
         match w.kind {
             WatchKind::Result => {
                 let call = self.call_of(w);
@@ -210,7 +214,7 @@ impl Shared {
                 outcome.ok().and_then(|o| o.into_replacement())
             }
             WatchKind::ListTools => {
-                let text = std::str::from_utf8(&result).ok()?;
+                let text: &str = &result;
                 let (out, shadowed, schemas) = add_tools(text)?;
                 self.serving.note_shadowed(shadowed);
                 for (tool, declared) in schemas {
@@ -218,7 +222,7 @@ impl Shared {
                 }
                 (out != text).then_some(out)
             }
-            WatchKind::Capabilities => add_resources_capability(std::str::from_utf8(&result).ok()?),
+            WatchKind::Capabilities => add_resources_capability(&result),
         }
     }
 

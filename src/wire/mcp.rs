@@ -18,13 +18,14 @@ pub(crate) type RawObject<'a> = IndexMap<String, Raw<'a>>;
 
 /// What is known of a result's bytes before they are parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Input {
+pub(crate) enum Input<'a> {
     /// Nothing (bytes from a library user): validated while parsed.
     Unchecked,
-    /// Serde read them whole as one JSON value already (the `result`
-    /// member of a response the layer read): parsed without validating
-    /// them again. Only the layer says so, where it is true.
-    Validated,
+    /// They are this text, read whole as one JSON value already (the
+    /// `result` member of a response the layer read): parsed without
+    /// checking them again, as UTF-8 or as JSON. Only the layer says so,
+    /// where it is true.
+    Validated(&'a str),
 }
 
 /// Why a body is not an MCP tool result.
@@ -118,10 +119,10 @@ impl<'a> RawResult<'a> {
 
     /// [`parse`](Self::parse), or [`parse_trusted`](Self::parse_trusted)
     /// when the input says it was validated.
-    pub(crate) fn parse_input(json: &'a str, input: Input) -> Result<Self, ResultError> {
+    pub(crate) fn parse_input(json: &'a str, input: Input<'_>) -> Result<Self, ResultError> {
         match input {
             Input::Unchecked => Self::parse(json),
-            Input::Validated => Self::parse_trusted(json),
+            Input::Validated(_) => Self::parse_trusted(json),
         }
     }
 
