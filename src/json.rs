@@ -15,7 +15,7 @@ mod layout;
 mod swar;
 mod unescape;
 pub(crate) use check::{Check, to_quote_or_backslash};
-pub(crate) use key::{Key, TextKey};
+pub(crate) use key::Key;
 pub(crate) use unescape::{decode_string, escaped};
 
 /// Removes all insignificant whitespace from valid JSON text.

@@ -11,53 +11,13 @@ use serde::de::{Deserialize, Deserializer, Visitor};
 /// text unless it holds escapes. Read as bytes, so surrogates are not
 /// checked: a key holding a lone surrogate escape (`"\ud800"`, kept as
 /// WTF-8) is still read, and a reader that skips keys it does not know
-/// is not stopped by one. Where the key's text is needed, read a
-/// [`TextKey`].
+/// is not stopped by one.
 pub(crate) struct Key<'de>(Cow<'de, [u8]>);
 
 impl Key<'_> {
     /// The key's unescaped bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
-    }
-}
-
-/// An object key as text, borrowed unless escaped. Read as a string, so
-/// `serde_json` reading a `&str` checks no UTF-8 (the text is valid
-/// already: cheaper than [`Key`] and `std::str::from_utf8` per key), and a
-/// key holding a lone surrogate is an error (the record fold counts such a
-/// record opaque).
-pub(crate) struct TextKey<'de>(Cow<'de, str>);
-
-impl TextKey<'_> {
-    /// The key, unescaped.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de> Deserialize<'de> for TextKey<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(TextKeyVisitor)
-    }
-}
-
-/// The visitor of [`TextKey`].
-struct TextKeyVisitor;
-
-impl<'de> Visitor<'de> for TextKeyVisitor {
-    type Value = TextKey<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object key")
-    }
-
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<TextKey<'de>, E> {
-        Ok(TextKey(Cow::Borrowed(v)))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<TextKey<'de>, E> {
-        Ok(TextKey(Cow::Owned(v.to_owned())))
     }
 }
 
@@ -144,14 +104,5 @@ mod tests {
         );
         let k: Key<'_> = serde_json::from_str(r#""id""#).unwrap();
         assert!(matches!(k.0, Cow::Borrowed(_)) && k.as_bytes() == b"id");
-    }
-
-    #[test]
-    fn text_keys_are_borrowed_unless_escaped_and_refuse_lone_surrogates() {
-        assert!(serde_json::from_str::<TextKey<'_>>(r#""\ud800""#).is_err());
-        let k: TextKey<'_> = serde_json::from_str(r#""id""#).unwrap();
-        assert!(matches!(k.0, Cow::Borrowed("id")));
-        let k: TextKey<'_> = serde_json::from_str(r#""b\u0063\ud83d\ude00""#).unwrap();
-        assert!(matches!(k.0, Cow::Owned(_)) && k.as_str() == "bc😀");
     }
 }

@@ -48,6 +48,26 @@ pub(crate) struct FieldStats {
 }
 
 impl FieldStats {
+    /// Everything held, in an order that does not depend on hashing.
+    #[cfg(test)]
+    pub(super) fn canonical(&self) -> String {
+        let mut distinct: Vec<_> = self.distinct.iter().collect();
+        distinct.sort();
+        format!(
+            "{} {} {} {} {} {} {distinct:?} {} {} {:?} {:?}",
+            self.present,
+            self.types,
+            self.strings,
+            self.numbers,
+            self.dates,
+            self.string_bytes,
+            self.distinct_overflow,
+            self.all_counted,
+            self.min,
+            self.max
+        )
+    }
+
     pub(super) fn observe_type(&mut self, t: u8) {
         self.present += 1;
         self.types |= t;

@@ -1,23 +1,31 @@
-//! The fold of one record into the statistics, as `serde_json` reads it:
-//! a visitor per value that updates its schema node, the statistics of its
-//! top-level field and the memory check, and skips what is not described.
+//! Where a value is folded in ([`Fold`]), and, in the tests, the fold of
+//! one record as `serde_json` reads it: a visitor per value that updates
+//! its schema node, the statistics of its top-level field and the memory
+//! check, and skips what is not described. The engine reads records with
+//! its own walk ([`walk`](super::walk)), which must agree with this one.
 
+#[cfg(test)]
 use std::fmt;
 
+#[cfg(test)]
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::field::FieldStats;
+#[cfg(test)]
 use super::memory::MemoryFields;
 use super::schema::SchemaNode;
-use super::{FastMap, RecordStats, SCHEMA_DEPTH, ty};
-use crate::json::TextKey;
+use super::{FastMap, SCHEMA_DEPTH};
+#[cfg(test)]
+use super::{RecordStats, ty};
 
 /// Top-level fields tracked for recipes and the summary.
 const TRACKED_FIELDS: usize = 256;
 
-/// One record, folded into the statistics as it is read; gives its type.
+/// One record, folded into the statistics as serde reads it; gives its type.
+#[cfg(test)]
 pub(super) struct Root<'s>(pub(super) &'s mut RecordStats);
 
+#[cfg(test)]
 impl Root<'_> {
     /// The record as any value: its schema node only.
     fn fold(&mut self) -> Fold<'_> {
@@ -30,6 +38,7 @@ impl Root<'_> {
     }
 }
 
+#[cfg(test)]
 impl<'de> DeserializeSeed<'de> for Root<'_> {
     type Value = u8;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u8, D::Error> {
@@ -37,6 +46,7 @@ impl<'de> DeserializeSeed<'de> for Root<'_> {
     }
 }
 
+#[cfg(test)]
 impl<'de> Visitor<'de> for Root<'_> {
     type Value = u8;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,7 +89,7 @@ impl<'de> Visitor<'de> for Root<'_> {
         schema.begin_object();
         *next_field = 0;
         let mut memory_fields = MemoryFields::default();
-        while let Some(key) = map.next_key::<TextKey<'de>>()? {
+        while let Some(key) = map.next_key::<String>()? {
             let key = key.as_str();
             let t = map.next_value_seed(Fold {
                 node: schema.child(key),
@@ -97,7 +107,7 @@ impl<'de> Visitor<'de> for Root<'_> {
 /// The statistics of top-level field `key`, started if there is room.
 /// `next`: where it is looked for first (the field after the last one:
 /// records mostly list their keys in the same order), moved past it.
-fn tracked<'f>(
+pub(super) fn tracked<'f>(
     fields: &'f mut FastMap<String, FieldStats>,
     next: &mut usize,
     key: &str,
@@ -124,15 +134,15 @@ fn tracked<'f>(
 /// cap), the statistics of the top-level field it is, and, for the value
 /// of `provenance`, the statistics its `confidence` goes to. Gives the
 /// value's type.
-struct Fold<'s> {
-    node: Option<&'s mut SchemaNode>,
-    field: Option<&'s mut FieldStats>,
-    confidence: Option<&'s mut FieldStats>,
-    depth: usize,
+pub(super) struct Fold<'s> {
+    pub node: Option<&'s mut SchemaNode>,
+    pub field: Option<&'s mut FieldStats>,
+    pub confidence: Option<&'s mut FieldStats>,
+    pub depth: usize,
 }
 
 impl Fold<'_> {
-    fn typed(&mut self, t: u8) -> u8 {
+    pub(super) fn typed(&mut self, t: u8) -> u8 {
         if let Some(node) = self.node.as_deref_mut() {
             node.types |= t;
         }
@@ -142,7 +152,7 @@ impl Fold<'_> {
         t
     }
 
-    fn number(mut self, t: u8, f: f64) -> u8 {
+    pub(super) fn number(mut self, t: u8, f: f64) -> u8 {
         if let Some(field) = self.field.as_deref_mut() {
             field.observe_number(f);
         }
@@ -150,13 +160,14 @@ impl Fold<'_> {
     }
 
     /// The node whose contents are described, when this depth is.
-    fn described(&mut self) -> Option<&mut SchemaNode> {
+    pub(super) fn described(&mut self) -> Option<&mut SchemaNode> {
         self.node
             .as_deref_mut()
             .filter(|_| self.depth < SCHEMA_DEPTH)
     }
 }
 
+#[cfg(test)]
 impl<'de> DeserializeSeed<'de> for Fold<'_> {
     type Value = u8;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u8, D::Error> {
@@ -164,6 +175,7 @@ impl<'de> DeserializeSeed<'de> for Fold<'_> {
     }
 }
 
+#[cfg(test)]
 impl<'de> Visitor<'de> for Fold<'_> {
     type Value = u8;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -218,7 +230,7 @@ impl<'de> Visitor<'de> for Fold<'_> {
         if let Some(node) = node.as_deref_mut() {
             node.begin_object();
         }
-        while let Some(key) = map.next_key::<TextKey<'de>>()? {
+        while let Some(key) = map.next_key::<String>()? {
             let key = key.as_str();
             let child = node.as_deref_mut().and_then(|n| n.child(key));
             let field = confidence.as_deref_mut().filter(|_| key == "confidence");

@@ -2,9 +2,10 @@
 //! for the summary and the recipes, whether they are memory records, and
 //! whether jq can read them all.
 //!
-//! One streaming pass over the records: each is deserialized straight into
-//! the statistics (no `Value` is built; keys and strings are borrowed from
-//! the record unless escaped), so the work per record is one parse and the
+//! One streaming pass over the records: each is walked straight into the
+//! statistics (`walk`: no `Value` is built, nothing checked twice; keys and
+//! strings are borrowed from the record unless escaped, with serde's
+//! answers, which the tests hold it to), so the work per record is one walk and the
 //! memory used does not grow with the number of records (fields, schema
 //! properties and distinct-value counts are capped). The counts are exact.
 //! Below the schema's depth values are skipped without being looked at.
@@ -18,7 +19,6 @@
 //! (`field`), the memory check (`memory`), and here what is known of all
 //! the records ([`RecordStats`]); `fold` reads one record into them.
 
-use serde::de::DeserializeSeed;
 use serde_json::Value;
 
 use super::descriptor::Detail;
@@ -28,6 +28,7 @@ mod field;
 mod fold;
 mod memory;
 mod schema;
+mod walk;
 
 use field::NAMED_CATEGORY;
 pub(crate) use field::{FieldStats, is_category_like};
@@ -37,7 +38,6 @@ pub(crate) use field::{FieldStats, is_category_like};
 pub(crate) type FastMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
 /// Unordered, for counts that are sorted before use.
 pub(crate) type FastHashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-use fold::Root;
 use memory::MemoryCheck;
 use schema::SchemaNode;
 
@@ -111,22 +111,40 @@ impl RecordStats {
         self.opaque += 1;
     }
 
-    /// Folds one record in.
+    /// Folds one record (one valid JSON value) in.
     pub(crate) fn fold(&mut self, rec: &str) {
         self.count += 1;
         if too_deep_for_jq(rec) {
             self.too_deep += 1;
         }
+        let read = walk::record(self, rec).ok();
+        self.count_type(read);
+    }
+
+    /// [`fold`](Self::fold) with serde reading the record: what the walk
+    /// must agree with.
+    #[cfg(test)]
+    fn fold_with_serde(&mut self, rec: &str) {
+        use serde::de::DeserializeSeed;
+        self.count += 1;
+        if too_deep_for_jq(rec) {
+            self.too_deep += 1;
+        }
         let mut de = serde_json::Deserializer::from_str(rec);
-        match Root(self)
+        let read = fold::Root(self)
             .deserialize(&mut de)
-            .and_then(|t| de.end().map(|()| t))
-        {
-            Ok(ty::OBJECT) => self.objects += 1,
-            Ok(ty::STRING) => self.strings += 1,
-            Ok(ty::INTEGER | ty::NUMBER) => self.numbers += 1,
-            Ok(_) => {}
-            Err(_) => self.opaque += 1,
+            .and_then(|t| de.end().map(|()| t));
+        self.count_type(read.ok());
+    }
+
+    /// Counts a record of type `t` (`None`: opaque).
+    fn count_type(&mut self, t: Option<u8>) {
+        match t {
+            Some(ty::OBJECT) => self.objects += 1,
+            Some(ty::STRING) => self.strings += 1,
+            Some(ty::INTEGER | ty::NUMBER) => self.numbers += 1,
+            Some(_) => {}
+            None => self.opaque += 1,
         }
     }
 
@@ -311,7 +329,101 @@ fn too_deep_for_jq(record: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// All the statistics hold, in an order that does not depend on hashing.
+    fn canonical(s: &RecordStats) -> String {
+        let fields: Vec<String> = s
+            .fields
+            .iter()
+            .map(|(k, f)| format!("{k}: {}", f.canonical()))
+            .collect();
+        format!(
+            "{} {} {} {} {} {} {:?} {:?} {} {fields:?}",
+            s.count,
+            s.objects,
+            s.strings,
+            s.numbers,
+            s.opaque,
+            s.too_deep,
+            s.schema,
+            s.memory,
+            s.provenance_confidence.canonical(),
+        )
+    }
+
+    /// A JSON text, written by hand so that it may hold what a value
+    /// cannot: escapes of every kind, lone surrogates, `-0`, integers past
+    /// 64 bits, floats past `f64`, repeated keys.
+    fn json_text() -> impl Strategy<Value = String> {
+        let string = prop_oneof![
+            "[a-z ]{0,12}",
+            Just("2026-11-25T10:00:00Z".to_owned()),
+            Just("\\n\\\"\\\\\\u00e9\\ud83d\\ude00".to_owned()),
+            Just("\\ud800".to_owned()),
+            Just("\\udc00x".to_owned()),
+            "[a-z]{0,3}".prop_map(|s| format!("{s}\\t{s}")),
+            "x{120,140}",
+        ]
+        .prop_map(|s| format!("\"{s}\""));
+        let number = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| f.to_string()),
+            Just("-0".to_owned()),
+            Just("-0.0".to_owned()),
+            Just("1e999".to_owned()),
+            Just("-9223372036854775808".to_owned()),
+            Just("-9223372036854775809".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            Just("123456789012345678901234567890".to_owned()),
+            Just("0.87".to_owned()),
+            Just("2.5E-3".to_owned()),
+        ];
+        let leaf = prop_oneof![
+            2 => string.clone(),
+            2 => number,
+            1 => Just("true".to_owned()),
+            1 => Just("false".to_owned()),
+            1 => Just("null".to_owned()),
+        ];
+        let key = prop_oneof![
+            Just("\"namespace\"".to_owned()),
+            Just("\"title\"".to_owned()),
+            Just("\"provenance\"".to_owned()),
+            Just("\"confidence\"".to_owned()),
+            Just("\"tags\"".to_owned()),
+            Just("\"id\"".to_owned()),
+            string,
+        ];
+        leaf.prop_recursive(8, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((key.clone(), inner), 0..6).prop_map(|m| {
+                    let members: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The walk folds any record in exactly as serde reading it does.
+        #[test]
+        fn the_walk_folds_as_serde_reads(records in prop::collection::vec(json_text(), 1..12)) {
+            let (mut walked, mut read) = (RecordStats::collect([]), RecordStats::collect([]));
+            for r in &records {
+                prop_assume!(serde_json::from_str::<serde::de::IgnoredAny>(r).is_ok());
+                walked.fold(r);
+                read.fold_with_serde(r);
+            }
+            prop_assert_eq!(canonical(&walked), canonical(&read), "{:?}", records);
+        }
+    }
 
     #[test]
     fn schema_merges_types_and_required() {
