@@ -92,7 +92,7 @@ impl Masks {
 }
 
 /// Whether each byte of `w` has the `class` bit, as the low eight bits.
-fn gather(w: u64, class: u8) -> u64 {
+pub(crate) fn gather(w: u64, class: u8) -> u64 {
     let lanes = (w >> class.trailing_zeros()) & 0x0101_0101_0101_0101;
     lanes.wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
