@@ -4,7 +4,7 @@
 //! characters from the runs of backslashes (simdjson's method), so a string
 //! dense with escapes costs no more than any other. Used where JSON is
 //! skipped (the trusted reader of a validated result, the walks over a
-//! spilled one).
+//! spilled one) and where it is validated (`validate`).
 
 /// The index of the quote closing the string whose text starts at `at`
 /// (the byte at `at` not escaped), 64 bytes at a time; `None` when `b`

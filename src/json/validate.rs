@@ -5,13 +5,18 @@
 //! not for surrogates), numbers for their grammar, literals spelled out,
 //! any depth.
 //!
-//! Strings are crossed 64 bytes at a time, as [`blocks`](super::blocks)
+//! A string is read eight bytes at a time up to its first backslash (most
+//! strings have none), then 64 at a time, as [`blocks`](super::blocks)
 //! skips them: masks of the quotes and backslashes, the escaped characters
 //! from the runs of backslashes, the escaped ones checked in bulk against
 //! the one-letter escapes (a `\u` escape then checked alone), control
-//! characters looked for only in a block that has one. A short string is
-//! read eight bytes at a time first. Outside strings, a token at a time,
-//! nesting on a bit stack (one bit per level: an object or an array).
+//! characters looked for only in a block that has one. Outside strings, a
+//! token at a time, nesting on a bit stack (one bit per level: an object
+//! or an array), no limit on the depth.
+//!
+//! On the layer bench's 10 MB body: about 3 GB/s through its text block
+//! (pretty JSON, dense with escapes), 2.4 through its compact structured
+//! content, 2.7 on the whole (serde's skipping: 1.4, 2.0 and 1.6).
 //!
 //! [`Check`](super::Check) takes its input in pieces, a byte state at a
 //! time; this one has it whole, which is what lets it read ahead.
