@@ -14,9 +14,11 @@ mod key;
 mod layout;
 mod swar;
 mod unescape;
+mod validate;
 pub(crate) use check::{Check, to_quote_or_backslash};
 pub(crate) use key::Key;
 pub(crate) use unescape::{decode_string, escaped};
+pub(crate) use validate::validate_with;
 
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {

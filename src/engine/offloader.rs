@@ -232,9 +232,9 @@ impl Offloader {
             .await
     }
 
-    /// [`process_async`](Self::process_async) of a result that serde has
-    /// read whole as one JSON value already (the `result` member of a
-    /// response the layer read with [`find_results`] or [`read_reply`]):
+    /// [`process_async`](Self::process_async) of a result validated whole
+    /// as one JSON value already, with serde's rules (the `result` member
+    /// of a response the layer read with [`find_results`] or [`read_reply`]):
     /// it is parsed without validating it again. Bytes not validated so
     /// must go to [`process_async`](Self::process_async).
     ///

@@ -4,7 +4,7 @@
 //! characters from the runs of backslashes (simdjson's method), so a string
 //! dense with escapes costs no more than any other. Used where JSON is
 //! skipped (the trusted reader of a validated result, the walks over a
-//! spilled one).
+//! spilled one) and where it is validated (`validate`).
 
 /// The index of the quote closing the string whose text starts at `at`
 /// (the byte at `at` not escaped), 64 bytes at a time; `None` when `b`
@@ -92,7 +92,7 @@ impl Masks {
 }
 
 /// Whether each byte of `w` has the `class` bit, as the low eight bits.
-fn gather(w: u64, class: u8) -> u64 {
+pub(crate) fn gather(w: u64, class: u8) -> u64 {
     let lanes = (w >> class.trailing_zeros()) & 0x0101_0101_0101_0101;
     lanes.wrapping_mul(0x0102_0408_1020_4080) >> 56
 }

@@ -197,8 +197,8 @@ impl Shared {
     /// What to put in place of the watched answer `result` (its JSON), if
     /// anything: the offload of a large tool result, or a server answer
     /// with what the layer adds. `result` is the `result` member of a
-    /// response serde has read whole ([`find_results`], [`read_reply`]):
-    /// valid JSON, offloaded without validating it again.
+    /// response validated whole with serde's rules ([`find_results`],
+    /// [`read_reply`]): valid JSON, offloaded without validating it again.
     ///
     /// [`find_results`]: crate::wire::jsonrpc::find_results
     /// [`read_reply`]: crate::wire::jsonrpc::read_reply

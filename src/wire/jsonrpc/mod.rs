@@ -21,7 +21,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json::Key;
+use crate::json::{Key, validate_with};
+use crate::wire::mcp::Raw;
 
 mod call;
 mod reply;
@@ -43,9 +44,9 @@ pub(super) struct Request<'a> {
     /// The id, when it can be read as a `Value`.
     pub(super) id: Option<Value>,
     /// `method`, raw.
-    pub(super) method: Option<&'a RawValue>,
+    pub(super) method: Option<Raw<'a>>,
     /// `params`, raw.
-    pub(super) params: Option<&'a RawValue>,
+    pub(super) params: Option<Raw<'a>>,
 }
 
 impl<'a> Request<'a> {
@@ -61,7 +62,7 @@ impl<'a> Request<'a> {
 }
 
 /// A raw value as a `Value` (refused: a string with a lone surrogate).
-pub(super) fn value_of(raw: &RawValue) -> Result<Value, serde_json::Error> {
+pub(super) fn value_of(raw: Raw<'_>) -> Result<Value, serde_json::Error> {
     serde_json::from_str::<Value>(raw.get())
 }
 
@@ -72,15 +73,76 @@ pub(super) fn value_of(raw: &RawValue) -> Result<Value, serde_json::Error> {
 /// `[id, method, params]`). Keys are read with [`Key`], unescaped without
 /// checking surrogates, so a key holding a lone surrogate (`"\ud800"`) is
 /// one more key to skip, not an error that would hide the whole message.
-/// Read so, a key is not checked for raw control characters either, which
-/// JSON forbids: when a key holds one (raw or escaped; rare), the object is
-/// checked whole (found by the fuzz suite: a request with a raw line break
-/// in a key was classified). A name given twice is an error, as with a
-/// derived struct.
+/// The object is checked whole, raw control characters in keys included
+/// (found by the fuzz suite: a request with a raw line break in a key was
+/// classified). A name given twice is an error, as with a derived struct.
+///
+/// Read in one pass of the validator ([`validate_with`], serde's rules for
+/// a skipped value), which is told of each member on the way: about twice
+/// as fast as serde on a large result. When it refuses, or a name is
+/// given twice, serde reads the object as before and names the error.
 pub(super) fn members<'a, const N: usize>(
     json: &'a str,
     names: [&'static str; N],
-) -> Result<[Option<&'a RawValue>; N], serde_json::Error> {
+) -> Result<[Option<Raw<'a>>; N], serde_json::Error> {
+    match validated_members(json, names) {
+        Some(found) => Ok(found),
+        None => serde_members(json, names),
+    }
+}
+
+/// [`members`] by the validator: `None` when `json` is no valid JSON
+/// object, gives a name twice, or has a key serde would not decode.
+fn validated_members<'a, const N: usize>(
+    json: &'a str,
+    names: [&'static str; N],
+) -> Option<[Option<Raw<'a>>; N]> {
+    if json.trim_ascii_start().as_bytes().first() != Some(&b'{') {
+        return None;
+    }
+    let mut found = [None; N];
+    let mut seen = [false; N];
+    let mut unusual = false;
+    validate_with(json, |key, value| {
+        let (Some(key), Some(value)) = (json.get(key), json.get(value)) else {
+            unusual = true;
+            return;
+        };
+        match name_of(key, &names) {
+            Ok(Some(i)) => {
+                unusual |= seen[i];
+                seen[i] = true;
+                found[i] = Some(Raw::trusted(value)).filter(|v| v.get() != "null");
+            }
+            Ok(None) => {}
+            Err(()) => unusual = true,
+        }
+    })
+    .ok()?;
+    (!unusual).then_some(found)
+}
+
+/// Which of `names` the key written `literal` (quotes included) is, read
+/// as [`Key`] reads it (by serde when it has escapes); `Err` when serde
+/// cannot read it.
+fn name_of(literal: &str, names: &[&str]) -> Result<Option<usize>, ()> {
+    let inner = literal
+        .get(1..literal.len().saturating_sub(1))
+        .unwrap_or_default();
+    if !inner.contains('\\') {
+        return Ok(names.iter().position(|n| *n == inner));
+    }
+    let key = serde_json::from_str::<Key<'_>>(literal).map_err(|_| ())?;
+    Ok(names.iter().position(|n| n.as_bytes() == key.as_bytes()))
+}
+
+/// [`members`] by serde, with its errors: each key read with [`Key`]; the
+/// object checked whole when a key holds a control character (raw or
+/// escaped).
+fn serde_members<'a, const N: usize>(
+    json: &'a str,
+    names: [&'static str; N],
+) -> Result<[Option<Raw<'a>>; N], serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_str(json);
     let (found, control) = Members(names).deserialize(&mut de)?;
@@ -88,10 +150,10 @@ pub(super) fn members<'a, const N: usize>(
     if control {
         serde_json::from_str::<serde::de::IgnoredAny>(json)?;
     }
-    Ok(found)
+    Ok(found.map(|raw| raw.map(Raw::from)))
 }
 
-/// The seed and visitor of [`members`].
+/// The seed and visitor of [`serde_members`].
 struct Members<const N: usize>([&'static str; N]);
 
 impl<'de, const N: usize> serde::de::DeserializeSeed<'de> for Members<N> {
@@ -135,7 +197,7 @@ impl<'de, const N: usize> serde::de::Visitor<'de> for Members<N> {
 }
 
 /// A JSON string, borrowed when it has no escapes.
-pub(super) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub(super) fn json_str(raw: Raw<'_>) -> Option<Cow<'_, str>> {
     match serde_json::from_str::<&str>(raw.get()) {
         Ok(s) => Some(Cow::Borrowed(s)),
         Err(_) => serde_json::from_str::<String>(raw.get())
@@ -143,3 +205,6 @@ pub(super) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
             .map(Cow::Owned),
     }
 }
+
+#[cfg(test)]
+mod tests;

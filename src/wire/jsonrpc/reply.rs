@@ -9,13 +9,14 @@ use serde_json::value::RawValue;
 
 use super::{members, value_of};
 use crate::json::range_in;
+use crate::wire::mcp::Raw;
 
 /// A message of a response body, as far as the layer reads it (a member
 /// that is `null` counts as absent).
 struct Message<'a> {
     id: Option<Value>,
-    method: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
+    method: Option<Raw<'a>>,
+    result: Option<Raw<'a>>,
 }
 
 impl<'a> Message<'a> {
@@ -29,8 +30,9 @@ impl<'a> Message<'a> {
 /// What a message in a response body is.
 #[derive(Debug)]
 pub(crate) enum Reply<'a> {
-    /// A response carrying a result (validated whole, as a `RawValue` is).
-    Result { id: Value, result: &'a RawValue },
+    /// A response carrying a result (validated whole by [`members`], with
+    /// serde's rules).
+    Result { id: Value, result: Raw<'a> },
     /// A response without a result (an error response).
     NoResult { id: Value },
     /// Anything else: a request or notification of the server (it has a
@@ -76,8 +78,9 @@ pub(crate) fn read_reply(text: &str) -> Reply<'_> {
 #[derive(Debug)]
 pub(crate) enum Found {
     /// A result: the id it answers and the byte range of the result
-    /// (read whole by serde as one JSON value: the layer has the engine
-    /// parse it without validating it again, so this must stay true).
+    /// (read whole by the validator as one JSON value, with serde's rules:
+    /// the layer has the engine parse it without validating it again, so
+    /// this must stay true).
     Result { id: Value, range: Range<usize> },
     /// A message claiming to answer `id` that cannot be read (see
     /// [`Reply::Broken`]).

@@ -7,6 +7,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::wire::mcp::Raw;
+
 use super::{CLIENT_INFO_META_KEY, RawCall, Request, json_str, members};
 use crate::json::range_in;
 
@@ -14,12 +16,12 @@ use crate::json::range_in;
 /// an unexpected type costs only that member, not the whole request.
 #[derive(Default)]
 struct Params<'a> {
-    name: Option<&'a RawValue>,
-    arguments: Option<&'a RawValue>,
-    meta: Option<&'a RawValue>,
-    client_info: Option<&'a RawValue>,
-    task_id: Option<&'a RawValue>,
-    task: Option<&'a RawValue>,
+    name: Option<Raw<'a>>,
+    arguments: Option<Raw<'a>>,
+    meta: Option<Raw<'a>>,
+    client_info: Option<Raw<'a>>,
+    task_id: Option<Raw<'a>>,
+    task: Option<Raw<'a>>,
 }
 
 impl<'a> Params<'a> {
@@ -39,14 +41,14 @@ impl<'a> Params<'a> {
 
 /// The `_meta` member that carries client information (2026-07-28), when
 /// `meta` is an object.
-fn meta_client_info(meta: &RawValue) -> Option<&RawValue> {
+fn meta_client_info(meta: Raw<'_>) -> Option<Raw<'_>> {
     let [info] = members(meta.get(), [CLIENT_INFO_META_KEY]).ok()?;
     info
 }
 
 /// `clientInfo.proxy` is exactly `true` (anything else, or a member of
 /// another type, is not the flag).
-fn is_proxy_flag(client_info: Option<&RawValue>) -> bool {
+fn is_proxy_flag(client_info: Option<Raw<'_>>) -> bool {
     client_info
         .and_then(|c| members(c.get(), ["proxy"]).ok())
         .and_then(|[proxy]| proxy)
@@ -130,7 +132,7 @@ struct Whole<'a> {
 }
 
 impl Whole<'_> {
-    fn slice(&self, part: &RawValue) -> Bytes {
+    fn slice(&self, part: Raw<'_>) -> Bytes {
         self.body.slice(range_in(self.text, part.get()))
     }
 }

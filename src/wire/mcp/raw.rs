@@ -12,7 +12,8 @@ use serde_json::value::RawValue;
 pub(crate) struct Raw<'a>(&'a str);
 
 impl<'a> Raw<'a> {
-    /// A span known to be one JSON value (validated by serde, or a literal).
+    /// A span known to be one JSON value (validated with serde's rules, or a
+    /// literal).
     pub(crate) const fn trusted(json: &'a str) -> Self {
         Raw(json)
     }

@@ -1,7 +1,7 @@
-//! The trusted reader: a result whose bytes serde has validated already as
-//! one JSON value (the `result` member the layer found in a response),
-//! taken apart as [`TopFast`](super::TopFast) does, without validating
-//! the bytes a second time.
+//! The trusted reader: a result whose bytes were validated already as one
+//! JSON value, with serde's rules (the `result` member the layer found in
+//! a response), taken apart as [`TopFast`](super::TopFast) does, without
+//! validating the bytes a second time.
 //!
 //! Values are not read, only skipped, 64 bytes at a time: masks of quotes,
 //! backslashes and brackets (byte compares the compiler vectorizes, then
