@@ -45,6 +45,8 @@ pub(crate) struct SseRewriter<E> {
     pending: Option<EventFuture>,
     /// The inner body has ended.
     ended: bool,
+    /// The trailers that ended it, sent after everything else.
+    trailers: Option<Frame<Bytes>>,
     /// The inner body's error, sent after the frames before it.
     error: DeferredError<E>,
     /// Bytes held (in the splitter and the event being evaluated) against
@@ -81,6 +83,7 @@ impl<E> SseRewriter<E> {
             ready: VecDeque::new(),
             pending: None,
             ended: false,
+            trailers: None,
             error: DeferredError::none(),
             lease: None,
             pending_len: 0,
@@ -286,11 +289,15 @@ impl<E> SseRewriter<E> {
                 continue;
             }
             if self.ended {
-                // Everything held has been sent: give its bytes back.
+                // Everything held has been sent: the trailers last, then
+                // its bytes given back.
+                if let Some(trailers) = self.trailers.take() {
+                    return Poll::Ready(Some(Ok(trailers)));
+                }
                 self.lease = None;
                 return self.error.poll_take(cx).map(|e| e.map(Err));
             }
-            if self.watched.is_empty() && self.splitter.buffered() == 0 {
+            if self.watched.is_empty() && self.splitter.buffered() == 0 && self.trailers.is_none() {
                 // Nothing more to rewrite: plain forwarding.
                 return body.as_mut().poll_frame(cx);
             }
@@ -357,10 +364,11 @@ impl<E> SseRewriter<E> {
         None
     }
 
-    /// Trailers end the stream: what is held goes first.
+    /// Trailers end the stream as its end does: what is held goes first
+    /// (an event being spilled, or evaluated, included), then they do.
     fn on_trailers(&mut self, trailers: Frame<Bytes>) {
-        self.flush_held();
-        self.ready.push_back(trailers);
+        self.trailers = Some(trailers);
+        self.end_events();
     }
 
     /// The inner body failed: what is held goes out, then the error,
@@ -380,6 +388,13 @@ impl<E> SseRewriter<E> {
     /// like any other; what else is held (an unfinished event) goes out.
     fn on_end(&mut self) {
         self.ended = true;
+        self.end_events();
+    }
+
+    /// No more events come (the body ended, or its trailers came): the
+    /// event being spilled is offloaded if whole, else played back; a last
+    /// event ended by a final CR is taken; the rest goes out as it is.
+    fn end_events(&mut self) {
         match &self.spill {
             Some(s) if s.complete_at_end() => self.end_spill(),
             Some(_) => self.replay_spill(),

@@ -144,7 +144,9 @@ pub(crate) fn offload_event(
     let reply = offloader.process_spilled(call, &data, len);
     let message = match (&reply.outcome, reply.message) {
         (Outcome::Inline(_), _) | (_, None) => return None,
-        (_, Some(m)) => m,
+        // One data line: the line breaks of the data lines it came in go
+        // (whitespace of the JSON, as when an event is rewritten in memory).
+        (_, Some(m)) => crate::json::minify(&m),
     };
     let mut out = BytesMut::with_capacity(message.len() + 256);
     for part in &parts {

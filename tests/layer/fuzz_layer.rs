@@ -1288,6 +1288,19 @@ async fn through_layer_capped(
     body: &[u8],
     max_buffered: Option<usize>,
 ) -> Vec<u8> {
+    through_layer_read(content_type, body, max_buffered, None)
+        .await
+        .data
+}
+
+/// [`through_layer_capped`], the body followed by `trailers` when some:
+/// all it gave back (reading it checks that no data comes after trailers).
+async fn through_layer_read(
+    content_type: &'static str,
+    body: &[u8],
+    max_buffered: Option<usize>,
+    trailers: Option<HeaderMap>,
+) -> Read {
     let dir = tempfile::tempdir().unwrap();
     let mut config = OffloadConfig::default()
         .output_dir(dir.path())
@@ -1300,11 +1313,15 @@ async fn through_layer_capped(
     let body = Bytes::copy_from_slice(body);
     let inner = service_fn(move |req: Request<RequestBody<Scripted>>| {
         let body = body.clone();
+        let trailers = trailers.clone();
         async move {
             let request = req.into_body();
             tokio::pin!(request);
             let _ = read_all(request).await;
-            let steps = VecDeque::from([Step::Data(body)]);
+            let mut steps = VecDeque::from([Step::Data(body)]);
+            if let Some(t) = trailers {
+                steps.push_back(Step::Trailers(t));
+            }
             let response = Response::builder()
                 .header(CONTENT_TYPE, content_type)
                 .body(Scripted {
@@ -1328,7 +1345,7 @@ async fn through_layer_capped(
     let response = layer.layer(inner).oneshot(request).await.unwrap();
     let body = response.into_body();
     tokio::pin!(body);
-    read_all(body).await.data
+    read_all(body).await
 }
 
 /// Found by `fuzz_layer`: a result event whose first data line ends with a
@@ -1383,4 +1400,74 @@ async fn regression_a_spilled_message_keeps_its_bytes_around_the_result() {
     assert!(got.contains("offloaded"), "not offloaded: {got:.300}");
     assert!(got.starts_with(before), "{got:.300}");
     assert!(got.ends_with(after), "{got:.300}");
+}
+
+/// Rows enough for a record source of a spilled result (over 64 KiB).
+fn many_rows() -> String {
+    let rows: Vec<String> = (0..4000)
+        .map(|i| format!("{{\"id\":{i},\"msg\":\"started worker {i}\"}}"))
+        .collect();
+    format!(
+        "{{\"content\":[],\"structuredContent\":{{\"rows\":[{}]}}}}",
+        rows.join(",")
+    )
+}
+
+/// Found by `fuzz_layer`: an event over `max_buffered_bytes`, its message
+/// in several data lines (one of them empty), was rewritten into one data
+/// line holding the message's line breaks: the empty line ended the event
+/// early, and the client saw two.
+#[tokio::test]
+async fn regression_a_spilled_event_in_many_data_lines_stays_one_event() {
+    let sent = format!(
+        "event: message\ndata:{{\"jsonrpc\":\"2.0\",\ndata:\ndata: \"id\":1,\ndata:\"result\":{}}}\n\n",
+        many_rows()
+    );
+    let got = through_layer_capped("text/event-stream", sent.as_bytes(), Some(4096)).await;
+    let (events, rest) = split_events(&got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.contains("offloaded"), "not offloaded: {text:.300}");
+    assert!(events.len() == 1 && rest.is_empty(), "{text:.300}");
+}
+
+/// Found by `fuzz_layer`: a spilled message answering twice (`result`
+/// given twice) was offloaded, where a held one is not one JSON-RPC
+/// message and passes as it came.
+#[tokio::test]
+async fn regression_a_spilled_message_with_two_results_passes_as_it_came() {
+    let sent = format!(
+        "{{\"result\":{},\"result\":{{\"content\":[]}},\"jsonrpc\":\"2.0\",\"id\":1}}",
+        many_rows()
+    );
+    let got = through_layer_capped("application/json", sent.as_bytes(), Some(4096)).await;
+    assert!(
+        got == sent.as_bytes(),
+        "changed: {:.300}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+/// Found by `fuzz_layer`: trailers ending a stream inside an event being
+/// spilled went out before the event's bytes, played back after them.
+#[tokio::test]
+async fn regression_trailers_after_a_spilled_unfinished_event_come_last() {
+    let sent = format!(
+        "data: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}}\r\nz",
+        many_rows()
+    );
+    let mut trailers = HeaderMap::new();
+    trailers.insert("x-checksum", "1".parse().unwrap());
+    let got = through_layer_read(
+        "text/event-stream",
+        sent.as_bytes(),
+        Some(4096),
+        Some(trailers),
+    )
+    .await;
+    assert_eq!(
+        got.data,
+        sent.as_bytes(),
+        "an unfinished event plays back as it came"
+    );
+    assert!(got.trailers.is_some(), "the trailers, last");
 }

@@ -190,6 +190,42 @@ pub(super) fn find(members: &[Member], key: &[u8]) -> Option<Span> {
     members.iter().find(|m| m.key == key).map(|m| m.value)
 }
 
+/// Whether the message's members make it one JSON-RPC response carrying a
+/// result, as the layer's reader of a held body tells it
+/// (`wire::jsonrpc::read_reply`): `id`, `method` and `result` each at most
+/// once, no `method` (a request of the server). A member named with
+/// escapes that spells one of these is not read here: the response passes
+/// as it came, never rewritten against another reading.
+pub(super) fn one_response(file: &File, message: &[Member]) -> Result<(), NotStreamable> {
+    const NAMES: [&[u8]; 3] = [b"id", b"method", b"result"];
+    let mut seen = [0usize; 3];
+    for m in message {
+        let key = if m.key.contains(&b'\\') {
+            let raw = std::str::from_utf8(&m.key).map_err(|_| NotStreamable("a bad key"))?;
+            let decoded: Option<String> = serde_json::from_str(&format!("\"{raw}\"")).ok();
+            if decoded.is_some_and(|k| NAMES.contains(&k.as_bytes())) {
+                return Err(NotStreamable("a member name written with escapes"));
+            }
+            continue;
+        } else {
+            m.key.as_slice()
+        };
+        if let Some(i) = NAMES.iter().position(|n| *n == key) {
+            seen[i] += 1;
+        }
+    }
+    if seen.iter().any(|&n| n > 1) {
+        return Err(NotStreamable(
+            "not one JSON-RPC message: a member given twice",
+        ));
+    }
+    let method = find(message, b"method");
+    if method.is_some_and(|m| !peek_is(file, m, b'n').unwrap_or(false)) {
+        return Err(NotStreamable("a request, not a response"));
+    }
+    Ok(())
+}
+
 fn peek_is(file: &File, span: Span, b: u8) -> Result<bool, NotStreamable> {
     Ok(read_small(file, span.start, 1.min(span.len()))?.as_bytes() == [b])
 }
@@ -209,6 +245,32 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&bytes).unwrap();
         (file, bytes.len() as u64)
+    }
+
+    #[test]
+    fn one_response_is_what_the_reply_reader_takes_for_one() {
+        let verdict = |json: &str| {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(json.as_bytes()).unwrap();
+            let whole = Span {
+                start: 0,
+                end: json.len() as u64,
+            };
+            let message = children(&file, whole, 64, &mut LongStrings::default()).unwrap();
+            one_response(&file, &message).is_ok()
+        };
+        assert!(verdict(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(verdict(
+            r#"{"jsonrpc":"2.0","id":1,"method":null,"result":{},"\u005fx":1}"#
+        ));
+        assert!(!verdict(
+            r#"{"result":{"content":[]},"result":{},"jsonrpc":"2.0","id":0}"#
+        ));
+        assert!(!verdict(r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#));
+        assert!(!verdict(
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#
+        ));
+        assert!(!verdict(r#"{"jsonrpc":"2.0","\u0069d":1,"result":{}}"#));
     }
 
     #[test]

@@ -140,6 +140,7 @@ fn prepare(
         return Err(NotStreamable("not JSON").into());
     }
     let mut outline = outline(spill, len)?;
+    message::one_response(spill, &outline.message)?;
     if let Some(id) = find(&outline.message, b"id") {
         reply.id = serde_json::from_str(&read_small(spill, id.start, id.len())?)
             .map_err(|_| NotStreamable("a bad id"))?;
