@@ -114,11 +114,15 @@ impl RecordStats {
     /// Folds one record (one valid JSON value) in.
     pub(crate) fn fold(&mut self, rec: &str) {
         self.count += 1;
-        if too_deep_for_jq(rec) {
-            self.too_deep += 1;
-        }
-        let read = walk::record(self, rec).ok();
-        self.count_type(read);
+        let (read, deepest) = walk::record(self, rec);
+        // How deep it nests, from the walk when it went through the whole
+        // record, else counted.
+        let too_deep = match deepest {
+            Some(d) => d > JQ_SAFE_DEPTH,
+            None => too_deep_for_jq(rec),
+        };
+        self.too_deep += usize::from(too_deep);
+        self.count_type(read.ok());
     }
 
     /// [`fold`](Self::fold) with serde reading the record: what the walk
@@ -409,6 +413,26 @@ mod tests {
                 }),
             ]
         })
+    }
+
+    #[test]
+    fn the_walk_tells_depth_as_the_bracket_count_does() {
+        let nest = |n: usize, inner: &str| format!("{}{inner}{}", "[{\"a\":".repeat(n), "}]".repeat(n));
+        let records = [
+            nest(64, "1"),
+            nest(65, "[]"),
+            format!("{{\"s\":\"{}\",\"x\":{}}}", "[[[[".repeat(100), nest(10, "{}")),
+            format!("[{},{}]", nest(63, "{}"), nest(20, "null")),
+            format!("{{\"e\":{{}},\"deep\":{}}}", nest(70, "\"\\ud800\"")),
+            nest(70, "1e999"),
+            // Opaque at its first field: the depth is counted instead.
+            format!("{{\"n\":1e999,\"d\":{}}}", nest(70, "0")),
+        ];
+        for r in &records {
+            let mut walked = RecordStats::collect([]);
+            walked.fold(r);
+            assert_eq!(walked.too_deep, usize::from(too_deep_for_jq(r)), "{r:.80}");
+        }
     }
 
     proptest! {

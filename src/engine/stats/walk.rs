@@ -22,32 +22,57 @@ struct Cursor<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    /// Objects and arrays open at the cursor, and the most ever.
+    depth: usize,
+    deepest: usize,
 }
 
-/// Folds `record` into `stats` as [`Root`](super::fold::Root) does; gives
-/// its type.
-pub(super) fn record(stats: &mut RecordStats, record: &str) -> Result<u8, Opaque> {
+/// Folds `record` into `stats` as [`Root`](super::fold::Root) does: its
+/// type, and how deep its objects and arrays nest when it was walked whole.
+pub(super) fn record(stats: &mut RecordStats, record: &str) -> (Result<u8, Opaque>, Option<usize>) {
     let mut c = Cursor {
         s: record,
         b: record.as_bytes(),
         i: 0,
+        depth: 0,
+        deepest: 0,
     };
-    c.ws();
-    let t = if c.peek() == Some(b'{') {
-        c.root_object(stats)?
-    } else {
-        c.value(Fold {
-            node: Some(&mut stats.schema),
-            field: None,
-            confidence: None,
-            depth: 0,
-        })?
-    };
-    c.ws();
-    if c.i == c.b.len() { Ok(t) } else { Err(Opaque) }
+    let read = c.walk(stats);
+    let deepest = read.is_ok().then_some(c.deepest);
+    (read, deepest)
 }
 
 impl<'a> Cursor<'a> {
+    /// The whole record.
+    fn walk(&mut self, stats: &mut RecordStats) -> Result<u8, Opaque> {
+        let c = self;
+        c.ws();
+        let t = if c.peek() == Some(b'{') {
+            c.root_object(stats)?
+        } else {
+            c.value(Fold {
+                node: Some(&mut stats.schema),
+                field: None,
+                confidence: None,
+                depth: 0,
+            })?
+        };
+        c.ws();
+        if c.i == c.b.len() { Ok(t) } else { Err(Opaque) }
+    }
+
+    /// Steps into an object or array (the cursor on its bracket).
+    fn open(&mut self) {
+        self.i += 1;
+        self.depth += 1;
+        self.deepest = self.deepest.max(self.depth);
+    }
+
+    /// Steps out of an object or array (its bracket taken already).
+    fn close(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -116,7 +141,7 @@ impl<'a> Cursor<'a> {
         schema.begin_object();
         *next_field = 0;
         let mut memory_fields = MemoryFields::default();
-        self.i += 1;
+        self.open();
         if !self.eat(b'}') {
             loop {
                 self.ws();
@@ -136,6 +161,7 @@ impl<'a> Cursor<'a> {
                 }
             }
         }
+        self.close();
         memory.fold(&memory_fields);
         Ok(ty::OBJECT)
     }
@@ -212,7 +238,7 @@ impl<'a> Cursor<'a> {
         let mut items = fold
             .described()
             .map(|node| &mut **node.items.get_or_insert_with(Default::default));
-        self.i += 1;
+        self.open();
         if !self.eat(b']') {
             loop {
                 self.ws();
@@ -233,6 +259,7 @@ impl<'a> Cursor<'a> {
                 }
             }
         }
+        self.close();
         Ok(fold.typed(ty::ARRAY))
     }
 
@@ -245,7 +272,7 @@ impl<'a> Cursor<'a> {
         if let Some(node) = node.as_deref_mut() {
             node.begin_object();
         }
-        self.i += 1;
+        self.open();
         if !self.eat(b'}') {
             loop {
                 self.ws();
@@ -270,6 +297,7 @@ impl<'a> Cursor<'a> {
                 }
             }
         }
+        self.close();
         Ok(fold.typed(ty::OBJECT))
     }
 
@@ -281,20 +309,19 @@ impl<'a> Cursor<'a> {
                 self.literal()?;
             }
             b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
+                let outside = self.depth;
+                self.open();
+                while self.depth > outside {
                     match self.peek().ok_or(Opaque)? {
                         b'"' => {
                             self.literal()?;
-                            continue;
                         }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => depth -= 1,
-                        _ => {}
-                    }
-                    self.i += 1;
-                    if depth == 0 {
-                        break;
+                        b'{' | b'[' => self.open(),
+                        b'}' | b']' => {
+                            self.i += 1;
+                            self.close();
+                        }
+                        _ => self.i += 1,
                     }
                 }
             }
