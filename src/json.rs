@@ -20,6 +20,27 @@ pub(crate) use key::Key;
 pub(crate) use unescape::{decode_string, escaped};
 pub(crate) use validate::validate_with;
 
+/// One to three texts dense with what JSON escapes (quotes, backslashes,
+/// line breaks, control characters, a `u`, a `/`) among any characters,
+/// up to 600 each: strings that cross the 64-byte blocks with escapes
+/// anywhere, for the checks' property tests.
+#[cfg(test)]
+pub(crate) fn escape_heavy_texts() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+    use proptest::prelude::*;
+    let ch = prop_oneof![
+        Just('"'),
+        Just('\\'),
+        Just('\n'),
+        Just('\u{1}'),
+        Just('u'),
+        Just('/'),
+        any::<char>(),
+        prop::char::range('a', 'z'),
+    ];
+    let text = prop::collection::vec(ch, 0..600).prop_map(String::from_iter);
+    prop::collection::vec(text, 1..4)
+}
+
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {
     let mut out = String::with_capacity(src.len());

@@ -530,19 +530,8 @@ mod tests {
     /// Long strings dense with escapes (as pretty JSON in a text block),
     /// a few bytes then changed: across the 64-byte blocks.
     fn long_strings() -> impl Strategy<Value = Vec<u8>> {
-        let ch = prop_oneof![
-            Just('"'),
-            Just('\\'),
-            Just('\n'),
-            Just('\u{1}'),
-            Just('u'),
-            Just('/'),
-            any::<char>(),
-            prop::char::range('a', 'z'),
-        ];
-        let text = prop::collection::vec(ch, 0..600).prop_map(String::from_iter);
         let mutation = prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3);
-        (prop::collection::vec(text, 1..4), mutation).prop_map(|(texts, mutation)| {
+        (super::super::escape_heavy_texts(), mutation).prop_map(|(texts, mutation)| {
             let mut bytes = serde_json::to_vec(&texts).unwrap_or_default();
             for (at, byte) in mutation {
                 let i = at.index(bytes.len());

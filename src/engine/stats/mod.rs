@@ -417,11 +417,16 @@ mod tests {
 
     #[test]
     fn the_walk_tells_depth_as_the_bracket_count_does() {
-        let nest = |n: usize, inner: &str| format!("{}{inner}{}", "[{\"a\":".repeat(n), "}]".repeat(n));
+        let nest =
+            |n: usize, inner: &str| format!("{}{inner}{}", "[{\"a\":".repeat(n), "}]".repeat(n));
         let records = [
             nest(64, "1"),
             nest(65, "[]"),
-            format!("{{\"s\":\"{}\",\"x\":{}}}", "[[[[".repeat(100), nest(10, "{}")),
+            format!(
+                "{{\"s\":\"{}\",\"x\":{}}}",
+                "[[[[".repeat(100),
+                nest(10, "{}")
+            ),
             format!("[{},{}]", nest(63, "{}"), nest(20, "null")),
             format!("{{\"e\":{{}},\"deep\":{}}}", nest(70, "\"\\ud800\"")),
             nest(70, "1e999"),

@@ -141,6 +141,26 @@ impl<'a> Cursor<'a> {
         schema.begin_object();
         *next_field = 0;
         let mut memory_fields = MemoryFields::default();
+        self.members(|c, key| {
+            let t = c.value(Fold {
+                node: schema.child(key),
+                field: tracked(fields, next_field, key),
+                confidence: (key == "provenance").then_some(&mut *provenance_confidence),
+                depth: 1,
+            })?;
+            memory_fields.note(key, t);
+            Ok(())
+        })?;
+        memory.fold(&memory_fields);
+        Ok(ty::OBJECT)
+    }
+
+    /// The object at the cursor: `member` called with each key, the cursor
+    /// on its value, which it must take.
+    fn members(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &str) -> Result<(), Opaque>,
+    ) -> Result<(), Opaque> {
         self.open();
         if !self.eat(b'}') {
             loop {
@@ -148,13 +168,7 @@ impl<'a> Cursor<'a> {
                 let key = self.text()?;
                 self.eat(b':');
                 self.ws();
-                let t = self.value(Fold {
-                    node: schema.child(&key),
-                    field: tracked(fields, next_field, &key),
-                    confidence: (key == "provenance").then_some(&mut *provenance_confidence),
-                    depth: 1,
-                })?;
-                memory_fields.note(&key, t);
+                member(self, &key)?;
                 if !self.eat(b',') {
                     self.eat(b'}');
                     break;
@@ -162,8 +176,7 @@ impl<'a> Cursor<'a> {
             }
         }
         self.close();
-        memory.fold(&memory_fields);
-        Ok(ty::OBJECT)
+        Ok(())
     }
 
     /// The value at the cursor, folded in as `fold` says; its type.
@@ -272,32 +285,20 @@ impl<'a> Cursor<'a> {
         if let Some(node) = node.as_deref_mut() {
             node.begin_object();
         }
-        self.open();
-        if !self.eat(b'}') {
-            loop {
-                self.ws();
-                let key = self.text()?;
-                self.eat(b':');
-                self.ws();
-                let child = node.as_deref_mut().and_then(|n| n.child(&key));
-                let field = confidence.as_deref_mut().filter(|_| key == "confidence");
-                if child.is_none() && field.is_none() {
-                    self.skip()?;
-                } else {
-                    self.value(Fold {
-                        node: child,
-                        field,
-                        confidence: None,
-                        depth,
-                    })?;
-                }
-                if !self.eat(b',') {
-                    self.eat(b'}');
-                    break;
-                }
+        self.members(|c, key| {
+            let child = node.as_deref_mut().and_then(|n| n.child(key));
+            let field = confidence.as_deref_mut().filter(|_| key == "confidence");
+            if child.is_none() && field.is_none() {
+                return c.skip();
             }
-        }
-        self.close();
+            c.value(Fold {
+                node: child,
+                field,
+                confidence: None,
+                depth,
+            })
+            .map(drop)
+        })?;
         Ok(fold.typed(ty::OBJECT))
     }
 

@@ -265,18 +265,7 @@ fn edited(text: &str, edits: &[Edit]) -> Option<String> {
 /// Long strings dense with escapes, some backslash runs put at 64-byte
 /// boundaries.
 fn long_strings() -> impl Strategy<Value = String> {
-    let ch = prop_oneof![
-        Just('"'),
-        Just('\\'),
-        Just('\n'),
-        Just('\u{1}'),
-        Just('u'),
-        Just('/'),
-        any::<char>(),
-        prop::char::range('a', 'z'),
-    ];
-    let text = prop::collection::vec(ch, 0..600).prop_map(String::from_iter);
-    (prop::collection::vec(text, 1..4), 0usize..64).prop_map(|(texts, shift)| {
+    (crate::json::escape_heavy_texts(), 0usize..64).prop_map(|(texts, shift)| {
         let json = serde_json::to_string(&texts).unwrap_or_default();
         format!("{}{json}", " ".repeat(shift))
     })
