@@ -228,7 +228,7 @@ fn looks_structured(text: &str) -> bool {
     if !(trimmed.starts_with('[') || trimmed.starts_with('{')) {
         return false;
     }
-    let is_json = |t: &str| serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok();
+    let is_json = |t: &str| crate::json::validate(t).is_ok();
     is_json(trimmed)
         || trimmed
             .lines()

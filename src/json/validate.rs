@@ -32,7 +32,6 @@ pub(crate) struct Invalid;
 
 /// Whether `json` is one JSON value with whitespace around it, by
 /// `serde_json`'s rules for a skipped value.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn validate(json: &str) -> Result<(), Invalid> {
     validate_with(json, |_, _| {})
 }

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 pub(crate) use crate::json::string_end;
-use crate::json::{Style, is_minified, minifies_to, minify, trim_parts};
+use crate::json::{Style, is_minified, minifies_to, minify, trim_parts, validate};
 
 /// The shape of one JSON text or structured value.
 pub(super) enum JsonShape<'a> {
@@ -252,7 +252,7 @@ pub(super) fn classify_text<'t>(text: &'t str, structured_minified: Option<&str>
     {
         return TextKind::Copy { style: Some(style) };
     }
-    if core.starts_with(['{', '[']) && serde_json::from_str::<&RawValue>(core).is_ok() {
+    if core.starts_with(['{', '[']) && validate(core).is_ok() {
         // Compared while minifying: a copy is never built.
         if structured_minified.is_some_and(|m| minifies_to(core, m)) {
             return TextKind::Copy { style: None };
@@ -264,7 +264,7 @@ pub(super) fn classify_text<'t>(text: &'t str, structured_minified: Option<&str>
     if core.starts_with(['{', '[']) && core.contains('\n') {
         let mut values = 0usize;
         for line in jsonl_lines(core) {
-            if serde_json::from_str::<&RawValue>(line).is_err() {
+            if validate(line).is_err() {
                 return TextKind::Plain;
             }
             values += 1;
