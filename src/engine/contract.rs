@@ -50,10 +50,6 @@ impl DataDigest {
     }
 }
 
-/// Bytes of data lines from which their digest runs on a thread of its
-/// own, beside the statistics (under it, a thread costs more than it saves).
-const BESIDE_FROM: usize = 1 << 20;
-
 /// `work()`, and the contract of `body` (`count` data lines). For a large
 /// body the digest runs on a second thread meanwhile: the same CPU time,
 /// the descriptor sooner on a machine with a core to spare. On this thread
@@ -63,22 +59,10 @@ pub(crate) fn digest_beside<T>(
     count: usize,
     work: impl FnOnce() -> T,
 ) -> (T, DataContract) {
-    if body.len() < BESIDE_FROM {
+    if body.len() < super::beside::BESIDE_FROM {
         return (work(), DataDigest::of(body, count));
     }
-    std::thread::scope(|s| {
-        let digest = std::thread::Builder::new()
-            .name("lro-digest".into())
-            .spawn_scoped(s, || DataDigest::of(body, count));
-        let done = work();
-        let contract = match digest {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|_| DataDigest::of(body, count)),
-            Err(_) => DataDigest::of(body, count),
-        };
-        (done, contract)
-    })
+    super::beside::beside("lro-digest", || DataDigest::of(body, count), work)
 }
 
 /// Lowercase hex of `bytes`.
@@ -99,7 +83,7 @@ mod tests {
     #[test]
     fn a_digest_beside_other_work_is_the_digest() {
         let line = b"{\"id\":1,\"text\":\"some words\"}\n";
-        let body: Vec<u8> = line.repeat((BESIDE_FROM / line.len()) + 10);
+        let body: Vec<u8> = line.repeat((crate::engine::beside::BESIDE_FROM / line.len()) + 10);
         let count = body.len() / line.len();
         let (n, beside) = digest_beside(&body, count, || {
             body.iter().filter(|&&b| b == b'\n').count()

@@ -1,7 +1,9 @@
 //! Step 1: inline or offload. The cheap checks first (policy, byte length),
 //! then the parse and the token estimate.
 
+use super::beside::{BESIDE_FROM, beside};
 use super::events::PassReason;
+use super::records::{self, Prepared};
 use crate::config::EffectivePolicy;
 use crate::estimate::TokenEstimator;
 use crate::wire::mcp::{Input, RawResult, ResultError};
@@ -10,8 +12,10 @@ use crate::wire::mcp::{Input, RawResult, ResultError};
 pub(super) enum Decision<'a> {
     /// Keep the original bytes.
     Inline(PassReason),
-    /// Over the threshold: the parsed result and its estimated tokens.
-    Offload(RawResult<'a>, usize),
+    /// Over the threshold: the parsed result, its estimated tokens, and the
+    /// records of its `structuredContent` when they were taken already
+    /// (see [`tell_layouts`]).
+    Offload(RawResult<'a>, usize, Option<Box<Prepared<'a>>>),
 }
 
 /// Whether `result` is offloaded under `policy`, and when it is, the result
@@ -41,11 +45,13 @@ pub(super) fn decide<'a>(
         Input::Validated(text) => text,
         Input::Unchecked => std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?,
     };
-    let parsed = RawResult::parse_input(text, input)?;
+    let mut parsed = RawResult::parse_untold(text, input)?;
     if !policy.offload_errors && parsed.top.get("isError").is_some_and(|v| v.get() == "true") {
         return Ok(Decision::Inline(PassReason::IsError));
     }
-    let estimated_tokens = content_tokens(estimator, &parsed);
+    let structured = structured_tokens(estimator, &parsed);
+    let prepared = tell_layouts(&mut parsed, structured > policy.threshold_tokens)?;
+    let estimated_tokens = content_tokens_with(estimator, &parsed, structured);
     let over_bytes = policy
         .max_tool_output_bytes
         .is_some_and(|b| content_bytes(&parsed) >= b);
@@ -54,7 +60,36 @@ pub(super) fn decide<'a>(
             estimated_tokens,
         }));
     }
-    Ok(Decision::Offload(parsed, estimated_tokens))
+    Ok(Decision::Offload(parsed, estimated_tokens, prepared))
+}
+
+/// Tells whether the large texts of `parsed` lay out its
+/// `structuredContent` (a copy, whose tokens are those of the structured
+/// content laid out). When the result is offloaded whatever they hold
+/// (`certain`: the structured content alone is over the threshold) and they
+/// are large, that runs on a second thread while this one takes the
+/// records of the structured content ([`records::prepare`]): two walks
+/// over as many bytes at once, given to the split.
+fn tell_layouts<'a>(
+    parsed: &mut RawResult<'a>,
+    certain: bool,
+) -> Result<Option<Box<Prepared<'a>>>, ResultError> {
+    if !parsed.has_untold() {
+        return Ok(None);
+    }
+    if !certain || parsed.untold_bytes() < BESIDE_FROM {
+        let told = parsed.tell_layouts();
+        parsed.settle_layouts(told)?;
+        return Ok(None);
+    }
+    let shared: &RawResult<'a> = parsed;
+    let (prepared, told) = beside(
+        "lro-layout",
+        || shared.tell_layouts(),
+        || records::prepare(shared),
+    );
+    parsed.settle_layouts(told)?;
+    Ok(Some(Box::new(prepared)))
 }
 
 /// Whether `len` bytes are sure to stay inline, without looking at them.
@@ -72,6 +107,22 @@ pub(super) fn surely_under(
 /// `structuredContent` is estimated from it (or from its layout, built,
 /// when the estimator cannot tell from it).
 pub(super) fn content_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> usize {
+    content_tokens_with(estimator, parsed, structured_tokens(estimator, parsed))
+}
+
+/// Estimated tokens of `structuredContent` (0: none).
+fn structured_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> usize {
+    parsed
+        .structured()
+        .map_or(0, |s| estimator.estimate(s.get()))
+}
+
+/// [`content_tokens`], those of `structuredContent` known (`structured_tokens`).
+fn content_tokens_with(
+    estimator: &dyn TokenEstimator,
+    parsed: &RawResult<'_>,
+    structured_tokens: usize,
+) -> usize {
     let structured = parsed.structured();
     let text: usize = parsed
         .blocks
@@ -84,8 +135,7 @@ pub(super) fn content_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<
             _ => 0,
         })
         .sum();
-    let structured = structured.map_or(0, |s| estimator.estimate(s.get()));
-    text.max(structured)
+    text.max(structured_tokens)
 }
 
 /// UTF-8 bytes of the content a model would read: the text blocks, or

@@ -56,10 +56,10 @@ pub(super) fn run(
 ) -> Result<Outcome, ResultError> {
     let policy = o.config.policy_for(&call.name);
     let estimator = o.estimator;
-    let (mut parsed, estimated_tokens) =
+    let (mut parsed, estimated_tokens, prepared) =
         match decide::decide(estimator, &policy, o.config.enabled, result, input)? {
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
-            Decision::Offload(parsed, tokens) => (parsed, tokens),
+            Decision::Offload(parsed, tokens, prepared) => (parsed, tokens, prepared),
         };
     // The descriptor, and the resource link when asked, come first.
     let inserted = 1 + usize::from(call.resource_link);
@@ -72,7 +72,7 @@ pub(super) fn run(
         kept_blocks,
         structured_slim,
         structured_copy_key,
-    } = records::split(&mut parsed, is_large, inserted)?;
+    } = records::split(&mut parsed, is_large, inserted, prepared.map(|p| *p))?;
     if records.is_empty() {
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }

@@ -59,6 +59,10 @@ pub(crate) struct RawBlock<'a> {
     /// which is then left undecoded (`text` is `None`) unless asked for
     /// ([`RawResult::decode_laid_out`]).
     pub laid_out: Option<(Style, usize)>,
+    /// The text may lay out `structuredContent` and is not told yet: only
+    /// between [`RawResult::parse_untold`] and
+    /// [`RawResult::settle_layouts`] (`text` and `laid_out` are `None`).
+    pub untold: bool,
 }
 
 /// Bytes of a text block's escaped text from which it is compared with
@@ -114,25 +118,35 @@ pub(crate) fn resource_link_block(uri: &str, name: &str, size: Option<u64>) -> S
 impl<'a> RawResult<'a> {
     /// Parses a tool result. `CreateTaskResult` and other shapes are refused.
     pub(crate) fn parse(json: &'a str) -> Result<Self, ResultError> {
-        Self::parse_with(json, false)
+        Self::parse_with(json, false)?.settled()
     }
 
-    /// [`parse`](Self::parse), or [`parse_trusted`](Self::parse_trusted)
-    /// when the input says it was validated.
-    pub(crate) fn parse_input(json: &'a str, input: Input<'_>) -> Result<Self, ResultError> {
+    /// [`parse`](Self::parse), or the trusted reader's parse when the input
+    /// says it was validated; the texts that may lay out
+    /// `structuredContent` not told yet ([`RawBlock::untold`]), for a caller
+    /// that tells them beside other work ([`tell_layouts`](Self::tell_layouts),
+    /// then [`settle_layouts`](Self::settle_layouts)).
+    pub(crate) fn parse_untold(json: &'a str, input: Input<'_>) -> Result<Self, ResultError> {
         match input {
-            Input::Unchecked => Self::parse(json),
-            Input::Validated(_) => Self::parse_trusted(json),
+            Input::Unchecked => Self::parse_with(json, false),
+            Input::Validated(_) => Self::parse_trusted_untold(json),
         }
+    }
+
+    /// [`parse_trusted_untold`](Self::parse_trusted_untold), the layouts told.
+    #[cfg(test)]
+    pub(crate) fn parse_trusted(json: &'a str) -> Result<Self, ResultError> {
+        Self::parse_trusted_untold(json)?.settled()
     }
 
     /// Parses a tool result that serde has validated already as one JSON
     /// value, without validating it again; the same result as
-    /// [`parse`](Self::parse) (anything unusual is left to it). On bytes
-    /// that are not valid JSON, what it gives is unspecified (not a panic).
-    pub(crate) fn parse_trusted(json: &'a str) -> Result<Self, ResultError> {
+    /// [`parse`](Self::parse) (anything unusual is left to it), the layouts
+    /// not told yet. On bytes that are not valid JSON, what it gives is
+    /// unspecified (not a panic).
+    fn parse_trusted_untold(json: &'a str) -> Result<Self, ResultError> {
         let Some((top, objects)) = trusted::read(json) else {
-            return Self::parse(json);
+            return Self::parse_with(json, false);
         };
         // Debug builds (the tests, the property tests) check it against serde.
         #[cfg(debug_assertions)]
@@ -161,7 +175,7 @@ impl<'a> RawResult<'a> {
 
     /// Parses a rebuild envelope, whose record-source text blocks hold `null`.
     pub(crate) fn parse_envelope(json: &'a str) -> Result<Self, ResultError> {
-        Self::parse_with(json, true)
+        Self::parse_with(json, true)?.settled()
     }
 
     fn parse_with(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
@@ -256,12 +270,9 @@ impl<'a> RawResult<'a> {
                 .ok_or(ResultError::NotToolResult(
                     "a content block has no string `type`",
                 ))?;
-            let laid_out = match (kind.as_str(), structured) {
-                ("text", Some(s)) => laid_out(&fields, s),
-                _ => None,
-            };
+            let untold = kind == "text" && structured.is_some() && may_lay_out(&fields);
             let (text, in_resource) = match kind.as_str() {
-                _ if laid_out.is_some() => (None, false),
+                _ if untold => (None, false),
                 "text" => (block_text(&fields, null_text)?, false),
                 "resource" => resource_text(&fields, null_text),
                 _ => (None, false),
@@ -270,10 +281,65 @@ impl<'a> RawResult<'a> {
                 fields,
                 text,
                 in_resource,
-                laid_out,
+                laid_out: None,
+                untold,
             });
         }
         Ok(RawResult { top, blocks })
+    }
+
+    /// Whether some text may lay out `structuredContent`, not told yet.
+    pub(crate) fn has_untold(&self) -> bool {
+        self.blocks.iter().any(|b| b.untold)
+    }
+
+    /// Bytes of the texts not told yet (escaped).
+    pub(crate) fn untold_bytes(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.untold)
+            .map(|b| b.fields.get("text").map_or(0, |t| t.get().len()))
+            .sum()
+    }
+
+    /// For each text not told yet, in block order, the style in which it
+    /// lays out `structuredContent` and the whitespace bytes that adds
+    /// (`None`: it does not). Reads only: it may run beside other readers.
+    pub(crate) fn tell_layouts(&self) -> Vec<Option<(Style, usize)>> {
+        let Some(structured) = self.structured() else {
+            return Vec::new();
+        };
+        self.blocks
+            .iter()
+            .filter(|b| b.untold)
+            .map(|b| laid_out(&b.fields, structured.get()))
+            .collect()
+    }
+
+    /// Takes what [`tell_layouts`](Self::tell_layouts) told: a text that
+    /// lays out `structuredContent` stays undecoded, any other is decoded.
+    pub(crate) fn settle_layouts(
+        &mut self,
+        told: Vec<Option<(Style, usize)>>,
+    ) -> Result<(), ResultError> {
+        let mut told = told.into_iter();
+        for block in self.blocks.iter_mut().filter(|b| b.untold) {
+            block.untold = false;
+            block.laid_out = told.next().flatten();
+            if block.laid_out.is_none() {
+                block.text = block_text(&block.fields, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The result with its layouts told, on this thread.
+    fn settled(mut self) -> Result<Self, ResultError> {
+        if self.has_untold() {
+            let told = self.tell_layouts();
+            self.settle_layouts(told)?;
+        }
+        Ok(self)
     }
 
     /// Decodes the texts left undecoded because they lay out
@@ -421,13 +487,21 @@ fn write_text_block(out: &mut String, text: &str, annotations: Option<Raw<'_>>) 
     out.push('}');
 }
 
-/// The `text` of a text block (`None`: nulled in a rebuild envelope).
+/// Whether a text block's text may lay out `structuredContent`: a large text that
+/// opens as JSON (a copy is seldom smaller).
+fn may_lay_out(fields: &RawObject<'_>) -> bool {
+    fields.get("text").is_some_and(|t| {
+        let raw = t.get();
+        raw.len() >= LAID_OUT_FROM && (raw.starts_with("\"{") || raw.starts_with("\"["))
+    })
+}
+
 /// The style in which a text block's text lays out `structured`, told from
-/// the escaped text, and the whitespace bytes it adds; only for a large
-/// text that opens as JSON. Debug builds check it against the decoded text.
+/// the escaped text, and the whitespace bytes it adds; only for a text that
+/// [may](may_lay_out). Debug builds check it against the decoded text.
 fn laid_out(fields: &RawObject<'_>, structured: &str) -> Option<(Style, usize)> {
     let raw = fields.get("text")?.get();
-    if raw.len() < LAID_OUT_FROM || !(raw.starts_with("\"{") || raw.starts_with("\"[")) {
+    if !may_lay_out(fields) {
         return None;
     }
     let found = Style::detect_escaped(&raw[1..raw.len() - 1], structured);
@@ -440,6 +514,7 @@ fn laid_out(fields: &RawObject<'_>, structured: &str) -> Option<(Style, usize)> 
     found
 }
 
+/// The `text` of a text block (`None`: nulled in a rebuild envelope).
 fn block_text(fields: &RawObject<'_>, null_text: bool) -> Result<Option<String>, ResultError> {
     let raw = fields.get("text");
     if null_text && raw.is_some_and(|t| t.get() == "null") {

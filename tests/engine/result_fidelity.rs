@@ -582,3 +582,93 @@ fn a_failed_write_keeps_the_large_parts_the_header_leaves_out() {
     assert_eq!(kept.as_slice(), &rows(300)[..t.kept]);
     as_rmcp(&t.result);
 }
+
+/// Texts over a megabyte that may lay out `structuredContent` are told on
+/// a second thread while the structured records are taken (issue 25):
+/// whatever the text turns out to be, the file holds every record, the
+/// estimate is the text's (or the structured content's, when larger) and
+/// the file with the rewritten result rebuilds the result exactly.
+#[test]
+fn megabyte_texts_that_may_copy_structured_content_are_told_right() {
+    use tower_lro::descriptor::Detail;
+    use tower_lro::estimate::{ScriptAwareEstimator, TokenEstimator};
+    use tower_lro::fixtures::MemoryGenerator;
+    const N: usize = 1500;
+    let memories = MemoryGenerator::new(25).memories(N, Detail::Full);
+    let structured = json!({"count": memories.len(), "memories": memories});
+    let pretty = serde_json::to_string_pretty(&structured).unwrap();
+    assert!(pretty.len() > 1 << 20, "{} bytes", pretty.len());
+    let with_text = |structured: &Value, text: &str| {
+        json!({
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": structured,
+            "isError": false,
+        })
+    };
+    // The last record differs in the text only: told at its very end.
+    let mut near = structured.clone();
+    near["memories"][N - 1]["title"] = json!("changed at the end");
+    let near_text = serde_json::to_string_pretty(&near).unwrap();
+    // No record array in the structured content: the text is taken apart.
+    let no_array = json!({"report": "r".repeat(1 << 20), "rows": 3});
+    let no_array_text = serde_json::to_string_pretty(&no_array).unwrap();
+    let estimate = |s: &str| ScriptAwareEstimator.estimate(s);
+    let cases = [
+        ("a copy", with_text(&structured, &pretty), N, &pretty),
+        (
+            "a copy but for the end",
+            with_text(&structured, &near_text),
+            2 * N,
+            &near_text,
+        ),
+        (
+            "a copy of a structured content with no record array",
+            with_text(&no_array, &no_array_text),
+            1,
+            &no_array_text,
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, result, records, text) in &cases {
+        for threshold in [1600, estimate(text) - 1] {
+            // Under the second threshold the structured content alone
+            // stays inline: the texts are told on this thread.
+            let o = Offloader::new(
+                OffloadConfig::default()
+                    .output_dir(dir.path())
+                    .threshold_tokens(threshold),
+            );
+            let off = offload(&o, &ToolCall::new("recall", None), result);
+            let structured_tokens = estimate(&result["structuredContent"].to_string());
+            assert_eq!(
+                off.response.summary.estimated_tokens,
+                estimate(text).max(structured_tokens),
+                "{name}, threshold {threshold}: the estimate"
+            );
+            let file = std::fs::read_to_string(&off.file.path).unwrap();
+            assert_eq!(
+                file.lines().count() - 1,
+                *records,
+                "{name}, threshold {threshold}: every record"
+            );
+            let rebuilt = tower_lro::offload::rebuild_with(&file, &off.result).expect("rebuilds");
+            let rebuilt: Value = serde_json::from_str(&rebuilt).unwrap();
+            assert!(
+                &rebuilt == result,
+                "{name}, threshold {threshold}: rebuilt exactly"
+            );
+            // A structured content with a record array leaves the result
+            // with its records; one without stays as it is.
+            let kept = if *records == 1 {
+                no_array.to_string().len()
+            } else {
+                0
+            };
+            assert!(
+                off.result.len() < kept + 64 * 1024,
+                "{name}, threshold {threshold}: no copy left in the result ({} bytes)",
+                off.result.len()
+            );
+        }
+    }
+}

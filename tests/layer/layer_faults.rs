@@ -545,11 +545,24 @@ async fn upstream_errors_mid_body_reach_the_client_unchanged() {
         let b = observe(without, &call).await;
         assert_eq!(a.0, b.0, "{name}: status");
         assert_eq!(a.2, b.2, "{name}: the error reaches the client");
-        assert_eq!(
+        // The same bytes before it. How many of them reach the client
+        // before the connection is torn down is up to the sockets (an
+        // abort may drop what is in flight, with or without the layer):
+        // what one side got starts what the other got.
+        let (short, long) = if a.1.len() <= b.1.len() {
+            (&a.1, &b.1)
+        } else {
+            (&b.1, &a.1)
+        };
+        assert!(
+            long.starts_with(short),
+            "{name}: the same bytes before it:\n{}\n---\n{}",
             String::from_utf8_lossy(&a.1),
-            String::from_utf8_lossy(&b.1),
-            "{name}: the same bytes before it"
+            String::from_utf8_lossy(&b.1)
         );
+        if !a.2 {
+            assert_eq!(a.1, b.1, "{name}: a whole body is the same body");
+        }
         println!("{name}: status {}, {} bytes, error {}", a.0, a.1.len(), a.2);
     }
     assert!(names_in(dir.path()).is_empty(), "nothing was offloaded");

@@ -72,7 +72,7 @@ pub(crate) use assemble::{KeptSource, assemble};
 pub(crate) use buffer::{Records, RecordsView};
 pub(crate) use envelope::envelope;
 pub(crate) use shape::string_end;
-pub(crate) use split::split;
+pub(crate) use split::{Prepared, prepare, split};
 
 /// The part of a file header that lets the original result be rebuilt.
 ///

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+#[cfg(debug_assertions)]
 use serde_json::value::RawValue;
 
 pub(crate) use crate::json::string_end;
