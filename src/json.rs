@@ -18,7 +18,7 @@ mod validate;
 pub(crate) use check::{Check, to_quote_or_backslash};
 pub(crate) use key::Key;
 pub(crate) use unescape::{decode_string, escaped};
-pub(crate) use validate::{validate, validate_with};
+pub(crate) use validate::{validate, validate_nested};
 
 /// JSON texts at the edges of the grammar (numbers, literals, escapes,
 /// control characters, separators, whitespace, nesting, truncations), for

@@ -42,7 +42,7 @@ pub(super) fn decide<'a>(
         }));
     }
     let text = match input {
-        Input::Validated(text) => text,
+        Input::Validated(text, _) => text,
         Input::Unchecked => std::str::from_utf8(result).map_err(|_| ResultError::InvalidUtf8)?,
     };
     let mut parsed = RawResult::parse_untold(text, input)?;

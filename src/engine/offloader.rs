@@ -19,7 +19,7 @@ use crate::store::{FsStore, Store, StoreError, parse_file_name};
 use crate::wire::call::ToolCall;
 use bytestring::ByteString;
 
-use crate::wire::mcp::{Input, RawResult, ResultError};
+use crate::wire::mcp::{Input, MemberRanges, RawResult, ResultError};
 
 /// The offload engine. Cheap to clone; shares its configuration, estimator,
 /// store and event hook.
@@ -146,15 +146,16 @@ impl Offloader {
 enum Received {
     /// Bytes from a library user.
     Unchecked(bytes::Bytes),
-    /// The layer's: text read whole as one JSON value already.
-    Validated(ByteString),
+    /// The layer's: text read whole as one JSON value already, and where
+    /// its members sit when the reader told.
+    Validated(ByteString, Option<MemberRanges>),
 }
 
 impl Received {
     fn len(&self) -> usize {
         match self {
             Received::Unchecked(b) => b.len(),
-            Received::Validated(t) => t.len(),
+            Received::Validated(t, _) => t.len(),
         }
     }
 
@@ -162,7 +163,9 @@ impl Received {
     fn input(&self) -> (&[u8], Input<'_>) {
         match self {
             Received::Unchecked(b) => (b, Input::Unchecked),
-            Received::Validated(t) => (t.as_bytes(), Input::Validated(t)),
+            Received::Validated(t, members) => {
+                (t.as_bytes(), Input::Validated(t, members.as_deref()))
+            }
         }
     }
 }
@@ -235,8 +238,9 @@ impl Offloader {
     /// [`process_async`](Self::process_async) of a result validated whole
     /// as one JSON value already, with serde's rules (the `result` member
     /// of a response the layer read with [`find_results`] or [`read_reply`]):
-    /// it is parsed without validating it again. Bytes not validated so
-    /// must go to [`process_async`](Self::process_async).
+    /// it is parsed without validating it again, its members taken where
+    /// `members` says when it does. Bytes not validated so must go to
+    /// [`process_async`](Self::process_async).
     ///
     /// [`find_results`]: crate::wire::jsonrpc::find_results
     /// [`read_reply`]: crate::wire::jsonrpc::read_reply
@@ -244,8 +248,9 @@ impl Offloader {
         &self,
         call: &ToolCall,
         result: ByteString,
+        members: Option<MemberRanges>,
     ) -> Result<Outcome, ResultError> {
-        self.process_input_async(call, Received::Validated(result))
+        self.process_input_async(call, Received::Validated(result, members))
             .await
     }
 

@@ -33,15 +33,30 @@ pub(crate) struct Invalid;
 /// Whether `json` is one JSON value with whitespace around it, by
 /// `serde_json`'s rules for a skipped value.
 pub(crate) fn validate(json: &str) -> Result<(), Invalid> {
-    validate_with(json, |_, _| {})
+    validate_nested(json, |_, _, _| {})
 }
 
 /// [`validate`], telling `member` of each member of a top-level object as
 /// it is crossed: the range of its key (quotes included) and of its value.
 /// It may be told of some before the text is found invalid.
+#[cfg(test)]
 pub(crate) fn validate_with(
     json: &str,
-    member: impl FnMut(Range<usize>, Range<usize>),
+    mut member: impl FnMut(Range<usize>, Range<usize>),
+) -> Result<(), Invalid> {
+    validate_nested(json, |depth, key, value| {
+        if depth == 1 {
+            member(key, value);
+        }
+    })
+}
+
+/// [`validate_with`], telling also of the members of the objects that are
+/// values of the top-level object's members (`depth` 2; 1: the top-level
+/// object's own), each before the member that holds it.
+pub(crate) fn validate_nested(
+    json: &str,
+    member: impl FnMut(usize, Range<usize>, Range<usize>),
 ) -> Result<(), Invalid> {
     Validator {
         b: json.as_bytes(),
@@ -59,14 +74,18 @@ struct Validator<'a> {
 impl Validator<'_> {
     /// The whole text: a value at a time, then what ends it (`,`, a
     /// closing bracket, the end).
-    fn run(mut self, mut member: impl FnMut(Range<usize>, Range<usize>)) -> Result<(), Invalid> {
+    fn run(
+        mut self,
+        mut member: impl FnMut(usize, Range<usize>, Range<usize>),
+    ) -> Result<(), Invalid> {
         let b = self.b;
         let mut i = ws(b, 0);
-        let mut key = 0..0;
-        let mut start = 0;
+        // By depth (1 and 2): the key and the start of the value being read.
+        let mut key = [0..0, 0..0, 0..0];
+        let mut start = [0; 3];
         'value: loop {
-            if self.stack.depth == 1 {
-                start = i;
+            if let Some(s) = start.get_mut(self.stack.depth) {
+                *s = i;
             }
             i = match b.get(i) {
                 Some(b'{') => {
@@ -96,8 +115,9 @@ impl Validator<'_> {
             // A value ended at `i`: what comes after it, closing brackets
             // one after the other.
             loop {
-                if self.stack.depth == 1 && self.stack.in_object {
-                    member(key.clone(), start..i);
+                let depth = self.stack.depth;
+                if (depth == 1 || depth == 2) && self.stack.in_object {
+                    member(depth, key[depth].clone(), start[depth]..i);
                 }
                 i = ws(b, i);
                 if self.stack.depth == 0 {
@@ -123,14 +143,14 @@ impl Validator<'_> {
     }
 
     /// A key at `i`, then `:`: where its value starts. The key's range is
-    /// put in `key` when it is one of the top-level object's.
-    fn key(&self, i: usize, key: &mut Range<usize>) -> Result<usize, Invalid> {
+    /// put in `key` (by depth) when it is at depth 1 or 2.
+    fn key(&self, i: usize, key: &mut [Range<usize>; 3]) -> Result<usize, Invalid> {
         if self.b.get(i) != Some(&b'"') {
             return Err(Invalid);
         }
         let end = string(self.b, i + 1)?;
-        if self.stack.depth == 1 {
-            *key = i..end;
+        if let Some(k) = key.get_mut(self.stack.depth) {
+            *k = i..end;
         }
         let colon = ws(self.b, end);
         match self.b.get(colon) {

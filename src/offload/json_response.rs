@@ -151,8 +151,8 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
     let text: &str = &body;
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for found in find_results(text) {
-        let (id, range) = match found {
-            Found::Result { id, range } => (id, range),
+        let (id, range, members) = match found {
+            Found::Result { id, range, members } => (id, range, members),
             Found::Broken { id, why } => {
                 if let Some(w) = watched.iter().find(|w| w.id == id) {
                     shared.unreadable(w.call.name.clone(), why);
@@ -172,7 +172,7 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
             continue;
         }
         if let Some(new) = shared
-            .transform(w, body.slice_ref(&text[range.clone()]))
+            .transform(w, body.slice_ref(&text[range.clone()]), members)
             .await
         {
             edits.push((range, new));

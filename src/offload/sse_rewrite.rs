@@ -22,6 +22,7 @@ use super::state::{Shared, Watch, WatchKind};
 use crate::json::{minify_into, range_in};
 use crate::offload::Outcome;
 use crate::wire::jsonrpc::{Reply, created_task_id, read_reply};
+use crate::wire::mcp::MemberRanges;
 use crate::wire::sse::{EventSplitter, event_data, replace_data};
 use bytestring::ByteString;
 
@@ -154,7 +155,7 @@ impl<E> SseRewriter<E> {
             return;
         }
         match self.watch_event(&event) {
-            Some((call, _, range))
+            Some((call, _, range, _))
                 if self
                     .shared
                     .surely_untouched(std::slice::from_ref(&call), range.len()) =>
@@ -162,7 +163,7 @@ impl<E> SseRewriter<E> {
                 // Surely under its threshold: sent on as it is.
                 self.ready.push_back(Frame::data(event));
             }
-            Some((watch, data, range)) => {
+            Some((watch, data, range, members)) => {
                 let held = self.splitter.buffered() + event.len() + data.len();
                 if !self.hold(held) {
                     // Over the cap: spilled and offloaded from there.
@@ -182,26 +183,40 @@ impl<E> SseRewriter<E> {
                 }
                 self.pending_len = event.len() + data.len();
                 let shared = self.shared.clone();
-                self.pending = Some(Box::pin(rewrite_event(shared, watch, event, data, range)));
+                self.pending = Some(Box::pin(rewrite_event(
+                    shared,
+                    watch,
+                    event,
+                    data,
+                    (range, members),
+                )));
             }
             None => self.ready.push_back(Frame::data(event)),
         }
     }
 
     /// If `event` carries the result of a watched request: its call, its
-    /// data and the range of the result in it. A `CreateTaskResult`
+    /// data, the range of the result in it and where the result's members
+    /// sit when known. A `CreateTaskResult`
     /// answering a `tools/call` is remembered (its result comes later, from
     /// `tasks/result`) and sent on as it is.
-    fn watch_event(&mut self, event: &Bytes) -> Option<(Watch, ByteString, Range<usize>)> {
+    fn watch_event(
+        &mut self,
+        event: &Bytes,
+    ) -> Option<(Watch, ByteString, Range<usize>, Option<MemberRanges>)> {
         let data = event_data(event)?;
         if data.trim_ascii_start().first() != Some(&b'{') {
             return None;
         }
         let data = ByteString::try_from(data).ok()?;
         let text: &str = &data;
-        let (id, result) = match read_reply(text) {
-            Reply::Result { id, result } => (id, Some(result)),
-            Reply::NoResult { id } => (id, None),
+        let (id, result, members) = match read_reply(text) {
+            Reply::Result {
+                id,
+                result,
+                members,
+            } => (id, Some(result), members),
+            Reply::NoResult { id } => (id, None, None),
             Reply::Broken { id: Some(id), why } => {
                 let pos = self.watched.iter().position(|w| w.id == id)?;
                 let watch = self.watched.swap_remove(pos);
@@ -223,7 +238,7 @@ impl<E> SseRewriter<E> {
         // Known now: this answer is a result, not a task.
         watch.task_augmented = false;
         let range = range_in(text, result.get());
-        Some((watch, data, range))
+        Some((watch, data, range, members))
     }
 }
 
@@ -233,10 +248,10 @@ async fn rewrite_event(
     watch: Watch,
     event: Bytes,
     data: ByteString,
-    range: Range<usize>,
+    (range, members): (Range<usize>, Option<MemberRanges>),
 ) -> Bytes {
     match shared
-        .transform(&watch, data.slice_ref(&data[range.clone()]))
+        .transform(&watch, data.slice_ref(&data[range.clone()]), members)
         .await
     {
         Some(result) => {

@@ -198,7 +198,8 @@ impl Shared {
     /// anything: the offload of a large tool result, or a server answer
     /// with what the layer adds. `result` is the `result` member of a
     /// response validated whole with serde's rules ([`find_results`],
-    /// [`read_reply`]): valid JSON, offloaded without validating it again.
+    /// [`read_reply`]): valid JSON, offloaded without validating it again;
+    /// `members`, where its members sit, when they told.
     ///
     /// [`find_results`]: crate::wire::jsonrpc::find_results
     /// [`read_reply`]: crate::wire::jsonrpc::read_reply
@@ -206,11 +207,15 @@ impl Shared {
         &self,
         w: &Watch,
         result: bytestring::ByteString,
+        members: Option<crate::wire::mcp::MemberRanges>,
     ) -> Option<String> {
         match w.kind {
             WatchKind::Result => {
                 let call = self.call_of(w);
-                let outcome = self.offloader.process_validated_async(&call, result).await;
+                let outcome = self
+                    .offloader
+                    .process_validated_async(&call, result, members)
+                    .await;
                 outcome.ok().and_then(|o| o.into_replacement())
             }
             WatchKind::ListTools => {

@@ -13,6 +13,12 @@ mod trusted;
 
 pub(crate) use raw::Raw;
 
+/// Where the top-level members of a result sit in its text, in order: the
+/// range of each key (quotes included) and of its value, as the layer's
+/// validator crossed them. The trusted reader takes them without skipping
+/// the values again.
+pub(crate) type MemberRanges = Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>;
+
 /// A JSON object whose values are kept as raw text, in their original order.
 pub(crate) type RawObject<'a> = IndexMap<String, Raw<'a>>;
 
@@ -23,9 +29,13 @@ pub(crate) enum Input<'a> {
     Unchecked,
     /// They are this text, read whole as one JSON value already (the
     /// `result` member of a response the layer read): parsed without
-    /// checking them again, as UTF-8 or as JSON. Only the layer says so,
-    /// where it is true.
-    Validated(&'a str),
+    /// checking them again, as UTF-8 or as JSON; and where its members sit
+    /// in it when the reader told ([`MemberRanges`]). Only the layer says
+    /// so, where it is true.
+    Validated(
+        &'a str,
+        Option<&'a [(std::ops::Range<usize>, std::ops::Range<usize>)]>,
+    ),
 }
 
 /// Why a body is not an MCP tool result.
@@ -129,23 +139,27 @@ impl<'a> RawResult<'a> {
     pub(crate) fn parse_untold(json: &'a str, input: Input<'_>) -> Result<Self, ResultError> {
         match input {
             Input::Unchecked => Self::parse_with(json, false),
-            Input::Validated(_) => Self::parse_trusted_untold(json),
+            Input::Validated(_, members) => Self::parse_trusted_untold(json, members),
         }
     }
 
     /// [`parse_trusted_untold`](Self::parse_trusted_untold), the layouts told.
     #[cfg(test)]
     pub(crate) fn parse_trusted(json: &'a str) -> Result<Self, ResultError> {
-        Self::parse_trusted_untold(json)?.settled()
+        Self::parse_trusted_untold(json, None)?.settled()
     }
 
     /// Parses a tool result that serde has validated already as one JSON
     /// value, without validating it again; the same result as
     /// [`parse`](Self::parse) (anything unusual is left to it), the layouts
     /// not told yet. On bytes that are not valid JSON, what it gives is
-    /// unspecified (not a panic).
-    fn parse_trusted_untold(json: &'a str) -> Result<Self, ResultError> {
-        let Some((top, objects)) = trusted::read(json) else {
+    /// unspecified (not a panic). `members`: where its members sit (see
+    /// [`MemberRanges`]), when known.
+    fn parse_trusted_untold(
+        json: &'a str,
+        members: Option<&[(std::ops::Range<usize>, std::ops::Range<usize>)]>,
+    ) -> Result<Self, ResultError> {
+        let Some((top, objects)) = trusted::read(json, members) else {
             return Self::parse_with(json, false);
         };
         // Debug builds (the tests, the property tests) check it against serde.

@@ -187,7 +187,7 @@ fn check_find_results(body: &str) -> Result<(), TestCaseError> {
     let found = find_results(body);
     let mut results = Vec::new();
     for f in &found {
-        if let Found::Result { id, range } = f {
+        if let Found::Result { id, range, .. } = f {
             prop_assert!(
                 range.start <= range.end && range.end <= body.len(),
                 "{:?}",

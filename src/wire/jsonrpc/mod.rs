@@ -21,8 +21,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json::{Key, validate_with};
-use crate::wire::mcp::Raw;
+use crate::json::{Key, validate_nested};
+use crate::wire::mcp::{MemberRanges, Raw};
 
 mod call;
 mod reply;
@@ -77,7 +77,7 @@ pub(super) fn value_of(raw: Raw<'_>) -> Result<Value, serde_json::Error> {
 /// (found by the fuzz suite: a request with a raw line break in a key was
 /// classified). A name given twice is an error, as with a derived struct.
 ///
-/// Read in one pass of the validator ([`validate_with`], serde's rules for
+/// Read in one pass of the validator ([`validate_nested`], serde's rules for
 /// a skipped value), which is told of each member on the way: about twice
 /// as fast as serde on a large result. When it refuses, or a name is
 /// given twice, serde reads the object as before and names the error.
@@ -85,25 +85,51 @@ pub(super) fn members<'a, const N: usize>(
     json: &'a str,
     names: [&'static str; N],
 ) -> Result<[Option<Raw<'a>>; N], serde_json::Error> {
-    match validated_members(json, names) {
+    members_within(json, names, None).map(|(found, _)| found)
+}
+
+/// [`members`], and when the validator read them (`None` else), where the
+/// members of the object `names[within]` sit in it (see [`MemberRanges`]).
+pub(super) fn members_within<'a, const N: usize>(
+    json: &'a str,
+    names: [&'static str; N],
+    within: Option<usize>,
+) -> Result<([Option<Raw<'a>>; N], Option<MemberRanges>), serde_json::Error> {
+    match validated_members(json, names, within) {
         Some(found) => Ok(found),
-        None => serde_members(json, names),
+        None => serde_members(json, names).map(|found| (found, None)),
     }
 }
 
-/// [`members`] by the validator: `None` when `json` is no valid JSON
+/// Most members of the object `within` whose ranges are kept (a result has
+/// a handful).
+const MAX_WITHIN: usize = 64;
+
+/// [`members_within`] by the validator: `None` when `json` is no valid JSON
 /// object, gives a name twice, or has a key serde would not decode.
 fn validated_members<'a, const N: usize>(
     json: &'a str,
     names: [&'static str; N],
-) -> Option<[Option<Raw<'a>>; N]> {
+    within: Option<usize>,
+) -> Option<([Option<Raw<'a>>; N], Option<MemberRanges>)> {
     if json.trim_ascii_start().as_bytes().first() != Some(&b'{') {
         return None;
     }
     let mut found = [None; N];
     let mut seen = [false; N];
     let mut unusual = false;
-    validate_with(json, |key, value| {
+    // The members of the value being read at depth 1, then of `within`.
+    let mut inner: Option<MemberRanges> = Some(Vec::new());
+    let mut kept = None;
+    validate_nested(json, |depth, key, value| {
+        if depth == 2 {
+            match &mut inner {
+                Some(v) if v.len() < MAX_WITHIN => v.push((key, value)),
+                _ => inner = None,
+            }
+            return;
+        }
+        let held = inner.replace(Vec::new());
         let (Some(key), Some(value)) = (json.get(key), json.get(value)) else {
             unusual = true;
             return;
@@ -113,13 +139,19 @@ fn validated_members<'a, const N: usize>(
                 unusual |= seen[i];
                 seen[i] = true;
                 found[i] = Some(Raw::trusted(value)).filter(|v| v.get() != "null");
+                if within == Some(i) && value.starts_with('{') {
+                    // Relative to the value's text.
+                    let at = value.as_ptr() as usize - json.as_ptr() as usize;
+                    let shift = |r: std::ops::Range<usize>| r.start - at..r.end - at;
+                    kept = held.map(|v| v.into_iter().map(|(k, v)| (shift(k), shift(v))).collect());
+                }
             }
             Ok(None) => {}
             Err(()) => unusual = true,
         }
     })
     .ok()?;
-    (!unusual).then_some(found)
+    (!unusual).then_some((found, kept))
 }
 
 /// Which of `names` the key written `literal` (quotes included) is, read

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{members, value_of};
+use super::{members_within, value_of};
 use crate::json::range_in;
-use crate::wire::mcp::Raw;
+use crate::wire::mcp::{MemberRanges, Raw};
 
 /// A message of a response body, as far as the layer reads it (a member
 /// that is `null` counts as absent).
@@ -17,13 +17,21 @@ struct Message<'a> {
     id: Option<Value>,
     method: Option<Raw<'a>>,
     result: Option<Raw<'a>>,
+    /// Where the members of `result` sit in it, when known.
+    members: Option<MemberRanges>,
 }
 
 impl<'a> Message<'a> {
     fn read(json: &'a str) -> Result<Self, serde_json::Error> {
-        let [id, method, result] = members(json, ["id", "method", "result"])?;
+        let ([id, method, result], members) =
+            members_within(json, ["id", "method", "result"], Some(2))?;
         let id = id.map(value_of).transpose()?;
-        Ok(Message { id, method, result })
+        Ok(Message {
+            id,
+            method,
+            result,
+            members,
+        })
     }
 }
 
@@ -32,7 +40,12 @@ impl<'a> Message<'a> {
 pub(crate) enum Reply<'a> {
     /// A response carrying a result (validated whole by [`members`], with
     /// serde's rules).
-    Result { id: Value, result: Raw<'a> },
+    Result {
+        id: Value,
+        result: Raw<'a>,
+        /// Where the result's members sit in it, when the validator told.
+        members: Option<MemberRanges>,
+    },
     /// A response without a result (an error response).
     NoResult { id: Value },
     /// Anything else: a request or notification of the server (it has a
@@ -51,11 +64,17 @@ pub(crate) fn read_reply(text: &str) -> Reply<'_> {
             id: Some(id),
             method: None,
             result: Some(result),
-        }) => Reply::Result { id, result },
+            members,
+        }) => Reply::Result {
+            id,
+            result,
+            members,
+        },
         Ok(Message {
             id: Some(id),
             method: None,
             result: None,
+            ..
         }) => Reply::NoResult { id },
         Ok(_) => Reply::Other,
         Err(e) => {
@@ -81,7 +100,12 @@ pub(crate) enum Found {
     /// (read whole by the validator as one JSON value, with serde's rules:
     /// the layer has the engine parse it without validating it again, so
     /// this must stay true).
-    Result { id: Value, range: Range<usize> },
+    Result {
+        id: Value,
+        range: Range<usize>,
+        /// Where the result's members sit in it, when the validator told.
+        members: Option<MemberRanges>,
+    },
     /// A message claiming to answer `id` that cannot be read (see
     /// [`Reply::Broken`]).
     Broken { id: Value, why: String },
@@ -90,9 +114,14 @@ pub(crate) enum Found {
 /// Finds the responses in a JSON body (one message or a batch array).
 pub(crate) fn find_results(body: &str) -> Vec<Found> {
     let found = |text: &str| match read_reply(text) {
-        Reply::Result { id, result } => Some(Found::Result {
+        Reply::Result {
+            id,
+            result,
+            members,
+        } => Some(Found::Result {
             id,
             range: range_in(body, result.get()),
+            members,
         }),
         Reply::Broken { id: Some(id), why } => Some(Found::Broken { id, why }),
         Reply::NoResult { .. } | Reply::Other | Reply::Broken { id: None, .. } => None,
@@ -132,7 +161,7 @@ mod tests {
         let body = r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
         let found = find_results(body);
         assert!(
-            matches!(&found[..], [Found::Result { id, range }] if *id == 3 && &body[range.clone()] == r#"{"content":[]}"#)
+            matches!(&found[..], [Found::Result { id, range, .. }] if *id == 3 && &body[range.clone()] == r#"{"content":[]}"#)
         );
         let batch = r#"[{"jsonrpc":"2.0","id":1,"result":{}}, {"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}]"#;
         assert_eq!(find_results(batch).len(), 1);

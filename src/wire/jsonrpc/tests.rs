@@ -2,6 +2,8 @@ use super::*;
 use proptest::prelude::*;
 
 const NAMES: [&str; 3] = ["id", "method", "result"];
+/// `result`: the object whose members are placed.
+const WITHIN: usize = 2;
 
 /// The members as text, or the error's message.
 fn text(
@@ -15,7 +17,24 @@ fn text(
 /// Asserts the validator's reading is serde's, when it reads `json` at all.
 fn agree(json: &str) {
     let serde = text(serde_members(json, NAMES));
-    let validated = validated_members(json, NAMES);
+    let within = validated_members(json, NAMES, Some(WITHIN));
+    let validated = within.as_ref().map(|(f, _)| *f);
+    if let Some((found, Some(ranges))) = &within {
+        // The ranges put the object back together, member by member.
+        let object = found[WITHIN].expect("an object").get();
+        let members: Vec<String> = ranges
+            .iter()
+            .map(|(k, v)| format!("{}:{}", &object[k.clone()], &object[v.clone()]))
+            .collect();
+        let rebuilt = format!("{{{}}}", members.join(","));
+        if let Ok(value) = serde_json::from_str::<Value>(object) {
+            assert_eq!(
+                serde_json::from_str::<Value>(&rebuilt).ok(),
+                Some(value),
+                "{json:?}"
+            );
+        }
+    }
     if let Ok(found) = &serde {
         assert_eq!(
             validated.map(|f| f.map(|raw| raw.map(Raw::get))),

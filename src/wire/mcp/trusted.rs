@@ -17,30 +17,59 @@
 //! than [`MAX_CONTENT_BLOCKS`] blocks, a key serde would refuse) is left to
 //! the serde path, which reads it as before and names its error.
 
+use std::ops::Range;
+
 use super::{MAX_CONTENT_BLOCKS, Raw, RawObject};
 use crate::json::blocks::{Escapes, Masks, block_at, prefix_xor, string_end};
 
 /// The top-level fields and the content blocks' fields of `json`, one
 /// valid JSON value, exactly as `TopFast` reads them (`content` a `[]`
-/// placeholder in place); `None`: anything unusual.
-pub(super) fn read(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
+/// placeholder in place); `None`: anything unusual. `members`: where the
+/// top-level members sit, as the validator told (then only `content` is
+/// read, the other values taken as they sit).
+pub(super) fn read<'a>(
+    json: &'a str,
+    members: Option<&[(Range<usize>, Range<usize>)]>,
+) -> Option<(RawObject<'a>, Vec<RawObject<'a>>)> {
     let mut r = Reader {
         s: json,
         b: json.as_bytes(),
         i: 0,
     };
-    r.ws();
     let mut blocks = None;
-    let top = r.object(|r, key| {
+    let mut value = |r: &mut Reader<'a>, key: &str| {
         if key != "content" {
             return r.value();
         }
         // The last `content` wins, in the first one's place, as in a map.
         blocks = Some(r.blocks()?);
         Some(Raw::trusted("[]"))
-    })?;
-    r.ws();
-    (r.i == r.b.len()).then_some(())?;
+    };
+    let top = match members {
+        Some(members) => {
+            let mut top = RawObject::new();
+            for (key, at) in members {
+                r.i = key.start;
+                let key = r.key()?;
+                r.i = at.start;
+                let v = if key == "content" {
+                    value(&mut r, &key)?
+                } else {
+                    Raw::trusted(json.get(at.clone())?)
+                };
+                (key != "content" || r.i == at.end).then_some(())?;
+                top.insert(key, v);
+            }
+            top
+        }
+        None => {
+            r.ws();
+            let top = r.object(value)?;
+            r.ws();
+            (r.i == r.b.len()).then_some(())?;
+            top
+        }
+    };
     Some((top, blocks?))
 }
 

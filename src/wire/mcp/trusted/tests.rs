@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use super::super::{MAX_CONTENT_BLOCKS, RawResult};
-use super::{container_end, read, string_end};
+use super::super::{MAX_CONTENT_BLOCKS, RawObject, RawResult};
+use super::{container_end, string_end};
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -208,6 +208,24 @@ fn usual(top: &[(String, Top)]) -> bool {
         })
 }
 
+/// [`super::read`] on its own.
+fn read(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
+    super::read(json, None)
+}
+
+/// [`super::read`] told where the top-level members sit, as the layer's
+/// validator tells it (in a message, as the `result` member's).
+fn read_placed(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
+    let mut members = Vec::new();
+    crate::json::validate_nested(json, |depth, key, value| {
+        if depth == 1 {
+            members.push((key, value));
+        }
+    })
+    .expect("valid JSON");
+    super::read(json, Some(&members))
+}
+
 proptest! {
     #[test]
     fn the_trusted_parse_is_the_serde_parse(
@@ -224,6 +242,9 @@ proptest! {
         prop_assert_eq!(format!("{trusted:?}"), format!("{serde:?}"));
         // And the usual shapes were read by the trusted reader, not left to serde.
         prop_assert_eq!(read(&json).is_some(), usual(&top), "{}", json);
+        // Told where the members sit, it reads the same.
+        let placed = read_placed(&json);
+        prop_assert_eq!(format!("{placed:?}"), format!("{:?}", read(&json)), "{}", json);
     }
 
     #[test]
@@ -273,6 +294,10 @@ fn deep_nesting_is_read_as_serde_reads_it() {
     );
     let trusted = RawResult::parse_trusted(&json);
     assert!(read(&json).is_some());
+    assert_eq!(
+        format!("{:?}", read_placed(&json)),
+        format!("{:?}", read(&json))
+    );
     assert_eq!(
         format!("{trusted:?}"),
         format!("{:?}", RawResult::parse(&json))
