@@ -18,7 +18,9 @@ mod validate;
 pub(crate) use check::{Check, to_quote_or_backslash};
 pub(crate) use key::Key;
 pub(crate) use unescape::{decode_string, escaped};
-pub(crate) use validate::{validate, validate_nested};
+#[cfg(test)]
+pub(crate) use validate::LONG_STRING;
+pub(crate) use validate::{Tell, validate, validate_told};
 
 /// JSON texts at the edges of the grammar (numbers, literals, escapes,
 /// control characters, separators, whitespace, nesting, truncations), for

@@ -1,66 +1,68 @@
 //! Work on a second thread beside this one's: for the large results, where
-//! a thread costs less than it saves, on a machine with a core to spare.
+//! handing work over costs less than it saves, on a machine with a core to
+//! spare.
+//!
+//! The threads are kept (a `rayon` pool of the engine's own, made at the
+//! first large result, one thread per core): a thread made for each
+//! request started 1.5 to 3.5 ms late on the 2-core bench machine (the
+//! scheduler put it behind its parent), longer than the work it took over
+//! there; a kept thread woken is running within microseconds.
 
-/// Bytes of input from which work runs beside other work (under it, a
-/// thread costs more than it saves).
+use std::sync::OnceLock;
+
+use rayon_core::{ThreadPool, ThreadPoolBuilder};
+
+/// Bytes of input from which work runs beside other work (under it,
+/// handing it over costs more than it saves).
 pub(crate) const BESIDE_FROM: usize = 1 << 20;
 
-/// `work()` on this thread and `side()` on a thread of its own meanwhile
-/// (named `name`); `side()` on this thread when no thread can be made, or
-/// again when it panicked there (a panic then shows here).
-pub(crate) fn beside<S: Send, W>(
-    name: &str,
-    side: impl Fn() -> S + Sync,
-    work: impl FnOnce() -> W,
+/// `work()` and `side()` at once, on the engine's threads; one after the
+/// other on this thread when no thread could be made. A panic in either
+/// shows here.
+pub(crate) fn beside<S: Send, W: Send>(
+    side: impl FnOnce() -> S + Send,
+    work: impl FnOnce() -> W + Send,
 ) -> (W, S) {
-    std::thread::scope(|s| {
-        let handle = std::thread::Builder::new()
-            .name(name.into())
-            .spawn_scoped(s, &side);
-        let done = work();
-        let side = match handle {
-            Ok(handle) => handle.join().unwrap_or_else(|_| side()),
-            Err(_) => side(),
-        };
-        (done, side)
+    match pool() {
+        Some(pool) => pool.join(work, side),
+        None => (work(), side()),
+    }
+}
+
+/// The engine's threads (`None`: none could be made).
+fn pool() -> Option<&'static ThreadPool> {
+    static POOL: OnceLock<Option<ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        ThreadPoolBuilder::new()
+            .thread_name(|i| format!("lro-beside-{i}"))
+            .build()
+            .ok()
     })
+    .as_ref()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn both_run_and_each_answer_comes_back() {
-        let seen = std::sync::Mutex::new(Vec::new());
-        let (work, side) = beside(
-            "lro-test",
-            || {
-                seen.lock()
-                    .unwrap()
-                    .push(std::thread::current().name().map(String::from));
-                7
-            },
-            || 5,
-        );
-        assert_eq!((work, side), (5, 7));
-        assert_eq!(*seen.lock().unwrap(), vec![Some("lro-test".to_string())]);
+    fn name() -> Option<String> {
+        std::thread::current().name().map(String::from)
     }
 
     #[test]
-    fn a_side_that_panics_on_its_thread_panics_here_too() {
-        let runs = std::sync::atomic::AtomicUsize::new(0);
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            beside(
-                "lro-test",
-                || {
-                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    panic!("side");
-                },
-                || (),
-            )
-        }));
+    fn both_run_on_the_engine_threads_and_each_answer_comes_back() {
+        let (work, side) = beside(|| (7, name()), || (5, name()));
+        assert_eq!((work.0, side.0), (5, 7));
+        for thread in [work.1, side.1] {
+            assert!(thread.is_some_and(|n| n.starts_with("lro-beside-")));
+        }
+    }
+
+    #[test]
+    fn a_side_that_panics_panics_here() {
+        let caught = std::panic::catch_unwind(|| beside(|| panic!("side"), || 5));
         assert!(caught.is_err());
-        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // The threads are still there for the next one.
+        assert_eq!(beside(|| 1, || 2), (2, 1));
     }
 }

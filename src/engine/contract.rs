@@ -51,18 +51,18 @@ impl DataDigest {
 }
 
 /// `work()`, and the contract of `body` (`count` data lines). For a large
-/// body the digest runs on a second thread meanwhile: the same CPU time,
-/// the descriptor sooner on a machine with a core to spare. On this thread
-/// when the body is small, or when no thread can be made.
-pub(crate) fn digest_beside<T>(
+/// body the two run at once ([`beside`](super::beside::beside)): the same
+/// CPU time, the descriptor sooner on a machine with a core to spare. On
+/// this thread, one after the other, when the body is small.
+pub(crate) fn digest_beside<T: Send>(
     body: &[u8],
     count: usize,
-    work: impl FnOnce() -> T,
+    work: impl FnOnce() -> T + Send,
 ) -> (T, DataContract) {
     if body.len() < super::beside::BESIDE_FROM {
         return (work(), DataDigest::of(body, count));
     }
-    super::beside::beside("lro-digest", || DataDigest::of(body, count), work)
+    super::beside::beside(|| DataDigest::of(body, count), work)
 }
 
 /// Lowercase hex of `bytes`.

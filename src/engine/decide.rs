@@ -67,9 +67,9 @@ pub(super) fn decide<'a>(
 /// `structuredContent` (a copy, whose tokens are those of the structured
 /// content laid out). When the result is offloaded whatever they hold
 /// (`certain`: the structured content alone is over the threshold) and they
-/// are large, that runs on a second thread while this one takes the
-/// records of the structured content ([`records::prepare`]): two walks
-/// over as many bytes at once, given to the split.
+/// are large, that runs at once with taking the records of the structured
+/// content ([`records::prepare`], see [`beside`]): two walks over as many
+/// bytes at once, given to the split.
 fn tell_layouts<'a>(
     parsed: &mut RawResult<'a>,
     certain: bool,
@@ -83,11 +83,7 @@ fn tell_layouts<'a>(
         return Ok(None);
     }
     let shared: &RawResult<'a> = parsed;
-    let (prepared, told) = beside(
-        "lro-layout",
-        || shared.tell_layouts(),
-        || records::prepare(shared),
-    );
+    let (prepared, told) = beside(|| shared.tell_layouts(), || records::prepare(shared));
     parsed.settle_layouts(told)?;
     Ok(Some(Box::new(prepared)))
 }

@@ -164,7 +164,7 @@ impl Received {
         match self {
             Received::Unchecked(b) => (b, Input::Unchecked),
             Received::Validated(t, members) => {
-                (t.as_bytes(), Input::Validated(t, members.as_deref()))
+                (t.as_bytes(), Input::Validated(t, members.as_ref()))
             }
         }
     }

@@ -33,7 +33,14 @@ pub(crate) struct Invalid;
 /// Whether `json` is one JSON value with whitespace around it, by
 /// `serde_json`'s rules for a skipped value.
 pub(crate) fn validate(json: &str) -> Result<(), Invalid> {
-    validate_nested(json, |_, _, _| {})
+    validate_told(json, &mut Nothing)
+}
+
+/// [`Tell`] nothing.
+struct Nothing;
+
+impl Tell for Nothing {
+    fn member(&mut self, _: usize, _: Range<usize>, _: Range<usize>) {}
 }
 
 /// [`validate`], telling `member` of each member of a top-level object as
@@ -54,15 +61,53 @@ pub(crate) fn validate_with(
 /// [`validate_with`], telling also of the members of the objects that are
 /// values of the top-level object's members (`depth` 2; 1: the top-level
 /// object's own), each before the member that holds it.
+#[cfg(test)]
 pub(crate) fn validate_nested(
     json: &str,
     member: impl FnMut(usize, Range<usize>, Range<usize>),
 ) -> Result<(), Invalid> {
+    validate_told(json, &mut Members(member))
+}
+
+/// [`validate`], telling `tell` what it crosses (see [`Tell`]). It may be
+/// told of some before the text is found invalid.
+pub(crate) fn validate_told(json: &str, tell: &mut impl Tell) -> Result<(), Invalid> {
     Validator {
         b: json.as_bytes(),
         stack: Stack::default(),
     }
-    .run(member)
+    .run(tell)
+}
+
+/// A string value this long or longer (in bytes, quotes included) is told
+/// where it sits ([`Tell::long_string`]): a later reader of the same text
+/// steps over it at once instead of looking for its end again.
+pub(crate) const LONG_STRING: usize = 16 << 10;
+
+/// What the validator tells as it crosses a text, in text order.
+pub(crate) trait Tell {
+    /// A member of the top-level object (`depth` 1) or of an object that is
+    /// the value of one of its members (`depth` 2): the range of its key
+    /// (quotes included) and of its value, each told before the member that
+    /// holds it.
+    fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>);
+
+    /// A string value (not a key) of at least [`LONG_STRING`] bytes, at any
+    /// depth: its range, quotes included.
+    fn long_string(&mut self, at: Range<usize>) {
+        let _ = at;
+    }
+}
+
+/// [`Tell`] of the members only, to a closure.
+#[cfg(test)]
+struct Members<F>(F);
+
+#[cfg(test)]
+impl<F: FnMut(usize, Range<usize>, Range<usize>)> Tell for Members<F> {
+    fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
+        (self.0)(depth, key, value);
+    }
 }
 
 /// The text and the open objects and arrays.
@@ -74,10 +119,7 @@ struct Validator<'a> {
 impl Validator<'_> {
     /// The whole text: a value at a time, then what ends it (`,`, a
     /// closing bracket, the end).
-    fn run(
-        mut self,
-        mut member: impl FnMut(usize, Range<usize>, Range<usize>),
-    ) -> Result<(), Invalid> {
+    fn run(mut self, tell: &mut impl Tell) -> Result<(), Invalid> {
         let b = self.b;
         let mut i = ws(b, 0);
         // By depth (1 and 2): the key and the start of the value being read.
@@ -105,7 +147,13 @@ impl Validator<'_> {
                     }
                     i + 1
                 }
-                Some(b'"') => string(b, i + 1)?,
+                Some(b'"') => {
+                    let end = string(b, i + 1)?;
+                    if end - i >= LONG_STRING {
+                        tell.long_string(i..end);
+                    }
+                    end
+                }
                 Some(b'-' | b'0'..=b'9') => number(b, i)?,
                 Some(b't') => literal(b, i, b"true")?,
                 Some(b'f') => literal(b, i, b"false")?,
@@ -117,7 +165,7 @@ impl Validator<'_> {
             loop {
                 let depth = self.stack.depth;
                 if (depth == 1 || depth == 2) && self.stack.in_object {
-                    member(depth, key[depth].clone(), start[depth]..i);
+                    tell.member(depth, key[depth].clone(), start[depth]..i);
                 }
                 i = ws(b, i);
                 if self.stack.depth == 0 {

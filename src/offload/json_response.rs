@@ -98,7 +98,7 @@ where
     // hint is wrong, and by the buffer budget).
     let hint = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
     let mut first: Option<Bytes> = None;
-    let mut buf = BytesMut::new();
+    let mut buf: Vec<u8> = Vec::new();
     let mut trailers = None;
     let mut error = None;
     while let Some(frame) = body.frame().await {
@@ -111,7 +111,7 @@ where
                         if let Some(f) = first.take() {
                             frames.push_back(Frame::data(f));
                         } else if !buf.is_empty() {
-                            frames.push_back(Frame::data(std::mem::take(&mut buf).freeze()));
+                            frames.push_back(Frame::data(Bytes::from(std::mem::take(&mut buf))));
                         }
                         frames.push_back(Frame::data(d));
                         return Collected::OverCap { frames, rest: body };
@@ -120,7 +120,7 @@ where
                         None if buf.is_empty() => first = Some(d),
                         Some(f) => {
                             let want = hint.min(lease.limit()).min(SPILL_AT);
-                            buf.reserve(want.max(f.len() + d.len()));
+                            buf = lease.buffer(want.max(f.len() + d.len()));
                             buf.extend_from_slice(&f);
                             buf.extend_from_slice(&d);
                         }
@@ -136,7 +136,7 @@ where
         }
     }
     Collected::Done {
-        data: first.unwrap_or_else(|| buf.freeze()),
+        data: first.unwrap_or_else(|| lease.freeze(buf)),
         trailers,
         error,
     }

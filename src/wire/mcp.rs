@@ -14,11 +14,18 @@ mod trusted;
 
 pub(crate) use raw::Raw;
 
-/// Where the top-level members of a result sit in its text, in order: the
-/// range of each key (quotes included) and of its value, as the layer's
-/// validator crossed them. The trusted reader takes them without skipping
-/// the values again.
-pub(crate) type MemberRanges = Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>;
+/// Where things sit in a result's text, as the layer's validator crossed
+/// them. The trusted reader takes them without skipping the values again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct MemberRanges {
+    /// The top-level members, in order: the range of each key (quotes
+    /// included) and of its value.
+    pub members: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    /// The long string values at any depth (a text block's text: see
+    /// [`Tell::long_string`](crate::json::Tell::long_string)), in order,
+    /// quotes included.
+    pub long_strings: Vec<std::ops::Range<usize>>,
+}
 
 /// A JSON object whose values are kept as raw text, in their original order.
 pub(crate) type RawObject<'a> = IndexMap<String, Raw<'a>>;
@@ -33,10 +40,7 @@ pub(crate) enum Input<'a> {
     /// checking them again, as UTF-8 or as JSON; and where its members sit
     /// in it when the reader told ([`MemberRanges`]). Only the layer says
     /// so, where it is true.
-    Validated(
-        &'a str,
-        Option<&'a [(std::ops::Range<usize>, std::ops::Range<usize>)]>,
-    ),
+    Validated(&'a str, Option<&'a MemberRanges>),
 }
 
 /// Why a body is not an MCP tool result.
@@ -158,7 +162,7 @@ impl<'a> RawResult<'a> {
     /// [`MemberRanges`]), when known.
     fn parse_trusted_untold(
         json: &'a str,
-        members: Option<&[(std::ops::Range<usize>, std::ops::Range<usize>)]>,
+        members: Option<&MemberRanges>,
     ) -> Result<Self, ResultError> {
         let Some((top, objects)) = trusted::read(json, members) else {
             return Self::parse_with(json, false);

@@ -17,11 +17,12 @@
 //! over the crate's one key reader, [`Key`]) and of a request.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json::{Key, validate_nested};
+use crate::json::{Key, Tell, validate_told};
 use crate::wire::mcp::{MemberRanges, Raw};
 
 mod call;
@@ -115,43 +116,88 @@ fn validated_members<'a, const N: usize>(
     if json.trim_ascii_start().as_bytes().first() != Some(&b'{') {
         return None;
     }
-    let mut found = [None; N];
-    let mut seen = [false; N];
-    let mut unusual = false;
-    // The members of the value being read at depth 1, then of `within`.
-    let mut inner: Option<MemberRanges> = Some(Vec::new());
-    let mut kept = None;
-    validate_nested(json, |depth, key, value| {
+    let mut reading = Reading {
+        json,
+        names,
+        within,
+        found: [None; N],
+        seen: [false; N],
+        unusual: false,
+        inner: Some(Vec::new()),
+        long_strings: Vec::new(),
+        kept: None,
+    };
+    validate_told(json, &mut reading).ok()?;
+    (!reading.unusual).then_some((reading.found, reading.kept))
+}
+
+/// What [`validated_members`] has read so far.
+struct Reading<'a, const N: usize> {
+    json: &'a str,
+    names: [&'static str; N],
+    within: Option<usize>,
+    found: [Option<Raw<'a>>; N],
+    seen: [bool; N],
+    unusual: bool,
+    /// The members of the value being read at depth 1 (`None`: too many).
+    inner: Option<Vec<(Range<usize>, Range<usize>)>>,
+    /// Every long string so far.
+    long_strings: Vec<Range<usize>>,
+    /// Where things sit in `names[within]`, once read.
+    kept: Option<MemberRanges>,
+}
+
+impl<const N: usize> Tell for Reading<'_, N> {
+    fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
         if depth == 2 {
-            match &mut inner {
+            match &mut self.inner {
                 Some(v) if v.len() < MAX_WITHIN => v.push((key, value)),
-                _ => inner = None,
+                _ => self.inner = None,
             }
             return;
         }
-        let held = inner.replace(Vec::new());
-        let (Some(key), Some(value)) = (json.get(key), json.get(value)) else {
-            unusual = true;
+        let held = self.inner.replace(Vec::new());
+        let span = value.clone();
+        let (Some(key), Some(value)) = (self.json.get(key), self.json.get(value)) else {
+            self.unusual = true;
             return;
         };
-        match name_of(key, &names) {
+        match name_of(key, &self.names) {
             Ok(Some(i)) => {
-                unusual |= seen[i];
-                seen[i] = true;
-                found[i] = Some(Raw::trusted(value)).filter(|v| v.get() != "null");
-                if within == Some(i) && value.starts_with('{') {
-                    // Relative to the value's text.
-                    let at = value.as_ptr() as usize - json.as_ptr() as usize;
-                    let shift = |r: std::ops::Range<usize>| r.start - at..r.end - at;
-                    kept = held.map(|v| v.into_iter().map(|(k, v)| (shift(k), shift(v))).collect());
+                self.unusual |= self.seen[i];
+                self.seen[i] = true;
+                self.found[i] = Some(Raw::trusted(value)).filter(|v| v.get() != "null");
+                if self.within == Some(i) && value.starts_with('{') {
+                    self.kept =
+                        held.map(|members| placed_within(members, &self.long_strings, span));
                 }
             }
             Ok(None) => {}
-            Err(()) => unusual = true,
+            Err(()) => self.unusual = true,
         }
-    })
-    .ok()?;
-    (!unusual).then_some((found, kept))
+    }
+
+    fn long_string(&mut self, at: Range<usize>) {
+        self.long_strings.push(at);
+    }
+}
+
+/// The members and long strings within the value at `span`, relative to
+/// its text.
+fn placed_within(
+    members: Vec<(Range<usize>, Range<usize>)>,
+    long_strings: &[Range<usize>],
+    span: Range<usize>,
+) -> MemberRanges {
+    let shift = |r: &Range<usize>| r.start - span.start..r.end - span.start;
+    MemberRanges {
+        members: members.iter().map(|(k, v)| (shift(k), shift(v))).collect(),
+        long_strings: long_strings
+            .iter()
+            .filter(|r| span.start <= r.start && r.end <= span.end)
+            .map(shift)
+            .collect(),
+    }
 }
 
 /// Which of `names` the key written `literal` (quotes included) is, read

@@ -23,10 +23,21 @@ fn agree(json: &str) {
         // The ranges put the object back together, member by member.
         let object = found[WITHIN].expect("an object").get();
         let members: Vec<String> = ranges
+            .members
             .iter()
             .map(|(k, v)| format!("{}:{}", &object[k.clone()], &object[v.clone()]))
             .collect();
         let rebuilt = format!("{{{}}}", members.join(","));
+        // Each long string is one string literal of the object, in order.
+        let mut after = 0;
+        for r in &ranges.long_strings {
+            assert!(
+                after <= r.start && r.len() >= crate::json::LONG_STRING,
+                "{json:?}"
+            );
+            assert!(serde_json::from_str::<String>(&object[r.clone()]).is_ok());
+            after = r.end;
+        }
         if let Ok(value) = serde_json::from_str::<Value>(object) {
             assert_eq!(
                 serde_json::from_str::<Value>(&rebuilt).ok(),
@@ -75,6 +86,35 @@ fn members_as_serde_reads_them() {
     assert!(err.is_some_and(|e| e.starts_with("duplicate field `result`")));
 }
 
+#[test]
+fn the_long_strings_of_the_object_within_are_told() {
+    use crate::json::LONG_STRING;
+    // `n` bytes with its quotes, escapes in it.
+    let string = |n: usize| format!("\"{}\\n\"", "a".repeat(n - 4));
+    let (outside, text, deep, just, under) = (
+        string(LONG_STRING * 2),
+        string(LONG_STRING + 7),
+        string(LONG_STRING * 3),
+        string(LONG_STRING),
+        string(LONG_STRING - 1),
+    );
+    let result = format!(
+        r#"{{"content":[{{"type":"text","text":{text}}}],"short":"ab","s":{{"t":[{deep}]}},"j":{just},"u":{under},"k":[{under}]}}"#
+    );
+    let json = format!(r#"{{"jsonrpc":"2.0","x":{outside},"id":1,"result":{result}}}"#);
+    agree(&json);
+    let (found, ranges) = validated_members(&json, NAMES, Some(WITHIN)).expect("read");
+    let object = found[WITHIN].expect("result").get();
+    assert_eq!(object, result);
+    let told: Vec<&str> = ranges
+        .expect("placed")
+        .long_strings
+        .iter()
+        .map(|r| &object[r.clone()])
+        .collect();
+    assert_eq!(told, [&text, &deep, &just]);
+}
+
 /// Objects with the names read, some escaped or repeated, and other keys.
 fn objects() -> impl Strategy<Value = String> {
     let key = prop::sample::select(vec![
@@ -88,6 +128,7 @@ fn objects() -> impl Strategy<Value = String> {
         "{\"result\":{}}",
         "-0.5e3",
         "true",
+        long_value(),
     ]);
     let members = prop::collection::vec((key, value, " ?"), 0..5);
     (
@@ -106,6 +147,16 @@ fn objects() -> impl Strategy<Value = String> {
             }
             String::from_utf8(bytes).unwrap_or_default()
         })
+}
+
+/// A value holding strings one each side of
+/// [`LONG_STRING`](crate::json::LONG_STRING) bytes, escapes in them.
+fn long_value() -> &'static str {
+    let string = |n: usize| format!("\"{}\\\"\"", "é".repeat((n - 4) / 2));
+    let (over, under) = (string(20_000), string(16_000));
+    Box::leak(
+        format!("{{\"content\":[{{\"text\":{over}}}],\"x\":[{under},{over}]}}").into_boxed_str(),
+    )
 }
 
 proptest! {

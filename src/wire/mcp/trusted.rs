@@ -19,25 +19,28 @@
 
 use std::ops::Range;
 
-use super::{MAX_CONTENT_BLOCKS, Raw, RawObject};
+use super::{MAX_CONTENT_BLOCKS, MemberRanges, Raw, RawObject};
 use crate::json::blocks::{Escapes, Masks, block_at, prefix_xor, string_end};
 
 /// The top-level fields and the content blocks' fields of `json`, one
 /// valid JSON value, exactly as `TopFast` reads them (`content` a `[]`
-/// placeholder in place); `None`: anything unusual. `members`: where the
-/// top-level members sit, as the validator told (then only `content` is
-/// read, the other values taken as they sit).
+/// placeholder in place); `None`: anything unusual. `placed`: where the
+/// top-level members and the long strings sit, as the validator told (then
+/// only `content` is read, the other values taken as they sit, and a long
+/// text stepped over at once).
 pub(super) fn read<'a>(
     json: &'a str,
-    members: Option<&[(Range<usize>, Range<usize>)]>,
+    placed: Option<&MemberRanges>,
 ) -> Option<(RawObject<'a>, Vec<RawObject<'a>>)> {
     let mut r = Reader {
         s: json,
         b: json.as_bytes(),
         i: 0,
+        long_strings: placed.map_or(&[], |p| &p.long_strings[..]),
     };
+    let members = placed.map(|p| &p.members[..]);
     let mut blocks = None;
-    let mut value = |r: &mut Reader<'a>, key: &str| {
+    let mut value = |r: &mut Reader<'a, '_>, key: &str| {
         if key != "content" {
             return r.value();
         }
@@ -74,13 +77,15 @@ pub(super) fn read<'a>(
 }
 
 /// A position in valid JSON.
-struct Reader<'a> {
+struct Reader<'a, 'p> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    /// Where the long string values sit (see [`MemberRanges`]), in order.
+    long_strings: &'p [Range<usize>],
 }
 
-impl<'a> Reader<'a> {
+impl<'a> Reader<'a, '_> {
     /// Skips JSON whitespace.
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
@@ -164,7 +169,10 @@ impl<'a> Reader<'a> {
     fn value(&mut self) -> Option<Raw<'a>> {
         let start = self.i;
         let end = match *self.b.get(start)? {
-            b'"' => string_end(self.b, start + 1)? + 1,
+            b'"' => match self.long_strings.binary_search_by_key(&start, |r| r.start) {
+                Ok(k) => self.long_strings[k].end,
+                Err(_) => string_end(self.b, start + 1)? + 1,
+            },
             b'{' | b'[' => container_end(self.b, start)?,
             _ => scalar_end(self.b, start),
         };

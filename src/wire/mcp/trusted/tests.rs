@@ -2,11 +2,12 @@
 //! any valid JSON; the skips against byte walks and serde's spans.
 
 use std::fmt::Write as _;
+use std::ops::Range;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use super::super::{MAX_CONTENT_BLOCKS, RawObject, RawResult};
+use super::super::{MAX_CONTENT_BLOCKS, MemberRanges, RawObject, RawResult};
 use super::{container_end, string_end};
 
 fn leaf() -> impl Strategy<Value = Value> {
@@ -216,14 +217,25 @@ fn read(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
 /// [`super::read`] told where the top-level members sit, as the layer's
 /// validator tells it (in a message, as the `result` member's).
 fn read_placed(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
-    let mut members = Vec::new();
-    crate::json::validate_nested(json, |depth, key, value| {
-        if depth == 1 {
-            members.push((key, value));
+    super::read(json, Some(&placed(json)))
+}
+
+/// Where the validator tells the top-level members and long strings sit.
+fn placed(json: &str) -> MemberRanges {
+    struct Placing(MemberRanges);
+    impl crate::json::Tell for Placing {
+        fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
+            if depth == 1 {
+                self.0.members.push((key, value));
+            }
         }
-    })
-    .expect("valid JSON");
-    super::read(json, Some(&members))
+        fn long_string(&mut self, at: Range<usize>) {
+            self.0.long_strings.push(at);
+        }
+    }
+    let mut placing = Placing(MemberRanges::default());
+    crate::json::validate_told(json, &mut placing).expect("valid JSON");
+    placing.0
 }
 
 proptest! {
@@ -302,6 +314,43 @@ fn deep_nesting_is_read_as_serde_reads_it() {
         format!("{trusted:?}"),
         format!("{:?}", RawResult::parse(&json))
     );
+}
+
+#[test]
+fn long_texts_are_read_as_told_and_as_found() {
+    use crate::json::LONG_STRING;
+    let long = |n: usize, c: &str| Value::String(c.repeat(n));
+    let result = json!({
+        "content": [
+            {"type": "text", "text": long(LONG_STRING, "\"x\\\n")},
+            {"type": "text", "text": "short"},
+            {"type": "text", "annotations": {"note": long(LONG_STRING, "é")}, "text": long(3 * LONG_STRING, "{}")},
+        ],
+        "structuredContent": {"items": [long(LONG_STRING, "a"), 1]},
+        "isError": false,
+    });
+    for json in [
+        result.to_string(),
+        serde_json::to_string_pretty(&result).unwrap(),
+    ] {
+        let placed = read_placed(&json);
+        assert!(placed.is_some());
+        assert_eq!(format!("{placed:?}"), format!("{:?}", read(&json)));
+    }
+    // The strings it is told are where the validator found them; told of
+    // only some (or of one it never meets), it finds the others.
+    let json = result.to_string();
+    let mut told = placed(&json);
+    let first = json.find(r#""\"x"#).expect("the first text");
+    let end = json[first..].find(r#""}"#).expect("its end") + first + 1;
+    assert_eq!(told.long_strings[0], first..end);
+    assert_eq!(told.long_strings.len(), 4);
+    told.long_strings.remove(2);
+    told.long_strings.insert(0, 0..1);
+    let (_, blocks) = super::read(&json, Some(&told)).expect("read");
+    assert_eq!(blocks[0]["text"].get(), &json[first..end]);
+    let (_, found) = read(&json).expect("read");
+    assert_eq!(format!("{blocks:?}"), format!("{found:?}"));
 }
 
 #[test]
