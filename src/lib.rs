@@ -56,6 +56,8 @@
 //! from the levels above it in this list, and the files of one module never
 //! import each other in a circle.
 //!
+//! 0. `beside` — two pieces of work at once, on kept threads (the large
+//!    results' parallel walks, from the validator up).
 //! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
 //!    never re-serialising a literal; `json::key`, the one object-key reader.
 //! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
@@ -92,6 +94,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
+mod beside;
 pub mod cleanup;
 pub mod config;
 mod engine;

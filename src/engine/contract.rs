@@ -51,7 +51,7 @@ impl DataDigest {
 }
 
 /// `work()`, and the contract of `body` (`count` data lines). For a large
-/// body the two run at once ([`beside`](super::beside::beside)): the same
+/// body the two run at once ([`beside`](crate::beside::beside)): the same
 /// CPU time, the descriptor sooner on a machine with a core to spare. On
 /// this thread, one after the other, when the body is small.
 pub(crate) fn digest_beside<T: Send>(
@@ -59,10 +59,10 @@ pub(crate) fn digest_beside<T: Send>(
     count: usize,
     work: impl FnOnce() -> T + Send,
 ) -> (T, DataContract) {
-    if body.len() < super::beside::BESIDE_FROM {
+    if body.len() < crate::beside::BESIDE_FROM {
         return (work(), DataDigest::of(body, count));
     }
-    super::beside::beside(|| DataDigest::of(body, count), work)
+    crate::beside::beside(|| DataDigest::of(body, count), work)
 }
 
 /// Lowercase hex of `bytes`.
@@ -83,7 +83,7 @@ mod tests {
     #[test]
     fn a_digest_beside_other_work_is_the_digest() {
         let line = b"{\"id\":1,\"text\":\"some words\"}\n";
-        let body: Vec<u8> = line.repeat((crate::engine::beside::BESIDE_FROM / line.len()) + 10);
+        let body: Vec<u8> = line.repeat((crate::beside::BESIDE_FROM / line.len()) + 10);
         let count = body.len() / line.len();
         let (n, beside) = digest_beside(&body, count, || {
             body.iter().filter(|&&b| b == b'\n').count()

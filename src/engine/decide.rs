@@ -1,9 +1,9 @@
 //! Step 1: inline or offload. The cheap checks first (policy, byte length),
 //! then the parse and the token estimate.
 
-use super::beside::{BESIDE_FROM, beside};
 use super::events::PassReason;
 use super::records::{self, Prepared};
+use crate::beside::{BESIDE_FROM, beside};
 use crate::config::EffectivePolicy;
 use crate::estimate::TokenEstimator;
 use crate::wire::mcp::{Input, RawResult, ResultError};

@@ -126,7 +126,6 @@
 //! result). Beside them: `descriptor` (the spec's types), `paging`,
 //! `events`, `outcome`, `rebuild` (the read side).
 
-mod beside;
 mod contract;
 mod decide;
 mod describe;

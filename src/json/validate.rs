@@ -24,6 +24,8 @@
 use std::ops::Range;
 
 use super::blocks::{Escapes, block_at, gather};
+
+mod split;
 use super::swar::{WORD, first, marks, word_at};
 
 /// The text is not one JSON value.
@@ -70,13 +72,25 @@ pub(crate) fn validate_nested(
 }
 
 /// [`validate`], telling `tell` what it crosses (see [`Tell`]). It may be
-/// told of some before the text is found invalid.
+/// told of some before the text is found invalid. A large text is read in
+/// two halves at once (see [`split`]).
 pub(crate) fn validate_told(json: &str, tell: &mut impl Tell) -> Result<(), Invalid> {
-    Validator {
-        b: json.as_bytes(),
-        stack: Stack::default(),
+    match split::split_at(json) {
+        Some(at) => split::validate_split(json.as_bytes(), at, tell),
+        None => validate_whole(json.as_bytes(), tell),
     }
-    .run(tell)
+}
+
+/// [`validate_told`] in one pass from the start.
+fn validate_whole(b: &[u8], tell: &mut impl Tell) -> Result<(), Invalid> {
+    let mut validator = Validator {
+        b,
+        stack: Stack::default(),
+    };
+    match validator.run(ws(b, 0), usize::MAX, tell)? {
+        Stop::End(i) if ws(b, i) == b.len() => Ok(()),
+        _ => Err(Invalid),
+    }
 }
 
 /// A string value this long or longer (in bytes, quotes included) is told
@@ -116,12 +130,22 @@ struct Validator<'a> {
     stack: Stack,
 }
 
+/// Where a [`run`](Validator::run) stopped.
+enum Stop {
+    /// Past the value it was in when it started (the value at its start
+    /// when its stack was empty, else the innermost open one).
+    End(usize),
+    /// At `stop`, where a value starts after a comma in an array; the keys
+    /// and value starts at depths 1 and 2 then (see [`Validator::run`]).
+    Paused([Range<usize>; 3], [usize; 3]),
+}
+
 impl Validator<'_> {
-    /// The whole text: a value at a time, then what ends it (`,`, a
-    /// closing bracket, the end).
-    fn run(mut self, tell: &mut impl Tell) -> Result<(), Invalid> {
+    /// From a value at `i` on: a value at a time, then what ends it (`,`, a
+    /// closing bracket), until the value it is in ends (see [`Stop`]), or
+    /// until a value starts at `stop` after a comma in an array.
+    fn run(&mut self, mut i: usize, stop: usize, tell: &mut impl Tell) -> Result<Stop, Invalid> {
         let b = self.b;
-        let mut i = ws(b, 0);
         // By depth (1 and 2): the key and the start of the value being read.
         let mut key = [0..0, 0..0, 0..0];
         let mut start = [0; 3];
@@ -167,10 +191,10 @@ impl Validator<'_> {
                 if (depth == 1 || depth == 2) && self.stack.in_object {
                     tell.member(depth, key[depth].clone(), start[depth]..i);
                 }
-                i = ws(b, i);
-                if self.stack.depth == 0 {
-                    return if i == b.len() { Ok(()) } else { Err(Invalid) };
+                if depth == 0 {
+                    return Ok(Stop::End(i));
                 }
+                i = ws(b, i);
                 match (b.get(i), self.stack.in_object) {
                     (Some(b','), true) => {
                         i = self.key(ws(b, i + 1), &mut key)?;
@@ -178,6 +202,9 @@ impl Validator<'_> {
                     }
                     (Some(b','), false) => {
                         i = ws(b, i + 1);
+                        if i == stop {
+                            return Ok(Stop::Paused(key, start));
+                        }
                         continue 'value;
                     }
                     (Some(b'}'), true) | (Some(b']'), false) => {
@@ -220,6 +247,16 @@ struct Stack {
 }
 
 impl Stack {
+    /// Whether the open value at `level` (1: the outermost) is an object.
+    fn is_object(&self, level: usize) -> bool {
+        let d = level - 1;
+        let word = match d.checked_sub(64) {
+            None => self.low,
+            Some(h) => self.high[h / 64],
+        };
+        word >> (d % 64) & 1 == 1
+    }
+
     fn push(&mut self, object: bool) {
         let d = self.depth;
         let bit = 1u64 << (d % 64);
@@ -240,14 +277,9 @@ impl Stack {
     /// Closes the innermost value; the depth is at least 1.
     fn pop(&mut self) {
         self.depth -= 1;
-        let Some(d) = self.depth.checked_sub(1) else {
-            return;
-        };
-        let word = match d.checked_sub(64) {
-            None => self.low,
-            Some(h) => self.high[h / 64],
-        };
-        self.in_object = word >> (d % 64) & 1 == 1;
+        if self.depth > 0 {
+            self.in_object = self.is_object(self.depth);
+        }
     }
 }
 
