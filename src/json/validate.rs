@@ -42,6 +42,8 @@ pub(crate) fn validate(json: &str) -> Result<(), Invalid> {
 struct Nothing;
 
 impl Tell for Nothing {
+    const MEMBERS: bool = false;
+
     fn member(&mut self, _: usize, _: Range<usize>, _: Range<usize>) {}
 }
 
@@ -100,6 +102,10 @@ pub(crate) const LONG_STRING: usize = 16 << 10;
 
 /// What the validator tells as it crosses a text, in text order.
 pub(crate) trait Tell {
+    /// Whether [`member`](Self::member) is to be told at all (`false`: only
+    /// the long strings are).
+    const MEMBERS: bool = true;
+
     /// A member of the top-level object (`depth` 1) or of an object that is
     /// the value of one of its members (`depth` 2): the range of its key
     /// (quotes included) and of its value, each told before the member that

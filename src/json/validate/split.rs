@@ -37,12 +37,17 @@ pub(super) fn split_at(json: &str) -> Option<usize> {
 }
 
 /// [`validate_told`](super::validate_told) of `b`, cut at `at` (a comma).
-pub(super) fn validate_split(b: &[u8], at: usize, tell: &mut impl Tell) -> Result<(), Invalid> {
-    let (first, second) =
-        crate::beside::beside(|| second_half(b, at + 1), || first_half(b, at + 1));
+pub(super) fn validate_split<T: Tell>(b: &[u8], at: usize, tell: &mut T) -> Result<(), Invalid> {
+    let (first, second) = crate::beside::beside(
+        || second_half(b, at + 1),
+        || first_half(b, at + 1, T::MEMBERS),
+    );
     let notes = match first? {
         First::Whole(notes) => Some(notes),
-        First::Paused(paused) => second.ok().flatten().and_then(|met| paused.join(met)),
+        First::Paused(paused) => second
+            .ok()
+            .flatten()
+            .and_then(|met| paused.join(met, T::MEMBERS)),
     };
     let Some(notes) = notes.filter(|n| n.len() <= MAX_NOTES) else {
         return super::validate_whole(b, tell);
@@ -63,20 +68,22 @@ enum Note {
     Long(Range<usize>),
 }
 
-/// Notes of what a half tells.
-#[derive(Default)]
-struct Notes(Vec<Note>);
+/// Notes of what a half tells (of the members only when `members`).
+struct Notes {
+    notes: Vec<Note>,
+    members: bool,
+}
 
 impl Tell for Notes {
     fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
-        if self.0.len() <= MAX_NOTES {
-            self.0.push(Note::Member(depth, key, value));
+        if self.members && self.notes.len() <= MAX_NOTES {
+            self.notes.push(Note::Member(depth, key, value));
         }
     }
 
     fn long_string(&mut self, at: Range<usize>) {
-        if self.0.len() <= MAX_NOTES {
-            self.0.push(Note::Long(at));
+        if self.notes.len() <= MAX_NOTES {
+            self.notes.push(Note::Long(at));
         }
     }
 }
@@ -98,18 +105,22 @@ struct Paused {
     start: [usize; 3],
 }
 
-/// The first half: the text from its start up to a value at `stop`.
-fn first_half(b: &[u8], stop: usize) -> Result<First, Invalid> {
-    let mut notes = Notes::default();
+/// The first half: the text from its start up to a value at `stop`
+/// (`members`: whether members are noted).
+fn first_half(b: &[u8], stop: usize, members: bool) -> Result<First, Invalid> {
+    let mut notes = Notes {
+        notes: Vec::new(),
+        members,
+    };
     let mut validator = Validator {
         b,
         stack: Stack::default(),
     };
     match validator.run(ws(b, 0), stop, &mut notes)? {
-        Stop::End(i) if ws(b, i) == b.len() => Ok(First::Whole(notes.0)),
+        Stop::End(i) if ws(b, i) == b.len() => Ok(First::Whole(notes.notes)),
         Stop::End(_) => Err(Invalid),
         Stop::Paused(key, start) => Ok(First::Paused(Paused {
-            notes: notes.0,
+            notes: notes.notes,
             stack: validator.stack,
             key,
             start,
@@ -224,8 +235,9 @@ fn value_end(b: &[u8], i: usize, stack: Stack, met: &mut Vec<Met>) -> Result<usi
 
 impl Paused {
     /// The notes of the whole text, when what the second half met fits the
-    /// values open at the cut; `None` when it does not.
-    fn join(self, met: Vec<Met>) -> Option<Vec<Note>> {
+    /// values open at the cut; `None` when it does not. `members`: whether
+    /// members are told at all.
+    fn join(self, met: Vec<Met>, members: bool) -> Option<Vec<Note>> {
         let Paused {
             mut notes,
             stack,
@@ -234,11 +246,12 @@ impl Paused {
         } = self;
         let mut depth = stack.depth;
         // The array cut is at depth 2 or more: its elements' members are
-        // at depth 3 or more, never told.
-        if depth < 2 {
+        // at depth 3 or more, never told (the second half does not note
+        // them). Only a top-level array is not.
+        if members && depth < 2 {
             return None;
         }
-        let told = |depth: usize| (depth == 1 || depth == 2) && stack.is_object(depth);
+        let told = |depth: usize| members && (depth == 1 || depth == 2) && stack.is_object(depth);
         for m in met {
             match m {
                 Met::Long(at) => notes.push(Note::Long(at)),

@@ -9,14 +9,22 @@ use super::*;
 
 /// One pass: the answer, and the notes when valid.
 fn whole(b: &[u8]) -> Result<Vec<Note>, Invalid> {
-    let mut notes = Notes::default();
-    validate_whole(b, &mut notes).map(|()| notes.0)
+    let mut notes = notes();
+    validate_whole(b, &mut notes).map(|()| notes.notes)
+}
+
+/// Notes of everything.
+fn notes() -> Notes {
+    Notes {
+        notes: Vec::new(),
+        members: true,
+    }
 }
 
 /// Two halves cut at `at`.
 fn split(b: &[u8], at: usize) -> Result<Vec<Note>, Invalid> {
-    let mut notes = Notes::default();
-    validate_split(b, at, &mut notes).map(|()| notes.0)
+    let mut notes = notes();
+    validate_split(b, at, &mut notes).map(|()| notes.notes)
 }
 
 /// Every cut `text` offers (a `,{"`), each agreeing with one pass.
@@ -107,8 +115,8 @@ proptest! {
 fn cuts_inside_strings_and_at_every_depth_agree() {
     // The halves agree where the cut is an array's comma at depth 2 or more.
     let text = br#"{"k":{"l":[{"a":1},{"b":"x,{"},{"c":2}],"m":{"n":1}},"o":3}"#;
-    let joined = |at: usize| match first_half(text, at + 1) {
-        Ok(First::Paused(paused)) => paused.join(second_half(text, at + 1).ok()??),
+    let joined = |at: usize| match first_half(text, at + 1, true) {
+        Ok(First::Paused(paused)) => paused.join(second_half(text, at + 1).ok()??, true),
         _ => None,
     };
     let cuts: Vec<usize> = memchr::memmem::find_iter(text, b",{\"").collect();
@@ -149,17 +157,17 @@ fn a_large_result_is_cut_and_told_as_one_pass_tells_it() {
     let one = whole(json.as_bytes()).expect("valid");
     assert_eq!(split(json.as_bytes(), at), Ok(one.clone()));
     // The halves agreed (no second pass).
-    let First::Paused(paused) = first_half(json.as_bytes(), at + 1).expect("valid") else {
+    let First::Paused(paused) = first_half(json.as_bytes(), at + 1, true).expect("valid") else {
         panic!("paused at the cut");
     };
     let met = second_half(json.as_bytes(), at + 1)
         .expect("valid")
         .expect("kept");
-    assert_eq!(paused.join(met), Some(one.clone()));
+    assert_eq!(paused.join(met, true), Some(one.clone()));
     // As the validator runs it: cut, told the same.
-    let mut told = Notes::default();
+    let mut told = notes();
     super::super::validate_told(&json, &mut told).expect("valid");
-    assert_eq!(told.0, one);
+    assert_eq!(told.notes, one);
     assert!(one.iter().filter(|n| matches!(n, Note::Long(_))).count() >= 6);
     assert!(one.iter().any(|n| matches!(n, Note::Member(2, ..))));
     // Broken past the cut, found broken.
@@ -167,4 +175,35 @@ fn a_large_result_is_cut_and_told_as_one_pass_tells_it() {
     let last = broken.len() - 30;
     broken[last] = b'}';
     assert_eq!(split(&broken, at), Err(Invalid));
+}
+
+#[test]
+fn a_top_level_array_is_cut_when_no_member_is_told() {
+    let items: Vec<Value> = (0..80_000)
+        .map(|n| json!({"id": n, "t": [n, "u"]}))
+        .collect();
+    let json = Value::from(items).to_string();
+    let at = split_at(&json).expect("cut");
+    let agreed = |members: bool| {
+        let First::Paused(paused) = first_half(json.as_bytes(), at + 1, members).expect("valid")
+        else {
+            panic!("paused at the cut");
+        };
+        let met = second_half(json.as_bytes(), at + 1)
+            .expect("valid")
+            .expect("kept");
+        paused.join(met, members)
+    };
+    // Cut between two elements, at depth 1: with no member told the
+    // halves agree.
+    assert_eq!(agreed(false), Some(Vec::new()));
+    // Told of members, they would be told of each element's: not cut.
+    assert_eq!(agreed(true).map(|notes| notes.len()), None);
+    assert_eq!(super::super::validate(&json), Ok(()));
+    let mut broken = json.clone().into_bytes();
+    broken.pop();
+    assert_eq!(
+        super::super::validate(std::str::from_utf8(&broken).unwrap()),
+        Err(Invalid)
+    );
 }
