@@ -186,7 +186,10 @@ pub struct OffloadConfig {
     /// bounds memory, not what is offloaded: a response that would pass it
     /// (or any response over 16 MiB) is spilled to a private temporary file
     /// and offloaded from there in bounded memory. Only when no spill file
-    /// can be made does a response pass through untouched.
+    /// can be made does a response pass through untouched. The buffer of
+    /// the last large JSON body (1 to 16 MiB) is kept for the next one
+    /// within this cap (its pages cost nothing the second time), and let
+    /// go when responses need the room.
     pub max_buffered_bytes: usize,
     /// Whether offloaded data is also served over MCP (`extraction`,
     /// default true): the layer lists and answers the `lro_extract` and

@@ -76,6 +76,24 @@ impl BufferBudget {
         buf
     }
 
+    /// `buf`, about to hold `more` bytes more: moved into the spare when
+    /// that makes it large and the spare holds it all (a body of unknown
+    /// size, found large as it comes), else as it is.
+    pub(crate) fn regrow(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
+        let need = buf.len() + more;
+        if need <= buf.capacity() || need < SPARE_FROM {
+            return buf;
+        }
+        match self.take_spare(|spare| spare.capacity() >= need) {
+            Some(mut spare) => {
+                spare.clear();
+                spare.extend_from_slice(&buf);
+                spare
+            }
+            None => buf,
+        }
+    }
+
     /// `buf` as bytes; a large buffer comes back as the spare when they
     /// are dropped (unless there is one, or no room in the budget).
     pub(crate) fn freeze(&self, buf: Vec<u8>) -> Bytes {
@@ -199,6 +217,11 @@ impl Lease {
     pub(crate) fn freeze(&self, buf: Vec<u8>) -> Bytes {
         self.budget.freeze(buf)
     }
+
+    /// [`BufferBudget::regrow`].
+    pub(crate) fn regrow(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
+        self.budget.regrow(buf, more)
+    }
 }
 
 impl Drop for Lease {
@@ -288,5 +311,30 @@ mod tests {
         let (body, _) = collected(&big, SPARE_UP_TO + 1);
         drop(body);
         assert_eq!(big.inner.used.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_body_of_unknown_size_moves_into_the_spare_once_large() {
+        let budget = BufferBudget::new(64 << 20);
+        let (body, at) = collected(&budget, 4 << 20);
+        drop(body);
+        // Chunks of 64 KiB, no size known: small, it stays where it is.
+        let chunk = vec![b'y'; 64 << 10];
+        let mut buf = budget.buffer(2 * chunk.len());
+        let mut moved_at = None;
+        for n in 1..=50 {
+            buf = budget.regrow(buf, chunk.len());
+            buf.extend_from_slice(&chunk);
+            if buf.as_ptr() == at && moved_at.is_none() {
+                moved_at = Some(n);
+            }
+        }
+        // Into the spare once past a megabyte (at its next growth), whole,
+        // and kept there.
+        let moved_at = moved_at.expect("moved into the spare");
+        assert!((16..=32).contains(&moved_at), "after {moved_at} chunks");
+        assert_eq!(buf.as_ptr(), at);
+        assert_eq!(buf.len(), 50 * chunk.len());
+        assert!(buf.iter().all(|&b| b == b'y'));
     }
 }

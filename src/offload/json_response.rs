@@ -124,7 +124,10 @@ where
                             buf.extend_from_slice(&f);
                             buf.extend_from_slice(&d);
                         }
-                        None => buf.extend_from_slice(&d),
+                        None => {
+                            buf = lease.regrow(buf, d.len());
+                            buf.extend_from_slice(&d);
+                        }
                     }
                 }
                 Err(frame) => trailers = frame.into_trailers().ok(),

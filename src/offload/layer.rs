@@ -170,7 +170,8 @@ impl OffloadLayer {
     }
 
     /// Bytes of responses buffered at this moment, across all services of
-    /// this layer.
+    /// this layer (not the spare buffer kept for the next large body: see
+    /// [`OffloadConfig::max_buffered_bytes`](crate::OffloadConfig::max_buffered_bytes)).
     pub fn buffered_bytes(&self) -> usize {
         self.shared.buffers.in_use()
     }

@@ -1578,3 +1578,82 @@ async fn a_result_the_layer_read_offloads_as_the_engine_offloads_it() {
         "as an event"
     );
 }
+
+/// An inner service answering every `tools/call` with `result` as JSON in
+/// 64 KiB chunks, of unknown size.
+fn json_answering_in_chunks(
+    result: Value,
+) -> impl tower::Service<
+    Request<RequestBody<TestBody>>,
+    Response = Response<TestBody>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<TestBody>, Infallible>> + Send,
+> + Clone {
+    service_fn(move |req: Request<RequestBody<TestBody>>| {
+        let result = result.clone();
+        async move {
+            let mut body = req.into_body();
+            let frames = read_request(&mut body).await;
+            let request: Value = serde_json::from_slice(&joined(&frames)).unwrap();
+            let out = answer(&request["id"], &result).to_string();
+            Ok(json_response(body_of(chunks_of(out.as_bytes(), 64 << 10))))
+        }
+    })
+}
+
+/// Results of a few megabytes take the parallel paths (the body validated
+/// in two halves, its long text stepped over, the layout check beside the
+/// records, the body collected into the kept buffer from the second on)
+/// and come out exact, one after the other, two at once, and as an event
+/// stream.
+#[tokio::test]
+async fn results_of_megabytes_come_out_exact_one_after_the_other_and_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
+    let original = memories(1200, Detail::Full);
+    let size = answer(&json!(1), &original).to_string().len();
+    assert!(size > 2 << 20, "{size} bytes");
+    let call = |id: u64| {
+        let layer = layer.clone();
+        let original = original.clone();
+        async move {
+            let id = json!(id);
+            let request = tools_call(id.clone(), "recall_memories", json!({"query": "q"}));
+            let response = layer
+                .layer(json_answering_in_chunks(original.clone()))
+                .oneshot(post(body_of([data(request.to_string())])))
+                .await
+                .unwrap();
+            let (body, error) = read_response(&mut response.into_body()).await;
+            assert!(error.is_none());
+            let message: Value = serde_json::from_slice(&body).unwrap();
+            assert_offloaded(&message, &id, &original);
+        }
+    };
+    for id in 1..=3 {
+        call(id).await;
+    }
+    tokio::join!(call(4), call(5));
+    assert_eq!(files_in(dir.path()), 5);
+    assert_eq!(layer.buffered_bytes(), 0, "every buffer given back");
+
+    let id = json!("sse");
+    let request = tools_call(id.clone(), "recall_memories", json!({}));
+    let sent = format!(
+        ": ping\n\nevent: message\ndata: {}\n\n",
+        answer(&id, &original)
+    );
+    let body = sse_call(
+        &layer,
+        &request,
+        body_of(chunks_of(sent.as_bytes(), 64 << 10)),
+    )
+    .await;
+    let got = body.collect().await.unwrap().to_bytes();
+    let (events, rest) = split_events(&got);
+    assert!(rest.is_empty());
+    assert_eq!(events[0], b": ping\n\n");
+    let (sent_events, _) = split_events(sent.as_bytes());
+    assert_rewritten(events[1], sent_events[1], &id, &original);
+    assert_eq!(layer.buffered_bytes(), 0);
+}
