@@ -402,6 +402,20 @@ fn json_answering(
     Error = Infallible,
     Future = impl Future<Output = Result<Response<TestBody>, Infallible>> + Send,
 > + Clone {
+    json_answering_in(result, recorded, usize::MAX)
+}
+
+/// [`json_answering`], the answer sent in frames of `chunk` bytes.
+fn json_answering_in(
+    result: Value,
+    recorded: Recorded,
+    chunk: usize,
+) -> impl tower::Service<
+    Request<RequestBody<TestBody>>,
+    Response = Response<TestBody>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<TestBody>, Infallible>> + Send,
+> + Clone {
     service_fn(move |req: Request<RequestBody<TestBody>>| {
         let result = result.clone();
         let recorded = recorded.clone();
@@ -411,7 +425,7 @@ fn json_answering(
             let request: Value = serde_json::from_slice(&joined(&frames)).unwrap();
             *recorded.lock().unwrap() = frames;
             let out = answer(&request["id"], &result).to_string();
-            Ok(json_response(body_of([data(out)])))
+            Ok(json_response(body_of(chunks_of(out.as_bytes(), chunk))))
         }
     })
 }
@@ -1579,28 +1593,6 @@ async fn a_result_the_layer_read_offloads_as_the_engine_offloads_it() {
     );
 }
 
-/// An inner service answering every `tools/call` with `result` as JSON in
-/// 64 KiB chunks, of unknown size.
-fn json_answering_in_chunks(
-    result: Value,
-) -> impl tower::Service<
-    Request<RequestBody<TestBody>>,
-    Response = Response<TestBody>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<TestBody>, Infallible>> + Send,
-> + Clone {
-    service_fn(move |req: Request<RequestBody<TestBody>>| {
-        let result = result.clone();
-        async move {
-            let mut body = req.into_body();
-            let frames = read_request(&mut body).await;
-            let request: Value = serde_json::from_slice(&joined(&frames)).unwrap();
-            let out = answer(&request["id"], &result).to_string();
-            Ok(json_response(body_of(chunks_of(out.as_bytes(), 64 << 10))))
-        }
-    })
-}
-
 /// Results of a few megabytes take the parallel paths (the body validated
 /// in two halves, its long text stepped over, the layout check beside the
 /// records, the body collected into the kept buffer from the second on)
@@ -1620,7 +1612,11 @@ async fn results_of_megabytes_come_out_exact_one_after_the_other_and_at_once() {
             let id = json!(id);
             let request = tools_call(id.clone(), "recall_memories", json!({"query": "q"}));
             let response = layer
-                .layer(json_answering_in_chunks(original.clone()))
+                .layer(json_answering_in(
+                    original.clone(),
+                    Recorded::default(),
+                    64 << 10,
+                ))
                 .oneshot(post(body_of([data(request.to_string())])))
                 .await
                 .unwrap();
