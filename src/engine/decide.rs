@@ -6,6 +6,7 @@ use super::records::{self, Prepared};
 use crate::beside::{BESIDE_FROM, beside};
 use crate::config::EffectivePolicy;
 use crate::estimate::TokenEstimator;
+use crate::json::Style;
 use crate::wire::mcp::{Input, RawResult, ResultError};
 
 /// What step 1 decided.
@@ -15,7 +16,83 @@ pub(super) enum Decision<'a> {
     /// Over the threshold: the parsed result, its estimated tokens, and the
     /// records of its `structuredContent` when they were taken already
     /// (see [`tell_layouts`]).
-    Offload(RawResult<'a>, usize, Option<Box<Prepared<'a>>>),
+    Offload(RawResult<'a>, Tokens<'a>, Option<Box<Prepared<'a>>>),
+}
+
+/// The estimated tokens of a result offloaded: known, or left to count
+/// beside later work ([`Tokens::count`]) when the offload was certain
+/// without them (its `structuredContent` alone is over the threshold) and
+/// a text lays it out (its tokens are those of the structured content
+/// laid out: a walk over as many bytes).
+pub(super) enum Tokens<'a> {
+    Known(usize),
+    Later(Estimate<'a>),
+}
+
+impl Tokens<'_> {
+    /// The estimated tokens.
+    pub(super) fn count(self, estimator: &dyn TokenEstimator) -> usize {
+        match self {
+            Tokens::Known(n) => n,
+            Tokens::Later(estimate) => estimate.tokens(estimator),
+        }
+    }
+}
+
+/// What a result's estimate is made of (see [`content_tokens`]).
+pub(super) struct Estimate<'a> {
+    structured: Option<&'a str>,
+    structured_tokens: usize,
+    /// Tokens of the text blocks told as text.
+    texts: usize,
+    /// The layouts of the text blocks that lay out `structuredContent`
+    /// (its style and added whitespace).
+    layouts: Vec<(Style, usize)>,
+}
+
+impl<'a> Estimate<'a> {
+    fn of(
+        estimator: &dyn TokenEstimator,
+        parsed: &RawResult<'a>,
+        structured_tokens: usize,
+    ) -> Self {
+        let structured = parsed.structured().map(|s| s.get());
+        let texts = parsed
+            .blocks
+            .iter()
+            .filter_map(|b| b.text.as_deref())
+            .map(|t| estimator.estimate(t))
+            .sum();
+        let layouts = match structured {
+            Some(_) => parsed.blocks.iter().filter_map(|b| b.laid_out).collect(),
+            None => Vec::new(),
+        };
+        Estimate {
+            structured,
+            structured_tokens,
+            texts,
+            layouts,
+        }
+    }
+
+    /// The text blocks' tokens (a layout's counted from the structured
+    /// content, or from the layout built when the estimator cannot), or
+    /// those of `structuredContent`, whichever is larger.
+    fn tokens(&self, estimator: &dyn TokenEstimator) -> usize {
+        let laid: usize = match self.structured {
+            Some(s) => self
+                .layouts
+                .iter()
+                .map(|&(style, spaces)| {
+                    estimator
+                        .estimate_spaced(s, spaces)
+                        .unwrap_or_else(|| estimator.estimate(&style.apply(s)))
+                })
+                .sum(),
+            None => 0,
+        };
+        (self.texts + laid).max(self.structured_tokens)
+    }
 }
 
 /// Whether `result` is offloaded under `policy`, and when it is, the result
@@ -50,8 +127,13 @@ pub(super) fn decide<'a>(
         return Ok(Decision::Inline(PassReason::IsError));
     }
     let structured = structured_tokens(estimator, &parsed);
-    let prepared = tell_layouts(&mut parsed, structured > policy.threshold_tokens)?;
-    let estimated_tokens = content_tokens_with(estimator, &parsed, structured);
+    let certain = structured > policy.threshold_tokens;
+    let prepared = tell_layouts(&mut parsed, certain)?;
+    let estimate = Estimate::of(estimator, &parsed, structured);
+    if certain {
+        return Ok(Decision::Offload(parsed, Tokens::Later(estimate), prepared));
+    }
+    let estimated_tokens = estimate.tokens(estimator);
     let over_bytes = policy
         .max_tool_output_bytes
         .is_some_and(|b| content_bytes(&parsed) >= b);
@@ -60,7 +142,8 @@ pub(super) fn decide<'a>(
             estimated_tokens,
         }));
     }
-    Ok(Decision::Offload(parsed, estimated_tokens, prepared))
+    let tokens = Tokens::Known(estimated_tokens);
+    Ok(Decision::Offload(parsed, tokens, prepared))
 }
 
 /// Tells whether the large texts of `parsed` lay out its
@@ -103,7 +186,7 @@ pub(super) fn surely_under(
 /// `structuredContent` is estimated from it (or from its layout, built,
 /// when the estimator cannot tell from it).
 pub(super) fn content_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> usize {
-    content_tokens_with(estimator, parsed, structured_tokens(estimator, parsed))
+    Estimate::of(estimator, parsed, structured_tokens(estimator, parsed)).tokens(estimator)
 }
 
 /// Estimated tokens of `structuredContent` (0: none).
@@ -111,27 +194,6 @@ fn structured_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> 
     parsed
         .structured()
         .map_or(0, |s| estimator.estimate(s.get()))
-}
-
-/// [`content_tokens`], those of `structuredContent` known (`structured_tokens`).
-fn content_tokens_with(
-    estimator: &dyn TokenEstimator,
-    parsed: &RawResult<'_>,
-    structured_tokens: usize,
-) -> usize {
-    let structured = parsed.structured();
-    let text: usize = parsed
-        .blocks
-        .iter()
-        .map(|b| match (&b.text, b.laid_out, structured) {
-            (Some(t), _, _) => estimator.estimate(t),
-            (None, Some((style, spaces)), Some(s)) => estimator
-                .estimate_spaced(s.get(), spaces)
-                .unwrap_or_else(|| estimator.estimate(&style.apply(s.get()))),
-            _ => 0,
-        })
-        .sum();
-    text.max(structured_tokens)
 }
 
 /// UTF-8 bytes of the content a model would read: the text blocks, or

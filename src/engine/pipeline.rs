@@ -56,7 +56,7 @@ pub(super) fn run(
 ) -> Result<Outcome, ResultError> {
     let policy = o.config.policy_for(&call.name);
     let estimator = o.estimator;
-    let (mut parsed, estimated_tokens, prepared) =
+    let (mut parsed, tokens, prepared) =
         match decide::decide(estimator, &policy, o.config.enabled, result, input)? {
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
             Decision::Offload(parsed, tokens, prepared) => (parsed, tokens, prepared),
@@ -77,9 +77,13 @@ pub(super) fn run(
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }
     let view = records.view();
-    let (stats, contract) = digest_beside(view.body().as_bytes(), view.len(), || {
-        RecordStats::collect(view.iter())
-    });
+    // The tokens, when left to count, beside the fold with the digest.
+    let (stats, contract, estimated_tokens) = digest_beside(
+        view.body().as_bytes(),
+        view.len(),
+        || RecordStats::collect(view.iter()),
+        || tokens.count(estimator),
+    );
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
     let id = o.file_id;
