@@ -41,7 +41,7 @@ pub(super) struct Parts<'a> {
 }
 
 /// One result through the pipeline (`input`: whether serde validated
-/// `result` already). (About 90 lines: the steps in order are the point
+/// `result` already). (About 110 lines: the steps in order are the point
 /// of this function; each is a call.)
 ///
 /// Memory: the records are the file's body already (the texts they came
@@ -122,19 +122,11 @@ pub(super) fn run(
     let path = match o.store.write(&file_name, &file.bytes) {
         Ok(path) => path,
         Err(error) => {
+            let all = (file.records(), file.records().len());
             let rebuild = header.rebuild.as_ref();
-            let threshold = policy.threshold_tokens;
-            let (records, tokens) = (file.records(), estimated_tokens);
-            let total = records.len();
-            let truncated = fallback::truncate(
-                estimator,
-                &parsed,
-                rebuild,
-                (records, total),
-                error,
-                tokens,
-                threshold,
-            );
+            let (tokens, threshold) = (estimated_tokens, policy.threshold_tokens);
+            let truncated =
+                fallback::truncate(estimator, &parsed, rebuild, all, error, tokens, threshold);
             return Ok(truncated);
         }
     };
