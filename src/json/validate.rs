@@ -24,9 +24,9 @@
 use std::ops::Range;
 
 use super::blocks::{Escapes, block_at, gather};
+use super::swar::{WORD, first, marks, word_at};
 
 mod split;
-use super::swar::{WORD, first, marks, word_at};
 
 /// The text is not one JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
