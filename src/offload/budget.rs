@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// A body of this many bytes or more is collected into the spare buffer.
 pub(crate) const SPARE_FROM: usize = 1 << 20;
@@ -80,13 +80,8 @@ impl BufferBudget {
     /// that makes it large and the spare holds it all (a body of unknown
     /// size, found large as it comes), else as it is.
     pub(crate) fn regrow(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
-        let need = buf.len() + more;
-        if need <= buf.capacity() || need < SPARE_FROM {
-            return buf;
-        }
-        match self.take_spare(|spare| spare.capacity() >= need) {
+        match self.spare_for(buf.len(), buf.capacity(), more) {
             Some(mut spare) => {
-                spare.clear();
                 spare.extend_from_slice(&buf);
                 spare
             }
@@ -94,11 +89,34 @@ impl BufferBudget {
         }
     }
 
+    /// The spare (emptied) for a buffer holding `len` bytes of `capacity`,
+    /// about to take `more`: when it would have to grow, grows large, and
+    /// the spare holds it all.
+    pub(crate) fn spare_for(&self, len: usize, capacity: usize, more: usize) -> Option<Vec<u8>> {
+        let need = len + more;
+        if need <= capacity || need < SPARE_FROM {
+            return None;
+        }
+        let mut spare = self.take_spare(|spare| spare.capacity() >= need)?;
+        spare.clear();
+        Some(spare)
+    }
+
     /// `buf` as bytes; a large buffer comes back as the spare when they
     /// are dropped (unless there is one, or no room in the budget).
     pub(crate) fn freeze(&self, buf: Vec<u8>) -> Bytes {
         if !(SPARE_FROM..=SPARE_UP_TO).contains(&buf.capacity()) {
             return Bytes::from(buf);
+        }
+        self.freeze_mut(BytesMut::from(Bytes::from(buf)))
+    }
+
+    /// [`freeze`](Self::freeze) for a `BytesMut` (as an event splitter
+    /// hands over its whole buffer): its allocation comes back as the spare
+    /// once the bytes are dropped, if nothing else shares it then.
+    pub(crate) fn freeze_mut(&self, buf: BytesMut) -> Bytes {
+        if !(SPARE_FROM..=SPARE_UP_TO).contains(&buf.capacity()) {
+            return buf.freeze();
         }
         Bytes::from_owner(Lent {
             buf,
@@ -124,8 +142,12 @@ impl BufferBudget {
         Some(spare)
     }
 
-    /// Keeps `buf` as the spare, when there is none and room for it.
+    /// Keeps `buf` as the spare, when there is none, it is of a spare's
+    /// size and there is room for it.
     fn keep(&self, mut buf: Vec<u8>) {
+        if !(SPARE_FROM..=SPARE_UP_TO).contains(&buf.capacity()) {
+            return;
+        }
         let mut spare = self.spare();
         if spare.is_none() && self.try_take_exact(buf.capacity()) {
             buf.clear();
@@ -151,7 +173,7 @@ impl BufferBudget {
 
 /// A buffer lent out as [`Bytes`], the spare again when they are dropped.
 struct Lent {
-    buf: Vec<u8>,
+    buf: BytesMut,
     budget: BufferBudget,
 }
 
@@ -163,7 +185,12 @@ impl AsRef<[u8]> for Lent {
 
 impl Drop for Lent {
     fn drop(&mut self) {
-        self.budget.keep(std::mem::take(&mut self.buf));
+        let mut buf = std::mem::take(&mut self.buf);
+        // Emptied first: nothing is copied to the allocation's start. Shared
+        // still (by bytes split off before it), it is not kept: `Vec::from`
+        // then makes an empty vector of its own.
+        buf.clear();
+        self.budget.keep(Vec::from(buf));
     }
 }
 
@@ -336,5 +363,38 @@ mod tests {
         assert_eq!(buf.as_ptr(), at);
         assert_eq!(buf.len(), 50 * chunk.len());
         assert!(buf.iter().all(|&b| b == b'y'));
+    }
+
+    #[test]
+    fn a_bytes_mut_handed_over_whole_comes_back_unless_still_shared() {
+        let budget = BufferBudget::new(64 << 20);
+        let mut buf = BytesMut::with_capacity(3 << 20);
+        buf.resize(3 << 20, b'z');
+        let at = buf.as_ptr();
+        let event = budget.freeze_mut(buf);
+        let slice = event.slice(10..20);
+        drop(event);
+        assert_eq!(budget.inner.used.load(Ordering::Acquire), 0, "still used");
+        drop(slice);
+        assert_eq!(budget.inner.used.load(Ordering::Acquire), 3 << 20);
+        let spare = budget.spare_for(0, 0, 2 << 20).expect("the spare");
+        assert_eq!((spare.as_ptr(), spare.len()), (at, 0));
+        assert!(budget.spare_for(0, 0, 2 << 20).is_none(), "one spare");
+        assert!(
+            budget.spare_for(1 << 10, 4 << 20, 1 << 20).is_none(),
+            "room left"
+        );
+
+        // Sharing its allocation with bytes split off before it (and still
+        // alive): not kept, and no empty spare stands in the way after it.
+        let mut buf = BytesMut::with_capacity(3 << 20);
+        buf.resize(3 << 20, b'z');
+        let before = buf.split_to(100).freeze();
+        drop(budget.freeze_mut(buf));
+        assert_eq!(budget.inner.used.load(Ordering::Acquire), 0);
+        assert_eq!(&before[..], &[b'z'; 100][..]);
+        let (body, _) = collected(&budget, 2 << 20);
+        drop(body);
+        assert_eq!(budget.inner.used.load(Ordering::Acquire), 2 << 20);
     }
 }

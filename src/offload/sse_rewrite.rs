@@ -139,11 +139,22 @@ impl<E> SseRewriter<E> {
                 }
                 return;
             }
-            let Some(event) = self.splitter.next_event() else {
+            let buffers = &self.shared.buffers;
+            let Some(event) = self.splitter.next_event_with(|b| buffers.freeze_mut(b)) else {
                 return;
             };
             self.take_event(event);
         }
+    }
+
+    /// Takes `chunk` into the splitter; an event that grows large is
+    /// collected in the layer's spare buffer (its pages mapped already).
+    fn push(&mut self, chunk: &[u8]) {
+        let (held, room) = (self.splitter.buffered(), self.splitter.capacity());
+        if let Some(spare) = self.shared.buffers.spare_for(held, room, chunk.len()) {
+            self.splitter.move_into(spare);
+        }
+        self.splitter.push(chunk);
     }
 
     /// Sends an event on, or starts evaluating the result it carries.
@@ -346,7 +357,7 @@ impl<E> SseRewriter<E> {
             match spill.push(&data) {
                 Ok(None) => return None,
                 Ok(Some(n)) => {
-                    self.splitter.push(&data[n..]);
+                    self.push(&data[n..]);
                     self.end_spill();
                     return None;
                 }
@@ -354,7 +365,7 @@ impl<E> SseRewriter<E> {
                     // The disk failed under the spill: what it holds goes
                     // out as it is, then this chunk and the rest.
                     self.replay_spill();
-                    self.splitter.push(&data);
+                    self.push(&data);
                     return None;
                 }
             }
@@ -372,7 +383,7 @@ impl<E> SseRewriter<E> {
             // A whole event in one chunk: no copy.
             self.take_event(data);
         } else {
-            self.splitter.push(&data);
+            self.push(&data);
         }
         self.drain_events();
         self.account();
@@ -454,7 +465,7 @@ impl<E> SseRewriter<E> {
                 true
             }
             None => {
-                self.splitter.push(&held);
+                self.push(&held);
                 false
             }
         }

@@ -40,12 +40,40 @@ impl EventSplitter {
         self.buf.len()
     }
 
+    /// The bytes the buffer holds before it must grow.
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Moves what is held into `buf` (an empty buffer, larger: one whose
+    /// pages are mapped already), which then collects what comes next.
+    pub(crate) fn move_into(&mut self, buf: Vec<u8>) {
+        let mut moved = BytesMut::from(Bytes::from(buf));
+        moved.clear();
+        moved.extend_from_slice(&self.buf);
+        // Scanning positions count from the start of what is held: unchanged.
+        self.buf = moved;
+    }
+
     /// The next complete event (its bytes up to and including the blank line).
     pub fn next_event(&mut self) -> Option<Bytes> {
+        self.next_event_with(BytesMut::freeze)
+    }
+
+    /// [`next_event`](Self::next_event), handing an event that is all that
+    /// is held to `whole` with its allocation (the splitter starts afresh),
+    /// so the buffer can be reused once the event is dropped.
+    pub(crate) fn next_event_with(
+        &mut self,
+        whole: impl FnOnce(BytesMut) -> Bytes,
+    ) -> Option<Bytes> {
         match scan_event(&self.buf, self.scan, self.line_start) {
             Ok(end) => {
                 self.scan = 0;
                 self.line_start = 0;
+                if end == self.buf.len() {
+                    return Some(whole(std::mem::take(&mut self.buf)));
+                }
                 Some(self.buf.split_to(end).freeze())
             }
             Err((scan, line_start)) => {
@@ -236,6 +264,29 @@ mod tests {
             }
         }
         (events, s.take_rest())
+    }
+
+    #[test]
+    fn an_event_all_that_is_held_is_handed_over_with_its_buffer() {
+        let mut s = EventSplitter::default();
+        s.push(b"data: a\n\ndata: b");
+        let mut whole = 0;
+        let mut hand = |b: BytesMut| {
+            whole += 1;
+            b.freeze()
+        };
+        assert_eq!(&s.next_event_with(&mut hand).unwrap()[..], b"data: a\n\n");
+        s.push(b"c\n");
+        // Part of an event, then moved into a larger buffer: scanning
+        // goes on where it was.
+        s.move_into(Vec::with_capacity(1 << 10));
+        assert_eq!(s.capacity(), 1 << 10);
+        assert!(s.next_event_with(&mut hand).is_none());
+        s.push(b"\n");
+        let event = s.next_event_with(&mut hand).unwrap();
+        assert_eq!(&event[..], b"data: bc\n\n");
+        assert_eq!(whole, 1, "only the event held alone");
+        assert_eq!((s.buffered(), s.capacity()), (0, 0), "starts afresh");
     }
 
     #[test]

@@ -1633,23 +1633,29 @@ async fn results_of_megabytes_come_out_exact_one_after_the_other_and_at_once() {
     assert_eq!(files_in(dir.path()), 5);
     assert_eq!(layer.buffered_bytes(), 0, "every buffer given back");
 
-    let id = json!("sse");
-    let request = tools_call(id.clone(), "recall_memories", json!({}));
-    let sent = format!(
-        ": ping\n\nevent: message\ndata: {}\n\n",
-        answer(&id, &original)
-    );
-    let body = sse_call(
-        &layer,
-        &request,
-        body_of(chunks_of(sent.as_bytes(), 64 << 10)),
-    )
-    .await;
-    let got = body.collect().await.unwrap().to_bytes();
-    let (events, rest) = split_events(&got);
-    assert!(rest.is_empty());
-    assert_eq!(events[0], b": ping\n\n");
-    let (sent_events, _) = split_events(sent.as_bytes());
-    assert_rewritten(events[1], sent_events[1], &id, &original);
+    // As an event stream, three times: the second event is collected in
+    // the buffer the first left; the third has bytes after it in its last
+    // chunk (its buffer shared with them, so not kept).
+    for (n, after) in [(1, ""), (2, ""), (3, ": after\n\n")] {
+        let id = json!(format!("sse-{n}"));
+        let request = tools_call(id.clone(), "recall_memories", json!({}));
+        let sent = format!(
+            ": ping\n\nevent: message\ndata: {}\n\n{after}",
+            answer(&id, &original)
+        );
+        let body = sse_call(
+            &layer,
+            &request,
+            body_of(chunks_of(sent.as_bytes(), 64 << 10)),
+        )
+        .await;
+        let got = body.collect().await.unwrap().to_bytes();
+        let (events, rest) = split_events(&got);
+        assert!(rest.is_empty());
+        assert_eq!(events[0], b": ping\n\n");
+        let (sent_events, _) = split_events(sent.as_bytes());
+        assert_rewritten(events[1], sent_events[1], &id, &original);
+        assert_eq!(events[2..], sent_events[2..], "as sent");
+    }
     assert_eq!(layer.buffered_bytes(), 0);
 }
