@@ -1,5 +1,5 @@
 //! The file's contents: its header line (the spec's `OffloadHeader` and
-//! our additions), then the records, in one buffer.
+//! our additions), then the records.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -98,56 +98,31 @@ pub(super) fn written(
     }
 }
 
-/// The file's contents: the header line, then the records. Made in the
-/// records' own buffer: it grows by the header's exact length, the records
-/// move up within it and the header is written in front.
+/// The file's contents: the header line, then the records, each in its
+/// own buffer. They are written one after the other
+/// ([`Store::write_parts`](crate::store::Store::write_parts)): the records
+/// are neither moved nor copied to make room for the header.
 pub(super) struct File {
-    pub bytes: Vec<u8>,
-    /// Where the records start, and how many there are.
-    records_at: usize,
-    count: usize,
+    /// The header line, with its `\n`.
+    pub head: Vec<u8>,
+    records: Records,
 }
 
 impl File {
     pub(super) fn new(records: Records, header: &OffloadHeader) -> File {
-        let count = records.len();
-        let mut bytes = records.into_body().into_bytes();
-        let body = bytes.len();
-        let header_len = json_len(header);
-        bytes.reserve_exact(header_len + 1);
-        bytes.resize(body + header_len + 1, 0);
-        bytes.copy_within(..body, header_len + 1);
-        // Serialising our own types cannot fail; the slice has the exact room.
-        let _ = serde_json::to_writer(&mut bytes[..header_len], header);
-        bytes[header_len] = b'\n';
-        File {
-            bytes,
-            records_at: header_len + 1,
-            count,
-        }
+        // Serialising our own types cannot fail.
+        let mut head = serde_json::to_vec(header).unwrap_or_default();
+        head.push(b'\n');
+        File { head, records }
     }
 
-    /// The records, as written.
+    /// The records, as written after the header.
     pub(super) fn records(&self) -> RecordsView<'_> {
-        // The records were a `String`: still UTF-8 (checked, not assumed).
-        let body = std::str::from_utf8(&self.bytes[self.records_at..]).unwrap_or_default();
-        RecordsView::new(body, self.count)
+        self.records.view()
     }
-}
 
-/// The length of `value` serialised as compact JSON, without building it.
-fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
+    /// The bytes written after the header line.
+    pub(super) fn body(&self) -> &[u8] {
+        self.records.view().body().as_bytes()
     }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }

@@ -119,7 +119,7 @@ pub(super) fn run(
         Ok(response) => response,
         Err(reason) => return Ok(Outcome::Inline(reason)),
     };
-    let path = match o.store.write(&file_name, &file.bytes) {
+    let path = match o.store.write_parts(&file_name, &file.head, file.body()) {
         Ok(path) => path,
         Err(error) => {
             let all = (file.records(), file.records().len());

@@ -37,6 +37,48 @@ fn writes_private_files_and_never_overwrites() {
         store.write("../evil.jsonl", b""),
         Err(StoreError::InvalidName(_))
     ));
+
+    // In two parts, as the engine writes: head, then body, as they are.
+    let parts = format!("atlatl-list-{}.jsonl", ulid::Ulid::new());
+    let body = b"{\"a\":1}\n".repeat(100_000);
+    let path = store.write_parts(&parts, b"{}\n", &body).unwrap();
+    let written = fs::read(&path).unwrap();
+    assert_eq!((&written[..3], &written[3..]), (&b"{}\n"[..], &body[..]));
+    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(matches!(
+        store.write_parts(&parts, b"", b"x"),
+        Err(StoreError::Write { .. })
+    ));
+    assert_eq!(fs::read(&path).unwrap(), written, "never overwritten");
+    assert!(matches!(
+        store.write_parts("../evil.jsonl", b"", b""),
+        Err(StoreError::InvalidName(_))
+    ));
+    let leftovers: Vec<_> = fs::read_dir(root.path().join("out")).unwrap().collect();
+    assert_eq!(leftovers.len(), 3, "no temporary file left behind");
+}
+
+/// A store that has only `write` gets the two parts joined, through
+/// `write_from`'s default.
+#[test]
+fn write_parts_by_default_is_one_write_of_both() {
+    struct Joined(std::sync::Mutex<Vec<(String, Vec<u8>)>>);
+    impl Store for Joined {
+        fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
+            let mut got = self.0.lock().unwrap();
+            got.push((file_name.to_owned(), contents.to_vec()));
+            Ok(PathBuf::from("/nowhere").join(file_name))
+        }
+        fn dir(&self) -> &Path {
+            Path::new("/nowhere")
+        }
+    }
+    let store = Joined(Default::default());
+    let path = store.write_parts("f.jsonl", b"head\n", b"body\n").unwrap();
+    assert_eq!(path, Path::new("/nowhere/f.jsonl"));
+    let got = store.0.into_inner().unwrap();
+    assert_eq!(got, [("f.jsonl".to_owned(), b"head\nbody\n".to_vec())]);
 }
 
 #[cfg(unix)]

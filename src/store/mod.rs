@@ -253,6 +253,21 @@ pub trait Store: Send + Sync + 'static {
         self.write(file_name, &contents)
     }
 
+    /// Writes a new file called `file_name` whose contents are `head`
+    /// followed by `body`, with the guarantees of [`Store::write`], and
+    /// returns its absolute path. The engine writes an offloaded file so:
+    /// its header line, then the records where they lie, neither joined
+    /// nor copied. The default hands them to [`Store::write_from`];
+    /// [`FsStore`] writes the two slices as they are.
+    fn write_parts(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &[u8],
+    ) -> Result<PathBuf, StoreError> {
+        self.write_from(file_name, head, &mut &*body)
+    }
+
     /// The directory files are written to.
     fn dir(&self) -> &Path;
 
@@ -482,7 +497,7 @@ impl FsStore {
     /// other modules (the history's): `file_name` must be a plain file name
     /// the caller built (no separator, no leading dot).
     pub(crate) fn publish(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
-        self.publish_from(file_name, contents, &mut io::empty())
+        self.publish_with(file_name, |file| file.write_all(contents))
     }
 
     /// [`FsStore::publish`] of `head` then all of `body`, copied in bounded
@@ -492,6 +507,18 @@ impl FsStore {
         file_name: &str,
         head: &[u8],
         body: &mut dyn io::Read,
+    ) -> Result<PathBuf, StoreError> {
+        self.publish_with(file_name, |file| {
+            file.write_all(head)?;
+            io::copy(body, file).map(drop)
+        })
+    }
+
+    /// [`FsStore::publish`] of what `fill` writes to the new file.
+    fn publish_with(
+        &self,
+        file_name: &str,
+        fill: impl FnOnce(&mut fs::File) -> io::Result<()>,
     ) -> Result<PathBuf, StoreError> {
         if file_name.is_empty() || file_name.starts_with('.') || file_name.contains(['/', '\\']) {
             return Err(StoreError::InvalidName(file_name.to_owned()));
@@ -506,10 +533,7 @@ impl FsStore {
         let mut options = fs::OpenOptions::new();
         private_file(options.write(true).create_new(true));
         let mut file = options.open(&tmp).map_err(werr(&tmp))?;
-        let written = file
-            .write_all(head)
-            .and_then(|()| io::copy(body, &mut file))
-            .and_then(|_| file.flush());
+        let written = fill(&mut file).and_then(|()| file.flush());
         drop(file);
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
@@ -550,6 +574,21 @@ impl Store for FsStore {
             return Err(StoreError::InvalidName(file_name.to_owned()));
         }
         self.publish_from(file_name, head, body)
+    }
+
+    fn write_parts(
+        &self,
+        file_name: &str,
+        head: &[u8],
+        body: &[u8],
+    ) -> Result<PathBuf, StoreError> {
+        if !is_offload_file_name(file_name) {
+            return Err(StoreError::InvalidName(file_name.to_owned()));
+        }
+        self.publish_with(file_name, |file| {
+            file.write_all(head)?;
+            file.write_all(body)
+        })
     }
 
     fn dir(&self) -> &Path {

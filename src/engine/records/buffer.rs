@@ -40,6 +40,7 @@ impl Records {
     }
 
     /// The buffer: every record followed by `\n`.
+    #[cfg(test)]
     pub fn into_body(self) -> String {
         self.body
     }
