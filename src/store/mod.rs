@@ -556,11 +556,18 @@ impl FsStore {
     }
 }
 
+/// `Ok` when `file_name` is an offloaded file's name (what an [`FsStore`]
+/// writes), else the error that says it is not.
+fn offload_name(file_name: &str) -> Result<(), StoreError> {
+    match is_offload_file_name(file_name) {
+        true => Ok(()),
+        false => Err(StoreError::InvalidName(file_name.to_owned())),
+    }
+}
+
 impl Store for FsStore {
     fn write(&self, file_name: &str, contents: &[u8]) -> Result<PathBuf, StoreError> {
-        if !is_offload_file_name(file_name) {
-            return Err(StoreError::InvalidName(file_name.to_owned()));
-        }
+        offload_name(file_name)?;
         self.publish(file_name, contents)
     }
 
@@ -570,9 +577,7 @@ impl Store for FsStore {
         head: &[u8],
         body: &mut dyn io::Read,
     ) -> Result<PathBuf, StoreError> {
-        if !is_offload_file_name(file_name) {
-            return Err(StoreError::InvalidName(file_name.to_owned()));
-        }
+        offload_name(file_name)?;
         self.publish_from(file_name, head, body)
     }
 
@@ -582,9 +587,7 @@ impl Store for FsStore {
         head: &[u8],
         body: &[u8],
     ) -> Result<PathBuf, StoreError> {
-        if !is_offload_file_name(file_name) {
-            return Err(StoreError::InvalidName(file_name.to_owned()));
-        }
+        offload_name(file_name)?;
         self.publish_with(file_name, |file| {
             file.write_all(head)?;
             file.write_all(body)
