@@ -423,24 +423,33 @@ async fn refusals_look_alike_and_credentials_bind_files() {
     let content = std::fs::read_to_string(&path).unwrap();
     let (header, rest) = content.split_once('\n').unwrap();
     let mut h: Value = serde_json::from_str(header).unwrap();
-    // Another ULID: the last two characters changed.
-    let variant = |last: &str| format!("{}{last}.jsonl", &name[..name.len() - 8]);
+    // Another ULID: the last two characters changed, to ones it does not
+    // end with (the file's own ULID ended in `ZY` once, and the foreign
+    // copy replaced it).
+    let own = &name[name.len() - 8..name.len() - 6];
+    let mut endings = ["ZZ", "ZY", "ZX", "ZW", "ZV"]
+        .into_iter()
+        .filter(|last| *last != own);
+    let mut variant = || {
+        let last = endings.next().unwrap();
+        format!("{}{last}.jsonl", &name[..name.len() - 8])
+    };
     let write = |file: &str, header: &Value| {
         std::fs::write(dir.path().join(file), format!("{header}\n{rest}")).unwrap();
     };
     h["expires_at"] = json!("2000-01-01T00:00:00Z");
-    let expired = variant("ZZ");
+    let expired = variant();
     write(&expired, &h);
     let mut foreign_h: Value = serde_json::from_str(header).unwrap();
     foreign_h["owner"] = json!("0123456789abcdef0123456789abcdef");
-    let foreign = variant("ZY");
+    let foreign = variant();
     write(&foreign, &foreign_h);
-    let link = variant("ZX");
+    let link = variant();
     std::os::unix::fs::symlink(&path, dir.path().join(&link)).unwrap();
     let outside_dir = tempfile::tempdir().unwrap();
     let outside = outside_dir.path().join(&name);
     std::fs::copy(&path, &outside).unwrap();
-    let missing = variant("ZW");
+    let missing = variant();
     let mut seen = vec![other_credentials, no_credentials];
     for reference in [
         expired.clone(),
