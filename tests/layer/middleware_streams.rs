@@ -1659,3 +1659,43 @@ async fn results_of_megabytes_come_out_exact_one_after_the_other_and_at_once() {
     }
     assert_eq!(layer.buffered_bytes(), 0);
 }
+
+/// Events of megabytes that the layer does not rewrite (a notification, an
+/// answer to a call it does not watch) go out byte for byte when they are
+/// collected in the kept buffer, before and after a watched result, the
+/// stream cut into chunks of odd sizes (a chunk ending inside an event, on
+/// its blank line, or holding the end of one and the start of the next);
+/// every buffer is given back.
+#[tokio::test]
+async fn unwatched_events_of_megabytes_pass_through_the_kept_buffer_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let layer = OffloadLayer::new(OffloadConfig::default().output_dir(dir.path()));
+    let original = memories(1200, Detail::Full);
+    let blob = "x".repeat(1_300_000);
+    for (n, size) in [(1, 64 << 10), (2, 100_003), (3, 1 << 20), (4, 3 << 20)] {
+        let id = json!(format!("big-{n}"));
+        let request = tools_call(id.clone(), "recall_memories", json!({}));
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": blob}});
+        let other = json!({"jsonrpc": "2.0", "id": "not-watched", "result": {"content": [
+            {"type": "text", "text": blob}]}});
+        let sent = format!(
+            "event: message\ndata: {note}\n\nid: 7\ndata: {}\n\ndata: {other}\n\n: done\n\n",
+            answer(&id, &original)
+        );
+        let body = sse_call(&layer, &request, body_of(chunks_of(sent.as_bytes(), size))).await;
+        let got = body.collect().await.unwrap().to_bytes();
+        let (events, rest) = split_events(&got);
+        let (sent_events, _) = split_events(sent.as_bytes());
+        assert!(rest.is_empty());
+        assert_eq!(events.len(), 4, "chunks of {size}");
+        assert_eq!(
+            events[0], sent_events[0],
+            "the notification, chunks of {size}"
+        );
+        assert_rewritten(events[1], sent_events[1], &id, &original);
+        assert_eq!(events[2..], sent_events[2..], "chunks of {size}");
+    }
+    assert_eq!(files_in(dir.path()), 4);
+    assert_eq!(layer.buffered_bytes(), 0, "every buffer given back");
+}
