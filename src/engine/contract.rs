@@ -50,25 +50,6 @@ impl DataDigest {
     }
 }
 
-/// `work()`, and the contract of `body` (`count` data lines) then `also()`.
-/// For a large body the two run at once ([`beside`](crate::beside::beside)):
-/// the same CPU time, the descriptor sooner on a machine with a core to
-/// spare. On this thread, one after the other, when the body is small.
-pub(crate) fn digest_beside<T: Send, E: Send>(
-    body: &[u8],
-    count: usize,
-    work: impl FnOnce() -> T + Send,
-    also: impl FnOnce() -> E + Send,
-) -> (T, DataContract, E) {
-    let digest = || (DataDigest::of(body, count), also());
-    let (done, (contract, also)) = if body.len() < crate::beside::BESIDE_FROM {
-        (work(), digest())
-    } else {
-        crate::beside::beside(digest, work)
-    };
-    (done, contract, also)
-}
-
 /// Lowercase hex of `bytes`.
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -83,23 +64,6 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_digest_beside_other_work_is_the_digest() {
-        let line = b"{\"id\":1,\"text\":\"some words\"}\n";
-        let body: Vec<u8> = line.repeat((crate::beside::BESIDE_FROM / line.len()) + 10);
-        let count = body.len() / line.len();
-        let (n, beside, also) = digest_beside(
-            &body,
-            count,
-            || body.iter().filter(|&&b| b == b'\n').count(),
-            || 7,
-        );
-        assert_eq!((n, also), (count, 7));
-        assert_eq!(beside, DataDigest::of(&body, count));
-        let (_, small, also) = digest_beside(line, 1, || (), || 8);
-        assert_eq!((small, also), (DataDigest::of(line, 1), 8));
-    }
 
     #[test]
     fn the_contract_of_known_lines() {

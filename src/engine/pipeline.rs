@@ -14,7 +14,7 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
-use super::contract::digest_beside;
+use super::contract::DataDigest;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
@@ -77,13 +77,11 @@ pub(super) fn run(
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }
     let view = records.view();
-    // The tokens, when left to count, beside the fold with the digest.
-    let (stats, contract, estimated_tokens) = digest_beside(
-        view.body().as_bytes(),
-        view.len(),
-        || RecordStats::collect(view.iter()),
-        || tokens.count(estimator),
-    );
+    // The digest, and the tokens when left to count, beside the fold.
+    let (stats, (contract, estimated_tokens)) = RecordStats::collect_beside(view.body(), || {
+        let contract = DataDigest::of(view.body().as_bytes(), view.len());
+        (contract, tokens.count(estimator))
+    });
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
     let id = o.file_id;

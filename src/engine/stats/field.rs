@@ -82,10 +82,7 @@ impl FieldStats {
         if self.distinct_overflow && !self.all_counted {
             return;
         }
-        let cap = match self.all_counted {
-            true => DISTINCT_CAP,
-            false => CATEGORY_DISTINCT + 1,
-        };
+        let cap = self.cap();
         // A string too long to count is never in the map: not hashed.
         if s.len() > DISTINCT_MAX_BYTES {
             self.distinct_overflow = true;
@@ -95,6 +92,59 @@ impl FieldStats {
             self.distinct.insert(s.to_owned(), 1);
         } else {
             self.distinct_overflow = true;
+        }
+    }
+
+    /// Whether [`join`](Self::join) of `later` leaves what one pass over
+    /// both runs of values would: always once this one has stopped
+    /// counting, else when the distinct values of the two fit under the
+    /// cap together and `later`'s never reached it (which values would have
+    /// been counted past the cap depends on their order, not kept).
+    pub(super) fn joinable(&self, later: &FieldStats) -> bool {
+        if self.distinct_overflow && !self.all_counted {
+            return true;
+        }
+        let cap = self.cap();
+        let new = later
+            .distinct
+            .keys()
+            .filter(|v| !self.distinct.contains_key(*v))
+            .count();
+        later.distinct.len() < cap && self.distinct.len() + new <= cap
+    }
+
+    /// The values of `later` (a run after this one's, [`joinable`]) folded
+    /// in as one pass would have.
+    ///
+    /// [`joinable`]: Self::joinable
+    pub(super) fn join(&mut self, later: FieldStats) {
+        self.present += later.present;
+        self.types |= later.types;
+        self.strings += later.strings;
+        self.dates += later.dates;
+        self.string_bytes += later.string_bytes;
+        if later.numbers > 0 {
+            let (min, max) = match self.numbers {
+                0 => (later.min, later.max),
+                _ => (self.min.min(later.min), self.max.max(later.max)),
+            };
+            (self.min, self.max) = (min, max);
+        }
+        self.numbers += later.numbers;
+        if self.distinct_overflow && !self.all_counted {
+            return;
+        }
+        for (value, n) in later.distinct {
+            *self.distinct.entry(value).or_insert(0) += n;
+        }
+        self.distinct_overflow |= later.distinct_overflow;
+    }
+
+    /// Distinct values counted at most.
+    fn cap(&self) -> usize {
+        match self.all_counted {
+            true => DISTINCT_CAP,
+            false => CATEGORY_DISTINCT + 1,
         }
     }
 

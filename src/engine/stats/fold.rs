@@ -19,7 +19,7 @@ use super::{FastMap, SCHEMA_DEPTH};
 use super::{RecordStats, ty};
 
 /// Top-level fields tracked for recipes and the summary.
-const TRACKED_FIELDS: usize = 256;
+pub(super) const TRACKED_FIELDS: usize = 256;
 
 /// One record, folded into the statistics as serde reads it; gives its type.
 #[cfg(test)]

@@ -17,7 +17,9 @@
 //!
 //! By data: the line schema (`schema`), the statistics of one field
 //! (`field`), the memory check (`memory`), and here what is known of all
-//! the records ([`RecordStats`]); `fold` reads one record into them.
+//! the records ([`RecordStats`]); `fold` reads one record into them, and
+//! `join` shares a large body's fold between two threads, the figures
+//! exactly the one pass's.
 
 use serde_json::Value;
 
@@ -26,6 +28,7 @@ use super::records::string_end;
 
 mod field;
 mod fold;
+mod join;
 mod memory;
 mod schema;
 mod walk;
@@ -337,7 +340,7 @@ mod tests {
     use serde_json::json;
 
     /// All the statistics hold, in an order that does not depend on hashing.
-    fn canonical(s: &RecordStats) -> String {
+    pub(super) fn canonical(s: &RecordStats) -> String {
         let fields: Vec<String> = s
             .fields
             .iter()
@@ -360,7 +363,7 @@ mod tests {
     /// A JSON text, written by hand so that it may hold what a value
     /// cannot: escapes of every kind, lone surrogates, `-0`, integers past
     /// 64 bits, floats past `f64`, repeated keys.
-    fn json_text() -> impl Strategy<Value = String> {
+    pub(super) fn json_text() -> impl Strategy<Value = String> {
         let string = prop_oneof![
             "[a-z ]{0,12}",
             Just("2026-11-25T10:00:00Z".to_owned()),
