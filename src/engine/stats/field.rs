@@ -79,7 +79,7 @@ impl FieldStats {
         if looks_like_date(s) {
             self.dates += 1;
         }
-        if self.distinct_overflow && !self.all_counted {
+        if self.stopped() {
             return;
         }
         let cap = self.cap();
@@ -101,7 +101,7 @@ impl FieldStats {
     /// cap together and `later`'s never reached it (which values would have
     /// been counted past the cap depends on their order, not kept).
     pub(super) fn joinable(&self, later: &FieldStats) -> bool {
-        if self.distinct_overflow && !self.all_counted {
+        if self.stopped() {
             return true;
         }
         let cap = self.cap();
@@ -131,13 +131,19 @@ impl FieldStats {
             (self.min, self.max) = (min, max);
         }
         self.numbers += later.numbers;
-        if self.distinct_overflow && !self.all_counted {
+        if self.stopped() {
             return;
         }
         for (value, n) in later.distinct {
             *self.distinct.entry(value).or_insert(0) += n;
         }
         self.distinct_overflow |= later.distinct_overflow;
+    }
+
+    /// Whether distinct values are no longer counted (past the cap of a
+    /// field that is not [`NAMED_CATEGORY`]).
+    fn stopped(&self) -> bool {
+        self.distinct_overflow && !self.all_counted
     }
 
     /// Distinct values counted at most.

@@ -30,10 +30,10 @@ impl RecordStats {
         body: &str,
         side: impl FnOnce() -> S + Send,
     ) -> (RecordStats, S) {
-        let pieces = pieces(body);
-        if body.len() < BESIDE_FROM || pieces.len() < 2 {
+        if body.len() < BESIDE_FROM {
             return (RecordStats::collect(records(body)), side());
         }
+        let pieces = pieces(body);
         // The next piece from the front, and the first taken from the back.
         let claims = Mutex::new((0, pieces.len()));
         let claim = |front: bool| {
