@@ -46,9 +46,26 @@ impl Records {
     }
 
     /// Makes room for `bytes` more bytes of records, exactly (the buffer
-    /// never grows by doubling, so its capacity is what it holds).
+    /// never grows by doubling, so its capacity is what it holds, or what
+    /// one value it is taken from did).
     pub(super) fn reserve(&mut self, bytes: usize) {
         self.body.reserve_exact(bytes);
+    }
+
+    /// Where the records end now, to [`truncate`](Self::truncate) back to.
+    pub(super) fn mark(&self) -> (usize, usize) {
+        (self.body.len(), self.count)
+    }
+
+    /// Drops the records pushed since `mark` was taken.
+    pub(super) fn truncate(&mut self, (len, count): (usize, usize)) {
+        self.body.truncate(len);
+        self.count = count;
+    }
+
+    /// Gives back the room reserved beyond what the records hold.
+    pub(super) fn shrink(&mut self) {
+        self.body.shrink_to_fit();
     }
 
     /// Appends one record, compact JSON without a newline.

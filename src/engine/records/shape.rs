@@ -11,6 +11,7 @@ use std::borrow::Cow;
 #[cfg(debug_assertions)]
 use serde_json::value::RawValue;
 
+use super::Records;
 pub(crate) use crate::json::string_end;
 use crate::json::{Style, is_minified, minifies_to, minify, trim_parts, validate};
 
@@ -61,13 +62,26 @@ pub(super) fn json_shape(minified: &str) -> JsonShape<'_> {
 /// [`json_shape`] of `json` (valid JSON) when it is already minified;
 /// `None` when it is not. An object is told minified by the walk that looks
 /// for its record array (it sees every byte outside strings): one walk
-/// where [`minified`] and [`json_shape`] take two.
-pub(super) fn minified_shape(json: &str) -> Option<JsonShape<'_>> {
+/// where [`minified`] and [`json_shape`] take two. The elements of the
+/// record array are pushed to `records` in that walk too (the walk that
+/// finds where the array ends meets each of its commas): nothing is
+/// pushed when the answer is `None` or [`JsonShape::Single`].
+pub(super) fn minified_shape<'a>(json: &'a str, records: &mut Records) -> Option<JsonShape<'a>> {
     if !(json.starts_with('{') && json.ends_with('}')) {
-        return is_minified(json).then(|| json_shape(json));
+        let shape = is_minified(json).then(|| json_shape(json))?;
+        if let JsonShape::Array { array, .. } = shape {
+            push_elements(records, array);
+        }
+        return Some(shape);
     }
+    let mark = records.mark();
     let mut items = Items::new(json);
-    let shape = object_shape_of(json, &mut items);
+    let shape = object_shape_of(json, &mut items, Some(records));
+    if items.spaced || matches!(shape, JsonShape::Single) {
+        // What an array not taken reserved is given back.
+        records.truncate(mark);
+        records.shrink();
+    }
     if items.spaced {
         return None;
     }
@@ -78,23 +92,46 @@ pub(super) fn minified_shape(json: &str) -> Option<JsonShape<'_>> {
     Some(shape)
 }
 
+/// Appends the elements of a minified array as records: they take what the
+/// array does (each comma becomes a newline), reserved at once.
+pub(super) fn push_elements(records: &mut Records, array: &str) {
+    records.reserve(array.len());
+    for element in elements_of(array) {
+        records.push(element);
+    }
+}
+
 /// The array member of a minified object that holds over half its bytes,
 /// unless a later member of the same key hides it.
 fn object_shape(object: &str) -> JsonShape<'_> {
-    object_shape_of(object, &mut Items::new(object))
+    object_shape_of(object, &mut Items::new(object), None)
 }
 
-/// [`object_shape`] from the object's items.
-fn object_shape_of<'a>(object: &'a str, items: &mut Items<'a>) -> JsonShape<'a> {
+/// [`object_shape`] from the object's items; with `records`, the elements
+/// of the record array pushed to it on the way (see [`minified_shape`]).
+fn object_shape_of<'a>(
+    object: &'a str,
+    items: &mut Items<'a>,
+    mut records: Option<&mut Records>,
+) -> JsonShape<'a> {
     let mut found: Option<(&str, &str)> = None;
-    for item in items {
+    // The records before the object's, and those up to the end of the
+    // elements of `found`: the elements of any other array are dropped.
+    let start = records.as_deref().map(Records::mark);
+    let mut kept = start;
+    while let Some(item) = items.item(records.as_deref_mut()) {
         let (key, value) = member(item);
         if found.is_some_and(|(k, _)| same_key(k, key)) {
             // Only one value can hold over half the bytes: none is left.
             found = None;
+            kept = start;
         }
         if value.starts_with('[') && value.len() * 2 > object.len() {
             found = Some((key, value));
+            kept = records.as_deref().map(Records::mark);
+        }
+        if let (Some(records), Some(kept)) = (records.as_deref_mut(), kept) {
+            records.truncate(kept);
         }
     }
     match found {
@@ -193,10 +230,12 @@ impl<'a> Items<'a> {
     }
 }
 
-impl<'a> Iterator for Items<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
+impl<'a> Items<'a> {
+    /// The next item. With `records`, when the item is a member whose
+    /// value is an array opening in the first half of the text (only such
+    /// an array can hold over half of it), each element of that array is
+    /// pushed to `records` as the walk passes its end.
+    fn item(&mut self, mut records: Option<&mut Records>) -> Option<&'a str> {
         let bytes = self.text.as_bytes();
         // The closing bracket is the last byte; an item ends before it.
         let end = self.text.len().checked_sub(1)?;
@@ -204,6 +243,9 @@ impl<'a> Iterator for Items<'a> {
         if start >= end {
             return None;
         }
+        // Where the element being walked starts, inside an array value
+        // whose elements are pushed.
+        let mut element: Option<usize> = None;
         let mut depth = 0usize;
         let mut i = start;
         while i < end {
@@ -212,9 +254,32 @@ impl<'a> Iterator for Items<'a> {
                     i = string_end(bytes, i + 1);
                     continue;
                 }
+                b'[' if depth == 0 && i * 2 < self.text.len() && records.is_some() => {
+                    if let Some(records) = records.as_deref_mut() {
+                        // At most the rest of the text: reserved once.
+                        records.reserve(self.text.len() - i);
+                    }
+                    element = Some(i + 1);
+                    depth = 1;
+                }
                 b'[' | b'{' => depth += 1,
-                b']' | b'}' => depth = depth.saturating_sub(1),
+                b']' | b'}' => {
+                    if depth == 1
+                        && let (Some(from), Some(records)) =
+                            (element.take(), records.as_deref_mut())
+                        && from < i
+                    {
+                        records.push(&self.text[from..i]);
+                    }
+                    depth = depth.saturating_sub(1);
+                }
                 b',' if depth == 0 => break,
+                b',' if depth == 1 => {
+                    if let (Some(from), Some(records)) = (element, records.as_deref_mut()) {
+                        records.push(&self.text[from..i]);
+                        element = Some(i + 1);
+                    }
+                }
                 b' ' | b'\t' | b'\n' | b'\r' => self.spaced = true,
                 _ => {}
             }
@@ -223,6 +288,14 @@ impl<'a> Iterator for Items<'a> {
         let i = i.min(end);
         self.pos = i + 1;
         Some(&self.text[start..i])
+    }
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        self.item(None)
     }
 }
 
@@ -290,15 +363,20 @@ mod tests {
     use proptest::prelude::*;
 
     /// `minified_shape` answers `Some(json_shape)` exactly when the text is
-    /// minified.
+    /// minified, and pushes exactly the record array's elements after the
+    /// records already there.
     fn agrees(json: &str) {
-        let shape = minified_shape(json);
+        let mut records = Records::default();
+        records.push("0");
+        let shape = minified_shape(json, &mut records);
         assert_eq!(shape.is_some(), is_minified(json), "{json}");
+        let pushed: Vec<&str> = records.view().iter().skip(1).collect();
         let (Some(shape), true) = (shape, is_minified(json)) else {
+            assert!(pushed.is_empty(), "{json}");
             return;
         };
         match (shape, json_shape(json)) {
-            (JsonShape::Single, JsonShape::Single) => {}
+            (JsonShape::Single, JsonShape::Single) => assert!(pushed.is_empty(), "{json}"),
             (
                 JsonShape::Array {
                     before,
@@ -313,6 +391,7 @@ mod tests {
             ) => {
                 assert!(std::ptr::eq(array, arr), "{json}");
                 assert_eq!((before, after), (b, a), "{json}");
+                assert_eq!(pushed, elements_of(array).collect::<Vec<_>>(), "{json}");
             }
             _ => panic!("shapes differ on {json}"),
         }
@@ -326,6 +405,11 @@ mod tests {
             r#"{"count":2,"memories":[{"id":1},{"id": 2}]}"#,
             r#"{"count":2,"memories":[{"id":1},{"id":2}]} "#,
             r#"{"a b":"c d","x":[" ",{"y":"\n"}]}"#,
+            r#"{"a":[1,[2,3],{"b":[4]}],"c":[]}"#,
+            r#"{"a":[],"b":[[1,2],[3,4],[5,6]]}"#,
+            r#"{"a":[[1,2],[3,4],[5,6],[7]],"a":1}"#,
+            r#"{"s":"[1,2]","a":["]",",","[",{"x":[1,2]}]}"#,
+            r#"{"a":[1,2,3,4,5,6,7,8,9],"b":[1,2,3,4,5,6,7,8,9,10]}"#,
             "{}",
             "{ }",
             "[1,2]",

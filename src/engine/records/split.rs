@@ -18,7 +18,7 @@ use crate::wire::mcp::{Raw, RawResult, ResultError};
 use super::envelope::{envelope, leave_to_result, structured_text_copy};
 use super::lines;
 use super::shape::{
-    JsonShape, TextKind, classify_text, elements_of, json_shape, jsonl_lines, minified_shape,
+    JsonShape, TextKind, classify_text, json_shape, jsonl_lines, minified_shape, push_elements,
 };
 use super::{Extraction, FromResult, Rebuild, RecordKind, Records, Segment, Shape, TextFormat};
 
@@ -231,37 +231,42 @@ impl Found {
     /// comes first: the structured segment, when there is one, is segment 0.
     fn structured_array<'a>(&mut self, raw: Raw<'a>) -> Option<StructuredArray<'a>> {
         let raw = raw.get();
-        // Servers send compact JSON: told in the walk that finds the array.
-        if let Some(shape) = minified_shape(raw) {
-            let slim = self.structured_records(shape)?;
+        // Servers send compact JSON: told in the walk that finds the array,
+        // which takes its elements too.
+        let start = self.records.len();
+        if let Some(shape) = minified_shape(raw, &mut self.records) {
+            let slim = self.structured_segment(shape, start)?;
             return Some(StructuredArray {
                 minified: Cow::Borrowed(raw),
                 slim,
             });
         }
         let minified = minify(raw);
-        let slim = self.structured_records(json_shape(&minified))?;
+        let shape = json_shape(&minified);
+        if let JsonShape::Array { array, .. } = shape {
+            push_elements(&mut self.records, array);
+        }
+        let slim = self.structured_segment(shape, start)?;
         Some(StructuredArray {
             minified: Cow::Owned(minified),
             slim,
         })
     }
 
-    /// Takes the elements of the record array of `structuredContent`
-    /// (minified, of shape `shape`); returns it with the array emptied.
-    fn structured_records(&mut self, shape: JsonShape<'_>) -> Option<String> {
-        let JsonShape::Array {
-            before,
-            after,
-            array,
-        } = shape
-        else {
+    /// The segment of the record array of `structuredContent` (minified,
+    /// of shape `shape`), whose elements are the records from `start`;
+    /// returns `structuredContent` with the array emptied.
+    fn structured_segment(&mut self, shape: JsonShape<'_>, start: usize) -> Option<String> {
+        let JsonShape::Array { before, after, .. } = shape else {
             return None;
         };
         let slim = format!("{before}[]{after}");
-        self.add(None, |records| {
-            push_elements(records, array);
-            json_array_shape(before, after, None)
+        self.segments.push(Segment {
+            block: None,
+            start,
+            count: self.records.len() - start,
+            shape: json_array_shape(before, after, None),
+            repeat: 0,
         });
         Some(slim)
     }
@@ -437,15 +442,6 @@ fn json_array_shape(before: &str, after: &str, format: Option<TextFormat>) -> Sh
         before: before.to_owned(),
         after: after.to_owned(),
         format,
-    }
-}
-
-/// Appends the elements of a minified array as records: they take what the
-/// array does (each comma becomes a newline), reserved at once.
-fn push_elements(records: &mut Records, array: &str) {
-    records.reserve(array.len());
-    for element in elements_of(array) {
-        records.push(element);
     }
 }
 
