@@ -1,6 +1,7 @@
 //! Step 1: inline or offload. The cheap checks first (policy, byte length),
 //! then the parse and the token estimate.
 
+use super::ahead::Ahead;
 use super::events::PassReason;
 use super::records::{self, Prepared};
 use crate::beside::{BESIDE_FROM, beside};
@@ -14,9 +15,13 @@ pub(super) enum Decision<'a> {
     /// Keep the original bytes.
     Inline(PassReason),
     /// Over the threshold: the parsed result, its estimated tokens, and the
-    /// records of its `structuredContent` when they were taken already
-    /// (see [`tell_layouts`]).
-    Offload(RawResult<'a>, Tokens<'a>, Option<Box<Prepared<'a>>>),
+    /// records of its `structuredContent` when they were taken already,
+    /// with their statistics and digest begun (see [`tell_layouts`]).
+    Offload(
+        RawResult<'a>,
+        Tokens<'a>,
+        Option<Box<(Prepared<'a>, Ahead)>>,
+    ),
 }
 
 /// The estimated tokens of a result offloaded: known, or left to count
@@ -152,11 +157,12 @@ pub(super) fn decide<'a>(
 /// (`certain`: the structured content alone is over the threshold) and they
 /// are large, that runs at once with taking the records of the structured
 /// content ([`records::prepare`], see [`beside`]): two walks over as many
-/// bytes at once, given to the split.
+/// bytes at once, given to the split. The records' statistics and digest
+/// are begun as soon as they are taken (see [`Ahead`]).
 fn tell_layouts<'a>(
     parsed: &mut RawResult<'a>,
     certain: bool,
-) -> Result<Option<Box<Prepared<'a>>>, ResultError> {
+) -> Result<Option<Box<(Prepared<'a>, Ahead)>>, ResultError> {
     if !parsed.has_untold() {
         return Ok(None);
     }
@@ -166,9 +172,16 @@ fn tell_layouts<'a>(
         return Ok(None);
     }
     let shared: &RawResult<'a> = parsed;
-    let (prepared, told) = beside(|| shared.tell_layouts(), || records::prepare(shared));
+    let (taken, told) = beside(
+        || shared.tell_layouts(),
+        || {
+            let prepared = records::prepare(shared);
+            let ahead = Ahead::of(prepared.records());
+            (prepared, ahead)
+        },
+    );
     parsed.settle_layouts(told)?;
-    Ok(Some(Box::new(prepared)))
+    Ok(Some(Box::new(taken)))
 }
 
 /// Whether `len` bytes are sure to stay inline, without looking at them.

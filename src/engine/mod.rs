@@ -126,6 +126,7 @@
 //! result). Beside them: `descriptor` (the spec's types), `paging`,
 //! `events`, `outcome`, `rebuild` (the read side).
 
+mod ahead;
 mod contract;
 mod decide;
 mod describe;

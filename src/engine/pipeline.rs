@@ -14,7 +14,7 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
-use super::contract::DataDigest;
+use super::ahead;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
@@ -24,7 +24,6 @@ use super::outcome::{Offloaded, Outcome};
 use super::recipes;
 use super::records::{self, Extraction};
 use super::rewrite::{self, Replacement};
-use super::stats::RecordStats;
 use crate::config::OffloadConfig;
 use crate::estimate::TokenEstimator;
 use crate::store::{self, Store};
@@ -56,11 +55,15 @@ pub(super) fn run(
 ) -> Result<Outcome, ResultError> {
     let policy = o.config.policy_for(&call.name);
     let estimator = o.estimator;
-    let (mut parsed, tokens, prepared) =
+    let (mut parsed, tokens, taken) =
         match decide::decide(estimator, &policy, o.config.enabled, result, input)? {
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
-            Decision::Offload(parsed, tokens, prepared) => (parsed, tokens, prepared),
+            Decision::Offload(parsed, tokens, taken) => (parsed, tokens, taken),
         };
+    let (prepared, ahead) = match taken.map(|t| *t) {
+        Some((prepared, ahead)) => (Some(prepared), Some(ahead)),
+        None => (None, None),
+    };
     // The descriptor, and the resource link when asked, come first.
     let inserted = 1 + usize::from(call.resource_link);
     let large = policy.threshold_tokens / 4;
@@ -72,16 +75,19 @@ pub(super) fn run(
         kept_blocks,
         structured_slim,
         structured_copy_key,
-    } = records::split(&mut parsed, is_large, inserted, prepared.map(|p| *p))?;
+        prepared_kept,
+    } = records::split(&mut parsed, is_large, inserted, prepared)?;
     if records.is_empty() {
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }
     let view = records.view();
-    // The digest, and the tokens when left to count, beside the fold.
-    let (stats, (contract, estimated_tokens)) = RecordStats::collect_beside(view.body(), || {
-        let contract = DataDigest::of(view.body().as_bytes(), view.len());
-        (contract, tokens.count(estimator))
-    });
+    // The digest, and the tokens when left to count, beside the fold
+    // (of the records not folded ahead).
+    let count_tokens = || tokens.count(estimator);
+    let (stats, (contract, estimated_tokens)) = match ahead.filter(|_| prepared_kept) {
+        Some(ahead) => ahead.finish(view, count_tokens),
+        None => ahead::all(view, count_tokens),
+    };
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
     let id = o.file_id;

@@ -461,6 +461,9 @@ pub(crate) struct Extraction {
     /// The `structuredContent` field that copied a source block's text: the
     /// rewritten result puts the descriptor there.
     pub structured_copy_key: Option<String>,
+    /// The records start with those of the [`Prepared`] given to [`split`]
+    /// (false: they were taken again, from the texts decoded).
+    pub prepared_kept: bool,
 }
 
 impl FromResult {

@@ -42,12 +42,14 @@ pub(crate) fn split<'a>(
     prepared: Option<Prepared<'a>>,
 ) -> Result<Extraction, ResultError> {
     let prepared = prepared.unwrap_or_else(|| prepare(result));
+    let mut prepared_kept = true;
     let (mut found, mut structured) = find_records(result, &is_large, prepared);
     if structured.is_none() && result.blocks.iter().any(|b| b.laid_out.is_some()) {
         // No record array in `structuredContent` for a text copying it to
         // repeat: the text is taken apart as any JSON text is.
         result.decode_laid_out();
         (found, structured) = find_records(result, &is_large, prepare(result));
+        prepared_kept = false;
     }
     let kind = found.kind();
     let text_copy = structured_text_copy(result, &found.is_source, found.has_structured_source());
@@ -81,6 +83,7 @@ pub(crate) fn split<'a>(
         },
         kept_blocks,
         structured_slim: structured.map(|s| s.slim),
+        prepared_kept,
     })
 }
 
@@ -91,6 +94,13 @@ pub(crate) fn split<'a>(
 pub(crate) struct Prepared<'a> {
     found: Found,
     structured: Option<StructuredArray<'a>>,
+}
+
+impl Prepared<'_> {
+    /// The records taken.
+    pub(crate) fn records(&self) -> super::RecordsView<'_> {
+        self.found.records.view()
+    }
 }
 
 /// [`split`]'s first step, for a result whose texts are told or not.
