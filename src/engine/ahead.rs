@@ -33,7 +33,9 @@ impl Ahead {
     /// Of `records`, on the engine's threads when they are large.
     pub(super) fn of(records: RecordsView<'_>) -> Ahead {
         let body = records.body();
-        let (stats, digest) = RecordStats::collect_beside(body, || {
+        // Beside a text being told, whatever their size: the digest is
+        // taken by the thread telling it once that is done.
+        let (stats, digest) = RecordStats::collect_beside_from(0, body, || {
             let mut digest = DataDigest::default();
             digest.update(body.as_bytes(), records.len());
             digest

@@ -4,7 +4,7 @@
 use super::ahead::Ahead;
 use super::events::PassReason;
 use super::records::{self, Prepared};
-use crate::beside::{BESIDE_FROM, beside};
+use crate::beside::beside;
 use crate::config::EffectivePolicy;
 use crate::estimate::TokenEstimator;
 use crate::json::Style;
@@ -151,6 +151,10 @@ pub(super) fn decide<'a>(
     Ok(Decision::Offload(parsed, tokens, prepared))
 }
 
+/// Bytes of texts to tell from which they are told beside taking the
+/// records (under it, one after the other on this thread).
+const TELL_BESIDE_FROM: usize = 128 << 10;
+
 /// Tells whether the large texts of `parsed` lay out its
 /// `structuredContent` (a copy, whose tokens are those of the structured
 /// content laid out). When the result is offloaded whatever they hold
@@ -166,7 +170,7 @@ fn tell_layouts<'a>(
     if !parsed.has_untold() {
         return Ok(None);
     }
-    if !certain || parsed.untold_bytes() < BESIDE_FROM {
+    if !certain || parsed.untold_bytes() < TELL_BESIDE_FROM {
         let told = parsed.tell_layouts();
         parsed.settle_layouts(told)?;
         return Ok(None);

@@ -66,3 +66,70 @@ fn every_shape_says_how_to_tell_the_file_is_whole() {
         }
     }
 }
+
+/// A text copy of `structuredContent` large enough to be told beside taking
+/// the records: their statistics and digest are begun then, while the copy
+/// is still being told, and finished after the split with the records of
+/// another text when there is one. The file, its contract and everything
+/// the statistics decide (summary, line schema, recipes) are those of the
+/// same records taken at once: the same result without the copy.
+#[test]
+fn records_taken_ahead_are_described_as_records_taken_at_once() {
+    use serde_json::json;
+    use tower_lro::descriptor::Detail;
+    use tower_lro::fixtures::MemoryGenerator;
+    use tower_lro::offload::ToolCall;
+    let dir = tempfile::tempdir().unwrap();
+    let o = Offloader::new(OffloadConfig::default().output_dir(dir.path()));
+    let call = ToolCall::new("recall_memories", None);
+    // 300 memories: about 300 KB (one thread folds); 3000: over 1 MiB (the
+    // fold is shared). The other text adds 400 records after them.
+    for (n, other) in [(300, false), (300, true), (3000, true)] {
+        let memories = MemoryGenerator::new(11).memories(n, Detail::Full);
+        let structured = json!({"count": n, "memories": memories});
+        let copy = serde_json::to_string_pretty(&structured).unwrap();
+        assert!(copy.len() > 128 << 10);
+        let mut blocks = Vec::new();
+        if other {
+            let rows: Vec<_> = (0..400)
+                .map(|i| json!({"row": i, "level": if i % 2 == 0 { "info" } else { "warn" }}))
+                .collect();
+            blocks.push(json!({"type": "text", "text": serde_json::to_string(&rows).unwrap()}));
+        }
+        let offload = |blocks: Vec<serde_json::Value>| {
+            let result = json!({"content": blocks, "structuredContent": structured});
+            match o.process(&call, result.to_string().as_bytes()).unwrap() {
+                Outcome::Offloaded(off) => off,
+                _ => panic!("{n} {other}: expected an offload"),
+            }
+        };
+        let at_once = offload(blocks.clone());
+        blocks.insert(0, json!({"type": "text", "text": copy}));
+        let ahead = offload(blocks);
+        let records = n + if other { 400 } else { 0 };
+        let data = |off: &tower_lro::offload::Offloaded| {
+            let file = std::fs::read(&off.file.path).unwrap();
+            let at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
+            (data_figures(&file), file[at..].to_vec())
+        };
+        let ((lines, bytes, sha), body) = data(&ahead);
+        assert_eq!(lines, records, "{n} {other}");
+        assert_eq!(data(&at_once), ((lines, bytes, sha.clone()), body));
+        let (a, b) = (&ahead.response, &at_once.response);
+        assert_eq!(a.summary.count, records);
+        assert_eq!(a.summary.data_sha256.as_deref(), Some(&*sha));
+        assert_eq!(a.summary.data_bytes, Some(bytes));
+        assert_eq!(a.summary.top_namespaces, b.summary.top_namespaces);
+        assert_eq!(a.summary.detail, b.summary.detail);
+        assert_eq!(a.summary.score_field, b.summary.score_field);
+        assert_eq!(a.summary.score_range, b.summary.score_range);
+        assert_eq!(a.line_schema, b.line_schema, "{n} {other}");
+        let jq = |r: &tower_lro::descriptor::OffloadResponse| {
+            r.jq_recipes
+                .iter()
+                .map(|j| j.command.replace(&r.file_path, "FILE"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(jq(a), jq(b), "{n} {other}");
+    }
+}

@@ -30,7 +30,17 @@ impl RecordStats {
         body: &str,
         side: impl FnOnce() -> S + Send,
     ) -> (RecordStats, S) {
-        if body.len() < BESIDE_FROM {
+        Self::collect_beside_from(BESIDE_FROM, body, side)
+    }
+
+    /// [`collect_beside`](Self::collect_beside), on two threads from
+    /// `from` bytes of `body` (on one under it).
+    pub(crate) fn collect_beside_from<S: Send>(
+        from: usize,
+        body: &str,
+        side: impl FnOnce() -> S + Send,
+    ) -> (RecordStats, S) {
+        if body.len() < from {
             return (RecordStats::collect(records(body)), side());
         }
         let pieces = pieces(body);
