@@ -123,8 +123,9 @@
 //! through the steps, in order: `decide` → `records` (split) → `stats` →
 //! `recipes` → `file` (header and bytes) → `describe` (the descriptor,
 //! fitted) → the store's write, or `fallback` → `rewrite` (the rewritten
-//! result). Beside them: `descriptor` (the spec's types), `paging`,
-//! `events`, `outcome`, `rebuild` (the read side).
+//! result). Beside them: `ahead` (the statistics and contract of
+//! `structuredContent`'s records, begun during `decide`), `descriptor` (the
+//! spec's types), `paging`, `events`, `outcome`, `rebuild` (the read side).
 
 mod ahead;
 mod contract;

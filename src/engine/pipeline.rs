@@ -4,7 +4,9 @@
 //! 1. `decide` — inline, or the parsed result over the threshold;
 //! 2. `records::split` — the records, and the [`Rebuild`] that puts the
 //!    result back together;
-//! 3. `stats` — their statistics and detail level;
+//! 3. `stats` — their statistics and detail level, with the completeness
+//!    contract (begun during step 1 for the records of `structuredContent`
+//!    when a large text is told against it meanwhile: `ahead`);
 //! 4. `recipes` — the ten jq recipes;
 //! 5. `file` — the header line and the file's bytes;
 //! 6. `describe` — the descriptor, fitted to its budget (before the write:
@@ -60,10 +62,7 @@ pub(super) fn run(
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
             Decision::Offload(parsed, tokens, taken) => (parsed, tokens, taken),
         };
-    let (prepared, ahead) = match taken.map(|t| *t) {
-        Some((prepared, ahead)) => (Some(prepared), Some(ahead)),
-        None => (None, None),
-    };
+    let (prepared, ahead) = taken.map(|t| *t).unzip();
     // The descriptor, and the resource link when asked, come first.
     let inserted = 1 + usize::from(call.resource_link);
     let large = policy.threshold_tokens / 4;
