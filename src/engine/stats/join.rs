@@ -312,6 +312,48 @@ mod tests {
         }
     }
 
+    /// Statistics and a digest begun on the first records (while a text is
+    /// told, `engine/ahead.rs`) and finished on all of them: one fold and
+    /// one digest of all the records, wherever the first ones end, under
+    /// and over the size from which the fold is shared. Records that do
+    /// not start with those begun on are folded whole.
+    #[test]
+    fn begun_ahead_then_finished_is_one_pass() {
+        use crate::engine::ahead::{self, Ahead};
+        use crate::engine::records::RecordsView;
+        let records: Vec<String> = (0..4000)
+            .map(|i| {
+                format!(
+                    "{{\"id\":\"m{i}\",\"namespace\":\"ns{}\",\"content\":\"{}\",\"score\":0.{},\"f{}\":[{i}]}}",
+                    i % 7,
+                    "word ".repeat(50),
+                    i % 10,
+                    i % 300
+                )
+            })
+            .collect();
+        let lines = |r: &[String]| r.iter().map(|r| format!("{r}\n")).collect::<String>();
+        let body = lines(&records);
+        assert!(body.len() > BESIDE_FROM, "{}", body.len());
+        let all = RecordsView::new(&body, records.len());
+        let (once, (whole, _)) = ahead::all(all, || ());
+        assert_eq!(whole.count, records.len());
+        for k in [0, 1, 700, 3999, 4000] {
+            let first = lines(&records[..k]);
+            let begun = Ahead::of(RecordsView::new(&first, k));
+            let (stats, (contract, side)) = begun.finish(all, || 3);
+            assert_eq!(side, 3);
+            assert_eq!(contract, whole, "{k}");
+            assert_eq!(settled(stats), settled(one_pass(&records)), "{k}");
+        }
+        assert_eq!(settled(once), settled(one_pass(&records)));
+        let short = lines(&records[..10]);
+        let view = RecordsView::new(&short, 10);
+        let (stats, (contract, ())) = Ahead::of(all).finish(view, || ());
+        assert_eq!(contract, ahead::all(view, || ()).1.0);
+        assert_eq!(settled(stats), settled(one_pass(&records[..10])));
+    }
+
     #[test]
     fn pieces_end_at_record_boundaries_and_cover_the_body() {
         let body: String = (0..40_000).map(|i| format!("{{\"i\":{i}}}\n")).collect();
