@@ -53,6 +53,9 @@ pub(super) struct Estimate<'a> {
     /// The layouts of the text blocks that lay out `structuredContent`
     /// (its style and added whitespace).
     layouts: Vec<(Style, usize)>,
+    /// The tokens of those layouts, when counted already (beside taking
+    /// the records, see [`tell_layouts`]).
+    laid: Option<usize>,
 }
 
 impl<'a> Estimate<'a> {
@@ -60,6 +63,7 @@ impl<'a> Estimate<'a> {
         estimator: &dyn TokenEstimator,
         parsed: &RawResult<'a>,
         structured_tokens: usize,
+        laid: Option<usize>,
     ) -> Self {
         let structured = parsed.structured().map(|s| s.get());
         let texts = parsed
@@ -77,6 +81,7 @@ impl<'a> Estimate<'a> {
             structured_tokens,
             texts,
             layouts,
+            laid,
         }
     }
 
@@ -84,20 +89,29 @@ impl<'a> Estimate<'a> {
     /// content, or from the layout built when the estimator cannot), or
     /// those of `structuredContent`, whichever is larger.
     fn tokens(&self, estimator: &dyn TokenEstimator) -> usize {
-        let laid: usize = match self.structured {
-            Some(s) => self
-                .layouts
-                .iter()
-                .map(|&(style, spaces)| {
-                    estimator
-                        .estimate_spaced(s, spaces)
-                        .unwrap_or_else(|| estimator.estimate(&style.apply(s)))
-                })
-                .sum(),
-            None => 0,
+        let laid = match (self.laid, self.structured) {
+            (Some(laid), _) => laid,
+            (None, Some(s)) => laid_tokens(estimator, s, self.layouts.iter().copied()),
+            (None, None) => 0,
         };
         (self.texts + laid).max(self.structured_tokens)
     }
+}
+
+/// The tokens of `structured` laid out in each of `layouts` (counted from
+/// it, or from the layout built when the estimator cannot).
+fn laid_tokens(
+    estimator: &dyn TokenEstimator,
+    structured: &str,
+    layouts: impl Iterator<Item = (Style, usize)>,
+) -> usize {
+    layouts
+        .map(|(style, spaces)| {
+            estimator
+                .estimate_spaced(structured, spaces)
+                .unwrap_or_else(|| estimator.estimate(&style.apply(structured)))
+        })
+        .sum()
 }
 
 /// Whether `result` is offloaded under `policy`, and when it is, the result
@@ -133,8 +147,8 @@ pub(super) fn decide<'a>(
     }
     let structured = structured_tokens(estimator, &parsed);
     let certain = structured > policy.threshold_tokens;
-    let prepared = tell_layouts(&mut parsed, certain)?;
-    let estimate = Estimate::of(estimator, &parsed, structured);
+    let (prepared, laid) = tell_layouts(estimator, &mut parsed, certain)?;
+    let estimate = Estimate::of(estimator, &parsed, structured, laid);
     if certain {
         return Ok(Decision::Offload(parsed, Tokens::Later(estimate), prepared));
     }
@@ -162,22 +176,34 @@ const TELL_BESIDE_FROM: usize = 128 << 10;
 /// are large, that runs at once with taking the records of the structured
 /// content ([`records::prepare`], see [`beside`]): two walks over as many
 /// bytes at once, given to the split. The records' statistics and digest
-/// are begun as soon as they are taken (see [`Ahead`]).
+/// are begun as soon as they are taken (see [`Ahead`]), and the tokens of
+/// the layouts are counted by the thread that told them.
 fn tell_layouts<'a>(
+    estimator: &dyn TokenEstimator,
     parsed: &mut RawResult<'a>,
     certain: bool,
-) -> Result<Option<Box<(Prepared<'a>, Ahead)>>, ResultError> {
+) -> Result<Taken<'a>, ResultError> {
     if !parsed.has_untold() {
-        return Ok(None);
+        return Ok((None, None));
     }
     if !certain || parsed.untold_bytes() < TELL_BESIDE_FROM {
         let told = parsed.tell_layouts();
         parsed.settle_layouts(told)?;
-        return Ok(None);
+        return Ok((None, None));
     }
     let shared: &RawResult<'a> = parsed;
-    let (taken, told) = beside(
-        || shared.tell_layouts(),
+    let (taken, (told, laid)) = beside(
+        || {
+            let told = shared.tell_layouts();
+            // The layouts the result will hold: those told before, and these.
+            let before = shared.blocks.iter().filter(|b| !b.untold);
+            let layouts = before
+                .filter_map(|b| b.laid_out)
+                .chain(told.iter().flatten().copied());
+            let structured = shared.structured().map(|s| s.get());
+            let laid = structured.map(|s| laid_tokens(estimator, s, layouts));
+            (told, laid)
+        },
         || {
             let prepared = records::prepare(shared);
             let ahead = Ahead::of(prepared.records());
@@ -185,8 +211,12 @@ fn tell_layouts<'a>(
         },
     );
     parsed.settle_layouts(told)?;
-    Ok(Some(Box::new(taken)))
+    Ok((Some(Box::new(taken)), laid))
 }
+
+/// What [`tell_layouts`] took ahead: the records of `structuredContent`
+/// with their statistics and digest begun, and the layouts' tokens.
+type Taken<'a> = (Option<Box<(Prepared<'a>, Ahead)>>, Option<usize>);
 
 /// Whether `len` bytes are sure to stay inline, without looking at them.
 pub(super) fn surely_under(
@@ -203,7 +233,13 @@ pub(super) fn surely_under(
 /// `structuredContent` is estimated from it (or from its layout, built,
 /// when the estimator cannot tell from it).
 pub(super) fn content_tokens(estimator: &dyn TokenEstimator, parsed: &RawResult<'_>) -> usize {
-    Estimate::of(estimator, parsed, structured_tokens(estimator, parsed)).tokens(estimator)
+    Estimate::of(
+        estimator,
+        parsed,
+        structured_tokens(estimator, parsed),
+        None,
+    )
+    .tokens(estimator)
 }
 
 /// Estimated tokens of `structuredContent` (0: none).

@@ -97,9 +97,15 @@ fn records_taken_ahead_are_described_as_records_taken_at_once() {
             blocks.push(json!({"type": "text", "text": serde_json::to_string(&rows).unwrap()}));
         }
         let offload = |blocks: Vec<serde_json::Value>| {
-            let result = json!({"content": blocks, "structuredContent": structured});
-            match o.process(&call, result.to_string().as_bytes()).unwrap() {
-                Outcome::Offloaded(off) => off,
+            let result = json!({"content": blocks, "structuredContent": structured}).to_string();
+            match o.process(&call, result.as_bytes()).unwrap() {
+                // The tokens of the copy are counted beside the records
+                // taken: as many as counted on one thread.
+                Outcome::Offloaded(off) => {
+                    let tokens = o.estimate(result.as_bytes()).unwrap();
+                    assert_eq!(off.response.summary.estimated_tokens, tokens);
+                    off
+                }
                 _ => panic!("{n} {other}: expected an offload"),
             }
         };
