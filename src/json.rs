@@ -6,130 +6,25 @@
 //! JSON text `x`. Inputs must already be valid JSON (the engine validates them
 //! with `serde_json` before calling in here).
 
-use serde::{Deserialize, Serialize};
-
 pub(crate) mod blocks;
 mod check;
+#[cfg(test)]
+mod corpus;
 mod key;
 mod layout;
+mod style;
 mod swar;
 mod unescape;
 mod validate;
 pub(crate) use check::{Check, to_quote_or_backslash};
+#[cfg(test)]
+pub(crate) use corpus::{GRAMMAR_EDGES, escape_heavy_texts};
 pub(crate) use key::Key;
+pub(crate) use style::Style;
 pub(crate) use unescape::{decode_string, escaped};
 #[cfg(test)]
 pub(crate) use validate::LONG_STRING;
 pub(crate) use validate::{Tell, validate, validate_told};
-
-/// JSON texts at the edges of the grammar (numbers, literals, escapes,
-/// control characters, separators, whitespace, nesting, truncations), for
-/// the checks' tests against serde.
-#[cfg(test)]
-pub(crate) const GRAMMAR_EDGES: &[&str] = &[
-    "0",
-    "-0",
-    "-",
-    "--1",
-    "01",
-    "-01",
-    "1.",
-    "1.5",
-    ".5",
-    "1e",
-    "1e+",
-    "1e+5",
-    "1E-7",
-    "1.5e3",
-    "1.e3",
-    "1e5x",
-    "1x",
-    "+1",
-    "123456789012345678901234567890",
-    "1e999999999999",
-    "true",
-    "tru",
-    "truex",
-    "True",
-    "null",
-    "nul",
-    "nulll",
-    "false",
-    "fals",
-    "\"\"",
-    "\"a\\u00e9\\ud800\"",
-    "\"\\udc00\\ud800\"",
-    "\"\\x\"",
-    "\"\\u12\"",
-    "\"\\u12G4\"",
-    "\"\\uABCD\\uabcd\"",
-    "\"\\u",
-    "\"\\",
-    "\"\\\"",
-    "\"\\\\\"",
-    "\"a\tb\"",
-    "\"a\u{7f}\u{e9}\"",
-    "\"a\u{1f}\"",
-    "\"a\u{0}\"",
-    "[]",
-    "[ ]",
-    "[,]",
-    "[1,]",
-    "[1 2]",
-    "[1,2]",
-    "[[]]",
-    "[[],[{}]]",
-    "{}",
-    "{ }",
-    "{,}",
-    "{\"a\":1,}",
-    "{\"a\" 1}",
-    "{\"a\":1 \"b\":2}",
-    "{\"a\"::1}",
-    "{\"a\":}",
-    "{1:2}",
-    "{\"a\":[{\"b\":{}}]}",
-    " \n\t\r[ 1 , { \"k\" : null } ] \r\n",
-    "[1] x",
-    "[1] [2]",
-    "",
-    " ",
-    "\u{b}1",
-    "[",
-    "]",
-    "{",
-    "}",
-    "{\"a\"",
-    "{\"a\":",
-    "\"abc",
-    "[1,[2,[3]]]",
-    "[1}",
-    "{\"a\":1]",
-    "\u{feff}1",
-    "{\"a\u{1}\":1}",
-    "{\"\\u0001\":1}",
-];
-
-/// One to three texts dense with what JSON escapes (quotes, backslashes,
-/// line breaks, control characters, a `u`, a `/`) among any characters,
-/// up to 600 each: strings that cross the 64-byte blocks with escapes
-/// anywhere, for the checks' property tests.
-#[cfg(test)]
-pub(crate) fn escape_heavy_texts() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
-    use proptest::prelude::*;
-    let ch = prop_oneof![
-        Just('"'),
-        Just('\\'),
-        Just('\n'),
-        Just('\u{1}'),
-        Just('u'),
-        Just('/'),
-        any::<char>(),
-        prop::char::range('a', 'z'),
-    ];
-    let text = prop::collection::vec(ch, 0..600).prop_map(String::from_iter);
-    prop::collection::vec(text, 1..4)
-}
 
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {
@@ -331,160 +226,6 @@ pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
         from = at + 2;
     }
     bytes.len()
-}
-
-/// How a JSON text was laid out by the program that wrote it.
-///
-/// The common writers all produce one of these: `serde_json::to_string`,
-/// `JSON.stringify(v)` (compact), Python's `json.dumps(v)` (compact with
-/// spaces), and `serde_json::to_string_pretty`, `JSON.stringify(v, null, n)`,
-/// `json.dumps(v, indent=n)` (pretty).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Style {
-    /// No whitespace at all.
-    Compact,
-    /// `", "` between items and `": "` between key and value, on one line.
-    Spaced,
-    /// One item per line, indented by this many spaces, `": "` after keys.
-    Indent(u8),
-    /// One item per line, indented by tabs.
-    Tabs,
-}
-
-impl Style {
-    /// Candidates tried, most common first.
-    const CANDIDATES: [Style; 6] = [
-        Style::Compact,
-        Style::Indent(2),
-        Style::Spaced,
-        Style::Indent(4),
-        Style::Tabs,
-        Style::Indent(1),
-    ];
-
-    /// Finds the style that turns `minified` back into exactly `original`.
-    /// Each candidate is compared as it is laid out, without building it.
-    pub(crate) fn detect(original: &str, minified: &str) -> Option<Style> {
-        if original.len() == minified.len() {
-            return (original == minified).then_some(Style::Compact);
-        }
-        Self::CANDIDATES
-            .into_iter()
-            .skip(1)
-            .find(|style| style.lays_out(original, minified))
-    }
-
-    /// [`detect`](Self::detect) for a text still escaped as the inside of
-    /// a JSON string (as `serde_json` escapes), and the whitespace bytes
-    /// the style adds; `None` also when `minified` has whitespace.
-    pub(crate) fn detect_escaped(escaped: &str, minified: &str) -> Option<(Style, usize)> {
-        Self::CANDIDATES.into_iter().find_map(|style| {
-            layout::lays_out_escaped(style, escaped, minified).map(|spaces| (style, spaces))
-        })
-    }
-
-    /// Whether this style turns `minified` into exactly `original`,
-    /// compared as it is laid out, without building it.
-    pub(crate) fn lays_out(self, original: &str, minified: &str) -> bool {
-        if self == Style::Compact {
-            return original == minified;
-        }
-        layout::lays_out(self, original, minified)
-    }
-
-    /// Lays out minified JSON text in this style.
-    pub(crate) fn apply(self, minified: &str) -> String {
-        if self == Style::Compact {
-            return minified.to_owned();
-        }
-        let mut out = String::with_capacity(minified.len() + minified.len() / 4);
-        self.write(minified, &mut out);
-        out
-    }
-
-    fn newline(self, out: &mut impl Sink, depth: usize) {
-        match self {
-            Style::Indent(n) => {
-                out.put_byte(b'\n');
-                for _ in 0..depth * n as usize {
-                    out.put_byte(b' ');
-                }
-            }
-            Style::Tabs => {
-                out.put_byte(b'\n');
-                for _ in 0..depth {
-                    out.put_byte(b'\t');
-                }
-            }
-            Style::Compact | Style::Spaced => {}
-        }
-    }
-
-    fn write(self, minified: &str, out: &mut impl Sink) {
-        let bytes = minified.as_bytes();
-        let pretty = matches!(self, Style::Indent(_) | Style::Tabs);
-        let mut depth = 0usize;
-        let mut i = 0;
-        let mut literal_start = 0;
-        while i < bytes.len() {
-            let b = bytes[i];
-            match b {
-                b'"' => {
-                    // Skip the string literal; it is copied with the literal run.
-                    i = string_end(bytes, i + 1);
-                    continue;
-                }
-                b'{' | b'[' | b'}' | b']' | b',' | b':' => {
-                    if out.failed() {
-                        return;
-                    }
-                    out.put(&minified[literal_start..i]);
-                    literal_start = i + 1;
-                }
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            }
-            match b {
-                b'{' | b'[' => {
-                    let close = if b == b'{' { b'}' } else { b']' };
-                    if bytes.get(i + 1) == Some(&close) {
-                        out.put_byte(b);
-                        out.put_byte(close);
-                        i += 2;
-                        literal_start = i;
-                        continue;
-                    }
-                    out.put_byte(b);
-                    depth += 1;
-                    self.newline(out, depth);
-                }
-                b'}' | b']' => {
-                    depth = depth.saturating_sub(1);
-                    self.newline(out, depth);
-                    out.put_byte(b);
-                }
-                b',' => {
-                    out.put_byte(b',');
-                    if pretty {
-                        self.newline(out, depth);
-                    } else if self == Style::Spaced {
-                        out.put_byte(b' ');
-                    }
-                }
-                _ => {
-                    out.put_byte(b':');
-                    if self != Style::Compact {
-                        out.put_byte(b' ');
-                    }
-                }
-            }
-            i += 1;
-        }
-        out.put(&minified[literal_start.min(minified.len())..]);
-    }
 }
 
 /// Where [`Style::write`] puts its output.
