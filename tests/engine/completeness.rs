@@ -88,7 +88,7 @@ fn records_taken_ahead_are_described_as_records_taken_at_once() {
         let memories = MemoryGenerator::new(11).memories(n, Detail::Full);
         let structured = json!({"count": n, "memories": memories});
         let copy = serde_json::to_string_pretty(&structured).unwrap();
-        assert!(copy.len() > 128 << 10);
+        assert!(copy.len() > 192 << 10);
         let mut blocks = Vec::new();
         if other {
             let rows: Vec<_> = (0..400)
