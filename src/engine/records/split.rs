@@ -213,6 +213,12 @@ impl Found {
     fn add(&mut self, block: Option<usize>, write: impl FnOnce(&mut Records) -> Shape) {
         let start = self.records.len();
         let shape = write(&mut self.records);
+        self.added_since(block, start, shape);
+    }
+
+    /// Adds the segment of `block` holding the records pushed since there
+    /// were `start`.
+    fn added_since(&mut self, block: Option<usize>, start: usize, shape: Shape) {
         self.segments.push(Segment {
             block,
             start,
@@ -270,15 +276,8 @@ impl Found {
         let JsonShape::Array { before, after, .. } = shape else {
             return None;
         };
-        let slim = format!("{before}[]{after}");
-        self.segments.push(Segment {
-            block: None,
-            start,
-            count: self.records.len() - start,
-            shape: json_array_shape(before, after, None),
-            repeat: 0,
-        });
-        Some(slim)
+        self.added_since(None, start, json_array_shape(before, after, None));
+        Some(format!("{before}[]{after}"))
     }
 
     /// A text copy of `structuredContent` (the spec's backwards-compatible
