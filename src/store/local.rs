@@ -138,20 +138,6 @@ impl FsStore {
         self.publish_with(file_name, |file| file.write_all(contents))
     }
 
-    /// [`FsStore::publish`] of `head` then all of `body`, copied in bounded
-    /// memory.
-    fn publish_from(
-        &self,
-        file_name: &str,
-        head: &[u8],
-        body: &mut dyn io::Read,
-    ) -> Result<PathBuf, StoreError> {
-        self.publish_with(file_name, |file| {
-            file.write_all(head)?;
-            io::copy(body, file).map(drop)
-        })
-    }
-
     /// [`FsStore::publish`] of what `fill` writes to the new file.
     fn publish_with(
         &self,
@@ -216,7 +202,11 @@ impl Store for FsStore {
         body: &mut dyn io::Read,
     ) -> Result<PathBuf, StoreError> {
         offload_name(file_name)?;
-        self.publish_from(file_name, head, body)
+        // `body` copied in bounded memory.
+        self.publish_with(file_name, |file| {
+            file.write_all(head)?;
+            io::copy(body, file).map(drop)
+        })
     }
 
     fn write_parts(
