@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use crate::wire::call::OutputSchema;
+
 /// The extraction tool's name.
 pub(crate) const EXTRACT_TOOL: &str = "lro_extract";
 /// The listing tool's name.
@@ -67,14 +69,14 @@ fn tool_texts() -> &'static (String, String) {
     TEXTS.get_or_init(|| (extract_tool().to_string(), list_tool().to_string()))
 }
 
-/// A tool of a `tools/list` answer, as far as its name and whether it
-/// declares an `outputSchema`.
+/// A tool of a `tools/list` answer, as far as its name and its
+/// `outputSchema`.
 #[derive(Deserialize)]
 struct Named<'a> {
     #[serde(borrow, default)]
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(rename = "outputSchema", default)]
-    output_schema: Option<serde::de::IgnoredAny>,
+    output_schema: Option<serde_json::Value>,
 }
 
 /// Which of the layer's tools the server lists itself.
@@ -86,42 +88,90 @@ pub(crate) struct Shadowed {
     pub list: bool,
 }
 
-/// Each listed tool's name and whether it declares an `outputSchema`.
-pub(crate) type OutputSchemas = Vec<(String, bool)>;
+/// Each listed tool's name and what its `outputSchema` admits, as the
+/// client was told it (a closed schema taken out is [`OutputSchema::Undeclared`]).
+pub(crate) type OutputSchemas = Vec<(String, OutputSchema)>;
 
-/// A `tools/list` result with the layer's tools appended (those the server
-/// does not list itself; the text unchanged when it lists both), and which
-/// ones the server lists, and which of the server's tools declare an
-/// `outputSchema`. `None` when the result cannot be read as an object with
-/// a `tools` array.
-pub(crate) fn add_tools(result: &str) -> Option<(String, Shadowed, OutputSchemas)> {
+/// What [`add_tools`] does to a `tools/list` result.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ToolEdits {
+    /// Append `lro_extract` and `lro_list` (those the server does not list).
+    pub add_tools: bool,
+    /// Take out each `outputSchema` that is [`OutputSchema::Closed`], so
+    /// that the descriptor can be added to such a tool's
+    /// `structuredContent` and clients that show `structuredContent` read
+    /// the text content instead.
+    pub open_closed_schemas: bool,
+}
+
+/// A `tools/list` result edited as `edits` says (the text unchanged when
+/// there is nothing to do), which of the layer's tools the server lists,
+/// and each of the server's tools' [`OutputSchema`]. `None` when the
+/// result cannot be read as an object with a `tools` array.
+pub(crate) fn add_tools(
+    result: &str,
+    edits: ToolEdits,
+) -> Option<(String, Shadowed, OutputSchemas)> {
     let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(result).ok()?;
     let tools: Vec<Box<RawValue>> = serde_json::from_str(raw.get("tools")?.get()).ok()?;
     let mut shadowed = Shadowed::default();
     let mut schemas = Vec::with_capacity(tools.len());
+    let mut listed: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(tools.len() + 2);
     for t in &tools {
         let named = serde_json::from_str::<Named<'_>>(t.get()).ok()?;
         let name = named.name;
         shadowed.extract |= name.as_deref() == Some(EXTRACT_TOOL);
         shadowed.list |= name.as_deref() == Some(LIST_TOOL);
-        if let Some(name) = &name {
-            schemas.push((name.clone().into_owned(), named.output_schema.is_some()));
+        let mut schema = named
+            .output_schema
+            .as_ref()
+            .map_or(OutputSchema::Undeclared, OutputSchema::of);
+        let mut text = std::borrow::Cow::Borrowed(t.get());
+        if schema == OutputSchema::Closed
+            && edits.open_closed_schemas
+            && let Some(opened) = without_output_schema(t.get())
+        {
+            text = std::borrow::Cow::Owned(opened);
+            schema = OutputSchema::Undeclared;
         }
+        if let Some(name) = &name {
+            schemas.push((name.clone().into_owned(), schema));
+        }
+        listed.push(text);
     }
     let (extract, list) = tool_texts();
-    let mut added = Vec::new();
-    if !shadowed.extract {
-        added.push(extract.as_str());
+    if edits.add_tools && !shadowed.extract {
+        listed.push(extract.as_str().into());
     }
-    if !shadowed.list {
-        added.push(list.as_str());
+    if edits.add_tools && !shadowed.list {
+        listed.push(list.as_str().into());
     }
-    if added.is_empty() {
+    let changed = listed.len() != tools.len()
+        || listed
+            .iter()
+            .any(|t| matches!(t, std::borrow::Cow::Owned(_)));
+    if !changed {
         return Some((result.to_owned(), shadowed, schemas));
     }
-    let all = tools.iter().map(|t| t.get()).chain(added.iter().copied());
-    let array = format!("[{}]", all.collect::<Vec<_>>().join(","));
+    let array = format!("[{}]", listed.join(","));
     Some((with_member(&raw, "tools", &array)?, shadowed, schemas))
+}
+
+/// A tool definition (raw JSON) without its `outputSchema` member.
+fn without_output_schema(tool: &str) -> Option<String> {
+    let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(tool).ok()?;
+    let mut out = String::with_capacity(tool.len());
+    out.push('{');
+    for (k, v) in raw.iter().filter(|(k, _)| k.as_str() != "outputSchema") {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).ok()?);
+        out.push(':');
+        out.push_str(v.get());
+    }
+    out.push('}');
+    Some(out)
 }
 
 /// An `initialize` (or `server/discover`) result with `capabilities.resources`
@@ -172,10 +222,43 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    const EDITS: ToolEdits = ToolEdits {
+        add_tools: true,
+        open_closed_schemas: true,
+    };
+
+    #[test]
+    fn closed_output_schemas_are_taken_out_and_open_ones_kept() {
+        let result = r#"{"tools":[{"name":"zod","outputSchema":{"type":"object","properties":{"rows":{"type":"array"}},"additionalProperties":false},"inputSchema":{"type":"object"}},{"name":"pydantic","outputSchema":{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]}},{"name":"plain","inputSchema":{}}]}"#;
+        let (out, _, schemas) = add_tools(result, EDITS).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert!(v["tools"][0].get("outputSchema").is_none(), "{out}");
+        assert_eq!(v["tools"][0]["inputSchema"]["type"], "object");
+        assert_eq!(v["tools"][1]["outputSchema"]["required"][0], "result");
+        assert_eq!(
+            schemas,
+            [
+                ("zod".to_owned(), OutputSchema::Undeclared),
+                ("pydantic".to_owned(), OutputSchema::Open),
+                ("plain".to_owned(), OutputSchema::Undeclared),
+            ]
+        );
+        // Kept when asked to: the layer then knows it is closed.
+        let keep = ToolEdits {
+            open_closed_schemas: false,
+            ..EDITS
+        };
+        let (out, _, schemas) = add_tools(result, keep).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["tools"][0]["outputSchema"]["additionalProperties"], false);
+        assert_eq!(schemas[0].1, OutputSchema::Closed);
+        assert_eq!(v["tools"].as_array().unwrap().len(), 5);
+    }
+
     #[test]
     fn tools_are_appended_unless_the_server_has_them() {
         let result = r#"{"tools":[{"name":"status","inputSchema":{"type":"object","x":1.0e3}}],"nextCursor":"c"}"#;
-        let (out, shadowed, _) = add_tools(result).unwrap();
+        let (out, shadowed, _) = add_tools(result, EDITS).unwrap();
         assert_eq!(shadowed, Shadowed::default());
         assert!(
             out.starts_with(
@@ -193,7 +276,7 @@ mod tests {
         assert_eq!(names, ["status", "lro_extract", "lro_list"]);
         assert_eq!(v["nextCursor"], "c");
         let own = r#"{"tools":[{"name":"lro_extract"}]}"#;
-        let (out, shadowed, _) = add_tools(own).unwrap();
+        let (out, shadowed, _) = add_tools(own, EDITS).unwrap();
         assert!(shadowed.extract && !shadowed.list);
         assert_eq!(
             serde_json::from_str::<Value>(&out).unwrap()["tools"]
@@ -203,9 +286,9 @@ mod tests {
             2
         );
         let both = r#"{"tools":[{"name":"lro_extract"},{"name":"lro_list"}]}"#;
-        assert_eq!(add_tools(both).unwrap().0, both);
+        assert_eq!(add_tools(both, EDITS).unwrap().0, both);
         for bad in [r#"{"tools":3}"#, "[]", r#"{"x":1}"#] {
-            assert!(add_tools(bad).is_none(), "{bad}");
+            assert!(add_tools(bad, EDITS).is_none(), "{bad}");
         }
     }
 

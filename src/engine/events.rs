@@ -134,16 +134,24 @@ pub enum PassReason {
         /// Estimated tokens of the smallest descriptor.
         descriptor_tokens: usize,
     },
+    /// The records are in `structuredContent` and the tool's output schema
+    /// is known to be closed (or `structuredContent` already has a member
+    /// `offloaded`, or is not an object): the descriptor cannot be
+    /// added beside the emptied record array in a form every validating
+    /// client accepts, and an emptied array without it would read as "no
+    /// data" to a model that is shown `structuredContent`.
+    StructuredSchemaClosed,
 }
 
 impl PassReason {
     /// The reason's stable name, used as the `reason` field of the tracing
     /// event: `disabled`, `excluded`, `under_threshold`, `is_error`,
     /// `no_records`, `unparseable`, `proxy`, `buffer_cap`, `interrupted`,
-    /// `encoded`, `descriptor_too_large`.
+    /// `encoded`, `descriptor_too_large`, `structured_schema_closed`.
     pub fn as_str(&self) -> &'static str {
         match self {
             PassReason::DescriptorTooLarge { .. } => "descriptor_too_large",
+            PassReason::StructuredSchemaClosed => "structured_schema_closed",
             PassReason::Disabled => "disabled",
             PassReason::Excluded => "excluded",
             PassReason::UnderThreshold { .. } => "under_threshold",
@@ -167,6 +175,7 @@ impl PassReason {
                 | PassReason::BufferCap { .. }
                 | PassReason::Interrupted
                 | PassReason::Encoded(_)
+                | PassReason::StructuredSchemaClosed
         )
     }
 

@@ -50,21 +50,45 @@
 //! that were not record sources, keep their original order around it; `isError`, `_meta`, `resultType` and every other top-level field
 //! are kept as they were.
 //!
-//! **`structuredContent`** is never emptied in silence, and the descriptor
-//! is said once (in the text block). When records came from it, its record
-//! array is emptied (`{"memories": [...]}` becomes `{"memories": []}`,
-//! every other field unchanged) and the offload is said by a marker
-//! `{"offloaded": true, "count": N, "file_path": "..."}`: inside
-//! `structuredContent` (member `offloaded`) for a tool known to declare no
-//! `outputSchema` (the layer remembers, per tool name, what `tools/list`
-//! said: [`ToolCall::output_schema`]); in the result's `_meta`
-//! (`lro/offloaded`) otherwise, so that a client validating the declared
-//! schema (the TypeScript and Python SDKs do) still gets an object of the
-//! declared shape, unless the schema demands a minimum number of items
-//! (exclude such tools). A `structuredContent` member that copied the text
-//! (`{"result": "..."}`) gets one sentence saying where the records went.
-//! When `structuredContent` holds no array it is left untouched. The
-//! markers are taken out again when the original is rebuilt.
+//! **`structuredContent`** carries the descriptor too: some clients show
+//! their model only `structuredContent` when a result has it (Claude Code
+//! passes `JSON.stringify(structuredContent)` and drops the text blocks),
+//! so no model is ever shown an emptied value as if it were the data. When
+//! records came from it, its record array is emptied and the descriptor
+//! put first in it as the member `offloaded` (`{"memories": [...]}`
+//! becomes `{"offloaded": {descriptor}, "memories": []}`, every other field
+//! unchanged; a bare record array becomes `[descriptor]`). That is done
+//! for a tool declaring no `outputSchema` or an open one (an object schema
+//! that admits members it does not name: [`OutputSchema::Open`]); the
+//! layer takes closed schemas (`additionalProperties: false`, the usual
+//! output of zod) out of the `tools/list` answers it passes on, so that no
+//! client validates one, and a result whose schema is known to be closed
+//! stays inline ([`PassReason::StructuredSchemaClosed`]). A
+//! `structuredContent` member that copied the text (`{"result": "..."}`,
+//! what the Python SDK sends for a tool returning `str`) holds the
+//! descriptor's JSON text. When `structuredContent` holds no array it is
+//! left untouched. The descriptor is taken out again when the original is
+//! rebuilt.
+//!
+//! What each client shows its model of a `CallToolResult`, read from its
+//! own code (Claude Code also by running it: `tests/command/agent_clients.rs`):
+//!
+//! | client | text blocks | `structuredContent` | `resource_link` | `_meta` | its own limit |
+//! |---|---|---|---|---|---|
+//! | Claude Code 2.1.332 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | one line, `[Resource link: NAME] URI` | dropped | over ~50k chars a 2 KB preview and a saved path; over 25k tokens an error notice and a path |
+//! | Codex CLI (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | raw JSON, without `structuredContent` only | dropped | ~10k tokens (or bytes), the middle cut |
+//! | VS Code (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | a resource part | dropped | (Copilot: large results to disk) |
+//! | Gemini CLI 0.56 (source) | each one | dropped | one line, `Resource Link: NAME at URI` | dropped | 40,000 chars for one text part: head and tail, full output saved |
+//! | Goose (source) | joined | dropped | dropped | dropped | 200,000 chars per block: a saved path, no preview |
+//! | MCP Inspector 2.3 (source; no model) | shown | shown; validated against `outputSchema` (a mismatch fails the call) | shown | not shown | none |
+//! | Copilot CLI, Cursor | not verified (closed source) | | | | Copilot CLI: 20-30 KB to a file |
+//!
+//! So the descriptor is in the text block (Gemini CLI, Goose) and in
+//! `structuredContent` (Claude Code, Codex, VS Code), and every schema the
+//! layer leaves in `tools/list` accepts it (Inspector, the SDK clients).
+//!
+//! [`OutputSchema::Open`]: crate::offload::OutputSchema::Open
+//! [`PassReason::StructuredSchemaClosed`]: crate::offload::PassReason::StructuredSchemaClosed
 //!
 //! # Detail level
 //!

@@ -79,6 +79,9 @@ pub(super) fn run(
     if records.is_empty() {
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }
+    if let Err(reason) = rewrite::structured_fits(structured_slim.as_deref(), call.output_schema) {
+        return Ok(Outcome::Inline(reason));
+    }
     let view = records.view();
     // The digest, and the tokens when left to count, beside the fold
     // (of the records not folded ahead).
@@ -155,9 +158,6 @@ pub(super) fn run(
             kept_blocks: &kept_blocks,
             structured_slim,
             structured_copy_key: structured_copy_key.as_deref(),
-            count: response.summary.count,
-            file_path: &response.file_path,
-            output_schema: call.output_schema,
         },
     );
     let file = file::written(path, header, o.config.ttl, id);

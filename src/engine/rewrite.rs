@@ -1,9 +1,12 @@
 //! The last step: the rewritten `CallToolResult`, the descriptor standing
-//! where the records were.
+//! where the records were, in every part of the result some client shows
+//! its model.
 
+use super::events::PassReason;
 use super::records;
 use crate::json::push_json_string;
 use crate::store;
+use crate::wire::call::OutputSchema;
 use crate::wire::mcp::{BlockOut, RawObject, RawResult, resource_link_block};
 
 /// What takes the records' place.
@@ -18,32 +21,48 @@ pub(super) struct Replacement<'a> {
     pub structured_slim: Option<String>,
     /// The `structuredContent` field that copied a source block's text.
     pub structured_copy_key: Option<&'a str>,
-    /// Records in the file, and its path.
-    pub count: usize,
-    pub file_path: &'a str,
-    /// Whether the tool declared an `outputSchema` (`None`: not known).
-    pub output_schema: Option<bool>,
 }
 
-/// The member of `structuredContent` (for a tool without an
-/// `outputSchema`) that says its records were offloaded.
+/// The member of `structuredContent` that holds the descriptor when its
+/// record array was offloaded.
 pub(crate) const STRUCTURED_MARKER: &str = "offloaded";
 
-/// The `_meta` member that says so when `structuredContent` must keep its
-/// declared shape.
-pub(crate) const META_MARKER: &str = "lro/offloaded";
+/// Whether `structuredContent`'s records (`slim`: the object with its
+/// record array emptied) may be offloaded for a tool whose output schema
+/// is `schema`: only when the descriptor can be added to it as a member
+/// (`offloaded`) that every client validating the schema accepts. A tool
+/// whose schema is closed or not known keeps its result inline: an
+/// emptied array beside the rest of the object, shown to a model as if it
+/// were the data, is worse than no offload at all.
+pub(super) fn structured_fits(
+    slim: Option<&str>,
+    schema: Option<OutputSchema>,
+) -> Result<(), PassReason> {
+    let Some(slim) = slim else { return Ok(()) };
+    if schema == Some(OutputSchema::Closed) {
+        return Err(PassReason::StructuredSchemaClosed);
+    }
+    let minified = crate::json::minify(slim);
+    if minified == "[]" {
+        return Ok(()); // a bare record array: it becomes `[descriptor]`
+    }
+    match serde_json::from_str::<RawObject<'_>>(&minified) {
+        Ok(fields) if !fields.contains_key(STRUCTURED_MARKER) => Ok(()),
+        _ => Err(PassReason::StructuredSchemaClosed),
+    }
+}
 
 /// `parsed` (the texts that gave records already taken out) with the
 /// descriptor in place of the records.
 ///
-/// `structuredContent` is never emptied in silence, and the descriptor is
-/// said once (in the text block): when records came from
-/// `structuredContent`, its record array is emptied and, for a tool known
-/// to declare no `outputSchema`, a member `offloaded: {offloaded, count,
-/// file_path}` is added to it; otherwise (a schema, or not known) it keeps
-/// the declared shape and that marker goes to the result's `_meta`
-/// (`lro/offloaded`). A `structuredContent` member that copied the text
-/// (`{"result": "..."}`) gets a one-line sentence, not the descriptor.
+/// The descriptor is in every part a client may show its model: the text
+/// block that stands where the first record source stood; when records
+/// came from `structuredContent`, its record array is emptied and the
+/// descriptor put first in it as the member `offloaded` (checked
+/// beforehand by [`structured_fits`]), so that a model reads where the
+/// records are before it reads the empty array (a bare record array
+/// becomes `[descriptor]`); a `structuredContent` member that copied the
+/// text (`{"result": "..."}`) holds the descriptor's JSON text instead.
 pub(super) fn rewritten(parsed: &RawResult<'_>, r: Replacement<'_>) -> String {
     let blocks = blocks_around(
         r.kept_blocks,
@@ -51,97 +70,68 @@ pub(super) fn rewritten(parsed: &RawResult<'_>, r: Replacement<'_>) -> String {
         r.descriptor_json,
         r.link,
     );
-    let marker = marker(r.count, r.file_path);
-    let (structured, in_meta) = match (r.structured_copy_key, r.structured_slim) {
-        (Some(key), _) => (structured_copy(parsed, key, r.count, r.file_path), false),
-        (None, Some(slim)) if r.output_schema == Some(false) => {
-            match with_member(&slim, STRUCTURED_MARKER, &marker) {
-                Some(marked) => (Some(marked), false),
-                None => (Some(slim), true),
-            }
-        }
-        (None, Some(slim)) => (Some(slim), true),
-        (None, None) => (None, false),
+    let structured = match (r.structured_copy_key, r.structured_slim) {
+        (Some(key), _) => structured_copy(parsed, key, r.descriptor_json),
+        (None, Some(slim)) => Some(with_descriptor(&slim, r.descriptor_json)),
+        (None, None) => None,
     };
-    let structured = structured.as_deref();
-    if !in_meta {
-        return parsed.write(&blocks, structured);
-    }
-    match parsed.top.get("_meta").map(|m| m.get()) {
-        Some(meta) => match with_member(meta, META_MARKER, &marker) {
-            Some(marked) => parsed.write_over(&blocks, structured, &[("_meta", &marked)]),
-            None => parsed.write(&blocks, structured),
-        },
-        None => {
-            let mut out = parsed.write(&blocks, structured);
-            if out.ends_with('}') {
-                out.pop();
-                if out.len() > 1 {
-                    out.push(',');
-                }
-                out.push_str("\"_meta\":{");
-                push_json_string(&mut out, META_MARKER);
-                out.push(':');
-                out.push_str(&marker);
-                out.push_str("}}");
-            }
-            out
-        }
-    }
+    parsed.write(&blocks, structured.as_deref())
 }
 
-/// `{"offloaded":true,"count":N,"file_path":"..."}`.
-fn marker(count: usize, file_path: &str) -> String {
-    let mut out = format!("{{\"offloaded\":true,\"count\":{count},\"file_path\":");
-    push_json_string(&mut out, file_path);
-    out.push('}');
+/// `slim` (`structuredContent` with its record array emptied), minified,
+/// with the descriptor first (member [`STRUCTURED_MARKER`]); a bare array
+/// becomes `[descriptor]`; anything else (refused by [`structured_fits`])
+/// stays as it is.
+fn with_descriptor(slim: &str, descriptor_json: &str) -> String {
+    let minified = crate::json::minify(slim);
+    if minified == "[]" {
+        return format!("[{descriptor_json}]");
+    }
+    let fits = serde_json::from_str::<RawObject<'_>>(&minified)
+        .is_ok_and(|fields| !fields.contains_key(STRUCTURED_MARKER));
+    let Some(rest) = minified.strip_prefix('{').filter(|_| fits) else {
+        return minified;
+    };
+    let mut out = String::with_capacity(minified.len() + descriptor_json.len() + 16);
+    out.push('{');
+    push_json_string(&mut out, STRUCTURED_MARKER);
+    out.push(':');
+    out.push_str(descriptor_json);
+    if rest != "}" {
+        out.push(',');
+    }
+    out.push_str(rest);
     out
 }
 
-/// The JSON object `object`, minified, with a member `key: value` added
-/// last; `None` when it is not an object or already has `key`.
-fn with_member(object: &str, key: &str, value: &str) -> Option<String> {
-    let minified = crate::json::minify(object);
-    let fields = serde_json::from_str::<RawObject<'_>>(&minified).ok()?;
-    if fields.contains_key(key) {
-        return None;
-    }
-    let mut out = minified.strip_suffix('}')?.to_owned();
-    if !fields.is_empty() {
-        out.push(',');
-    }
-    push_json_string(&mut out, key);
-    out.push(':');
-    out.push_str(value);
-    out.push('}');
-    Some(out)
-}
-
-/// The minified JSON object `object` without the marker member `key` that
-/// [`rewritten`] added last, when it has it; else `None`.
+/// The minified `structuredContent` of a rewritten result without the
+/// descriptor [`rewritten`] put in it: its first member `key` (an object
+/// with `"offloaded": true` and a `file_path`), or a bare `[descriptor]`
+/// array's element; `None` when it has neither.
 pub(crate) fn without_marker(object: &str, key: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
-    struct Marker {
+    struct Marker<'a> {
         offloaded: bool,
-        count: usize,
-        file_path: String,
+        #[serde(borrow)]
+        #[allow(dead_code)]
+        file_path: std::borrow::Cow<'a, str>,
+    }
+    let is_marker = |raw: &str| serde_json::from_str::<Marker<'_>>(raw).is_ok_and(|m| m.offloaded);
+    if object.starts_with('[') {
+        let items = serde_json::from_str::<Vec<&serde_json::value::RawValue>>(object).ok()?;
+        return (items.len() == 1 && is_marker(items[0].get())).then(|| "[]".to_owned());
     }
     let fields = serde_json::from_str::<RawObject<'_>>(object).ok()?;
-    let (last, value) = fields.last()?;
-    let m: Marker = serde_json::from_str(value.get()).ok()?;
-    if last != key || !m.offloaded || value.get() != marker(m.count, &m.file_path) {
+    let (first, value) = fields.first()?;
+    if first != key || !is_marker(value.get()) {
         return None;
     }
-    let mut suffix = String::new();
-    if fields.len() > 1 {
-        suffix.push(',');
-    }
-    push_json_string(&mut suffix, key);
-    suffix.push(':');
-    suffix.push_str(value.get());
-    suffix.push('}');
-    let kept = object.strip_suffix(&suffix)?;
-    Some(format!("{kept}}}"))
+    let mut prefix = String::from("{");
+    push_json_string(&mut prefix, key);
+    prefix.push(':');
+    prefix.push_str(value.get());
+    let rest = object.strip_prefix(&prefix)?;
+    Some(format!("{{{}", rest.strip_prefix(',').unwrap_or(rest)))
 }
 
 /// The rewritten result's blocks: the kept blocks before the first block
@@ -168,21 +158,12 @@ fn blocks_around<'a>(
 }
 
 /// `structuredContent` whose member `key` copied the text as a string: now
-/// a sentence saying where the records went (the descriptor itself is in
-/// the text block; a model reads it once).
-fn structured_copy(
-    parsed: &RawResult<'_>,
-    key: &str,
-    count: usize,
-    file_path: &str,
-) -> Option<String> {
+/// the descriptor's JSON text, a string as the copy was (a client that
+/// shows `structuredContent` rather than the text block reads it there).
+fn structured_copy(parsed: &RawResult<'_>, key: &str, descriptor_json: &str) -> Option<String> {
     let object = serde_json::from_str::<RawObject<'_>>(parsed.structured()?.get()).ok()?;
-    let sentence = format!(
-        "Offloaded: {count} records were written to {file_path}; the descriptor (recipes, \
-         guidance) is in the text content."
-    );
-    let mut value = String::with_capacity(sentence.len() + 16);
-    push_json_string(&mut value, &sentence);
+    let mut value = String::with_capacity(descriptor_json.len() + 64);
+    push_json_string(&mut value, descriptor_json);
     Some(records::with_field(&object, key, &value))
 }
 

@@ -167,7 +167,14 @@ where
         Served::Call { .. } | Served::ReadResource { .. } => {
             return Step::Answer(answer(&shared, &caller, served).await);
         }
-        Served::ListTools { id } => vec![Watch::served(id, WatchKind::ListTools)],
+        Served::ListTools { id, first_page } => {
+            let kind = if first_page {
+                WatchKind::ListTools
+            } else {
+                WatchKind::ListMoreTools
+            };
+            vec![Watch::served(id, kind)]
+        }
         Served::Capabilities { id } => vec![Watch::served(id, WatchKind::Capabilities)],
         Served::None => Vec::new(),
     };

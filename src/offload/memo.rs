@@ -21,8 +21,8 @@ impl Weigh for RawCall {
     }
 }
 
-/// Whether a tool declared an `outputSchema`.
-impl Weigh for bool {
+/// What a tool's `outputSchema` admits.
+impl Weigh for crate::wire::call::OutputSchema {
     fn weight(&self) -> usize {
         1
     }

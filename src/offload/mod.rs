@@ -208,9 +208,13 @@
 //! [`descriptor`](crate::descriptor) shows one and has the types.
 //!
 //! Image, audio and resource blocks, `isError`, `_meta` and `resultType`
-//! stay. When the records came from `structuredContent`, it stays with its
-//! record array emptied (`{"count": 200, "memories": []}`), so clients that
-//! validate a tool's `outputSchema` still accept it. Memory records get the
+//! stay. When the records came from `structuredContent`, the descriptor is
+//! put first in it beside the emptied record array (`{"offloaded": {..},
+//! "count": 200, "memories": []}`), because some clients show their model
+//! `structuredContent` alone; the layer takes closed output schemas out of
+//! `tools/list`, so clients that validate a tool's `outputSchema` still
+//! accept it (the [`engine`](crate::offload::Offloader) docs say which
+//! parts each client shows). Memory records get the
 //! spec's recipe table exactly; any other records (log lines, rows, JSON
 //! arrays, trees, one large object, one long line) get ten recipes built
 //! from what they really hold, each printing far less than the data. Every
@@ -461,7 +465,7 @@ pub use crate::engine::events::{EventHook, OffloadEvent, PassReason};
 pub use crate::engine::rebuild::{rebuild, rebuild_at, rebuild_file, rebuild_with};
 pub use crate::engine::records::{Rebuild, RebuildError};
 pub use crate::engine::{Offloaded, Offloader, Outcome, SpilledReply, Truncated, operation_name};
-pub use crate::wire::call::ToolCall;
+pub use crate::wire::call::{OutputSchema, ToolCall};
 pub use crate::wire::jsonrpc::CLIENT_INFO_META_KEY;
 pub use crate::wire::mcp::ResultError;
 

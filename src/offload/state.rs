@@ -12,11 +12,12 @@ use super::caller::Serving;
 use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
 use crate::answer::BindingKey;
-use crate::answer::manifest::{add_resources_capability, add_tools};
+use crate::answer::manifest::{ToolEdits, add_resources_capability, add_tools};
 use crate::cleanup::{CleanupError, CleanupHandle, Custodian};
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
 use crate::extract::ExtractLimits;
+use crate::wire::call::OutputSchema;
 use crate::wire::jsonrpc::{RawCall, Watched};
 
 /// Default name of the request header that asks for untouched responses.
@@ -39,8 +40,9 @@ pub(crate) struct Shared {
     pub max_request_bytes: usize,
     pub sessions: ProxySessions,
     pub tasks: TaskCalls,
-    /// Whether each tool declared an `outputSchema` (from `tools/list`).
-    pub output_schemas: Memo<bool>,
+    /// What each tool's `outputSchema` admits, as the client was told it
+    /// (from `tools/list`).
+    pub output_schemas: Memo<OutputSchema>,
     pub unanswered: Unanswered,
     pub buffers: BufferBudget,
     /// The layer's one cleanup task, once started: by the first request
@@ -104,8 +106,11 @@ pub(crate) struct Watch {
 pub(crate) enum WatchKind {
     /// A tool result (of `tools/call` or `tasks/result`): offloaded when large.
     Result,
-    /// A first-page `tools/list` result: gets the layer's tools.
+    /// A first-page `tools/list` result: gets the layer's tools, loses its
+    /// closed output schemas.
     ListTools,
+    /// A later page of `tools/list`: loses its closed output schemas.
+    ListMoreTools,
     /// An `initialize` or `server/discover` result: gets the resources
     /// capability when it has none.
     Capabilities,
@@ -127,7 +132,7 @@ impl Watch {
     /// A watched answer the layer adds to.
     pub(crate) fn served(id: Value, kind: WatchKind) -> Self {
         let name = match kind {
-            WatchKind::ListTools => "tools/list",
+            WatchKind::ListTools | WatchKind::ListMoreTools => "tools/list",
             _ => "initialize",
         };
         Watch {
@@ -218,10 +223,16 @@ impl Shared {
                     .await;
                 outcome.ok().and_then(|o| o.into_replacement())
             }
-            WatchKind::ListTools => {
+            WatchKind::ListTools | WatchKind::ListMoreTools => {
                 let text: &str = &result;
-                let (out, shadowed, schemas) = add_tools(text)?;
-                self.serving.note_shadowed(shadowed);
+                let edits = ToolEdits {
+                    add_tools: w.kind == WatchKind::ListTools,
+                    open_closed_schemas: true,
+                };
+                let (out, shadowed, schemas) = add_tools(text, edits)?;
+                if edits.add_tools {
+                    self.serving.note_shadowed(shadowed);
+                }
                 for (tool, declared) in schemas {
                     self.output_schemas.insert(&tool, declared);
                 }
@@ -236,6 +247,9 @@ impl Shared {
         let mut call = w.call.to_call();
         call.owner.clone_from(&w.owner);
         call.resource_link = w.resource_link;
+        // A tool not seen in `tools/list` (`None`) is taken as declaring no
+        // schema: every `tools/list` through a layer has its closed schemas
+        // taken out, so no client learnt one through us.
         call.output_schema = self.output_schemas.get(&call.name);
         call
     }

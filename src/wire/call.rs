@@ -20,11 +20,74 @@ pub struct ToolCall {
     /// file (set by the layer when it serves `resources/read` and the
     /// client's protocol version knows the block; default false).
     pub resource_link: bool,
-    /// Whether the tool declared an `outputSchema` in `tools/list` (the
-    /// layer remembers it per tool name); `None`: not known. It decides
-    /// what an offloaded result's `structuredContent` says (see the
+    /// What the tool declared as its `outputSchema` in `tools/list`, as the
+    /// client was told it (the layer remembers it per tool name, and takes
+    /// closed schemas out of every `tools/list` it passes on); `None`: not
+    /// known, taken as no schema. It decides whether records in
+    /// `structuredContent` may be offloaded (see the
     /// [`offload`](crate::offload) docs).
-    pub output_schema: Option<bool>,
+    pub output_schema: Option<OutputSchema>,
+}
+
+/// A tool's `outputSchema`, as far as offloading is concerned: whether the
+/// descriptor can be added to its `structuredContent` as one more member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputSchema {
+    /// The tool declares no `outputSchema` (or the layer took a closed one
+    /// out of `tools/list`): clients validate nothing.
+    Undeclared,
+    /// An object schema that admits members it does not name (no
+    /// `additionalProperties: false` or other constraint on them at the
+    /// top level, and no property named `offloaded`).
+    Open,
+    /// Any other schema: a member added may break it.
+    Closed,
+}
+
+impl OutputSchema {
+    /// What `schema` (a tool's `outputSchema`, as JSON) admits.
+    pub fn of(schema: &serde_json::Value) -> OutputSchema {
+        let Some(object) = schema.as_object() else {
+            return OutputSchema::Closed;
+        };
+        let typed_object = match object.get("type") {
+            None => true,
+            Some(t) => t == "object",
+        };
+        let open_extra = |key: &str| match object.get(key) {
+            None | Some(Value::Bool(true)) => true,
+            Some(Value::Object(o)) => o.is_empty(),
+            Some(_) => false,
+        };
+        let constrained = [
+            "patternProperties",
+            "propertyNames",
+            "maxProperties",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "if",
+            "$ref",
+            "dependentSchemas",
+        ]
+        .iter()
+        .any(|k| object.contains_key(*k));
+        let named = object
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.contains_key("offloaded"));
+        if typed_object
+            && open_extra("additionalProperties")
+            && open_extra("unevaluatedProperties")
+            && !constrained
+            && !named
+        {
+            OutputSchema::Open
+        } else {
+            OutputSchema::Closed
+        }
+    }
 }
 
 impl ToolCall {

@@ -6,6 +6,7 @@
 mod common;
 
 mod agent;
+mod agent_clients;
 mod cli;
 mod fleet;
 mod fleet_faults;

@@ -112,6 +112,7 @@ pub fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Valu
 /// One `tools/call` of `tool` by rmcp's client over streamable HTTP at `url`
 /// (a fresh session, `version` or the client's default protocol version);
 /// fails the test if it does not succeed within 30 s.
+/// (It lists the tools first, as agents do.)
 pub async fn rmcp_call(
     url: &str,
     version: Option<ProtocolVersion>,
@@ -130,6 +131,8 @@ pub async fn rmcp_call(
         .serve(transport)
         .await
         .unwrap_or_else(|e| panic!("rmcp client connects to {url}: {e}"));
+    // As agents do: the tools first (the layer learns their output schemas).
+    let _ = client.list_all_tools().await;
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().cloned().unwrap_or_default());
     let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(params))

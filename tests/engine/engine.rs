@@ -176,11 +176,15 @@ fn memory_records_get_the_spec_recipes_at_every_detail() {
         assert!(d.preview.contains("more chars)"));
         assert_rebuilds(&off, &result);
         // The rewritten result keeps the structure and empties the record array.
-        let rewritten: Value = serde_json::from_str(&off.result).unwrap();
+        let mut rewritten: Value = serde_json::from_str(&off.result).unwrap();
+        let beside = rewritten["structuredContent"]
+            .as_object_mut()
+            .and_then(|o| o.shift_remove("offloaded"));
         assert_eq!(
             rewritten["structuredContent"],
             json!({"count": 200, "memories": []})
         );
+        assert_eq!(beside.unwrap()["file_path"], json!(d.file_path));
         assert_eq!(rewritten["isError"], false);
         assert_eq!(rewritten["content"].as_array().unwrap().len(), 1);
         assert_eq!(
@@ -734,15 +738,10 @@ fn python_sdk_str_result_keeps_no_second_copy_in_structured_content() {
     let v: Value = serde_json::from_str(&off.result).unwrap();
     let descriptor = v["content"][0]["text"].as_str().unwrap();
     assert_eq!(v["content"].as_array().unwrap().len(), 1);
-    // The string field now says where the records went, still a string,
-    // and not the descriptor a second time (issue 23 point 2).
+    // The string field holds the descriptor too, still a string: a client
+    // that shows structuredContent (Claude Code) reads it there.
     let said = v["structuredContent"]["result"].as_str().unwrap();
-    assert!(
-        said.starts_with("Offloaded: 300 records were written to "),
-        "{said}"
-    );
-    assert!(said.contains(&off.response.file_path));
-    assert!(!said.contains(descriptor) && said.len() < 300, "{said}");
+    assert_eq!(said, descriptor);
     assert_eq!(v["isError"], json!(false));
     assert!(
         off.result.len() * 4 < result.to_string().len(),
@@ -774,7 +773,23 @@ fn python_sdk_list_result_drops_the_per_item_text_blocks() {
         1,
         "only the descriptor"
     );
-    assert_eq!(v["structuredContent"], json!({"result": []}));
+    let mut structured = v["structuredContent"].clone();
+    let beside = structured
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("offloaded");
+    assert_eq!(structured, json!({"result": []}));
+    assert_eq!(beside.unwrap()["summary"]["count"], 300);
+    assert_eq!(
+        v["structuredContent"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap(),
+        "offloaded",
+        "the descriptor is read before the emptied array"
+    );
     assert!(off.result.len() * 4 < result.to_string().len());
     assert_rebuilds(&off, &result);
     assert_eq!(file_records(&off.file.path), rows);
@@ -808,12 +823,15 @@ fn python_sdk_list_result_drops_the_per_item_text_blocks() {
     );
 }
 
-/// Issue 23, point 2: `structuredContent` is never emptied in silence, the
-/// descriptor is in the answer once, and the file still rebuilds the
-/// original exactly (from the file and the rewritten result, also when the
-/// header leaves the text around the array and `_meta` to it).
+/// `structuredContent` is never shown emptied as if it were the data: when
+/// its records are offloaded, the descriptor is added to it (member
+/// `offloaded`) for a tool with no output schema or an open one, and the
+/// file still rebuilds the original exactly (from the file and the
+/// rewritten result, also when the header leaves the text around the array
+/// and `_meta` to it). A closed schema keeps the result inline.
 #[test]
-fn structured_content_says_it_was_offloaded_and_the_descriptor_is_said_once() {
+fn structured_content_carries_the_descriptor_or_stays_whole() {
+    use tower_lro::offload::OutputSchema;
     let dir = tempfile::tempdir().unwrap();
     let o = offloader(dir.path());
     let rows: Vec<Value> = (0..300)
@@ -826,32 +844,45 @@ fn structured_content_says_it_was_offloaded_and_the_descriptor_is_said_once() {
         json!({"content": [], "structuredContent": {"rows": rows, "note": big}, "_meta": {"trace": big}}),
     ];
     for result in &results {
-        for declared in [Some(false), Some(true), None] {
+        for declared in [
+            None,
+            Some(OutputSchema::Undeclared),
+            Some(OutputSchema::Open),
+        ] {
             let mut call = ToolCall::new("rows", None);
             call.output_schema = declared;
             let off = offload(&o, &call, result);
             let v: Value = serde_json::from_str(&off.result).unwrap();
             let d = &off.response;
-            let marker = json!({"offloaded": true, "count": 300, "file_path": d.file_path});
             let structured = &v["structuredContent"];
             assert_eq!(structured["rows"], json!([]), "{declared:?}");
-            if declared == Some(false) {
-                // No schema: structuredContent itself says so.
-                assert_eq!(structured["offloaded"], marker, "{declared:?}");
-                assert!(v["_meta"].get("lro/offloaded").is_none());
-            } else {
-                // A schema (or not known): the declared shape, the marker in _meta.
-                assert!(structured.get("offloaded").is_none(), "{declared:?}");
-                assert_eq!(v["_meta"]["lro/offloaded"], marker, "{declared:?}");
-            }
-            // The descriptor once: only in the text block.
-            assert_eq!(off.result.matches("jq_recipes").count(), 1, "{declared:?}");
+            // The whole descriptor beside the emptied array, and in the text block.
+            let beside: tower_lro::descriptor::OffloadResponse =
+                serde_json::from_value(structured["offloaded"].clone()).unwrap();
+            assert_eq!(beside.file_path, d.file_path);
+            assert_eq!(beside.summary.count, 300);
+            assert_eq!(beside.jq_recipes.len(), 10);
+            assert!(
+                v.get("_meta")
+                    .is_none_or(|m| m.get("lro/offloaded").is_none())
+            );
+            assert_eq!(off.result.matches("jq_recipes").count(), 2, "{declared:?}");
             let file = std::fs::read_to_string(&off.file.path).unwrap();
             let rebuilt: Value = serde_json::from_str(
                 &tower_lro::offload::rebuild_with(&file, &off.result).unwrap(),
             )
             .unwrap();
             assert_eq!(&rebuilt, result, "{declared:?}: rebuilt");
+        }
+        {
+            let declared = Some(OutputSchema::Closed);
+            let mut call = ToolCall::new("rows", None);
+            call.output_schema = declared;
+            let out = o.process(&call, result.to_string().as_bytes()).unwrap();
+            assert!(
+                matches!(out, Outcome::Inline(PassReason::StructuredSchemaClosed)),
+                "{declared:?}: {out:?}"
+            );
         }
     }
 }

@@ -159,6 +159,18 @@ fn pretty_json_jsonl_lines_and_structured_content() {
             sent["result"]["content"][1]["text"],
             "see structuredContent"
         );
+        // The descriptor in structuredContent too: first in the object, or
+        // the one element of a bare array; never an emptied value alone.
+        let shown = &sent["result"]["structuredContent"];
+        let descriptor = match shown {
+            Value::Array(items) => &items[0],
+            _ => &shown["offloaded"],
+        };
+        assert_eq!(descriptor["summary"]["count"], rows.len(), "{shown:.200}");
+        if let Some(o) = shown.as_object() {
+            assert_eq!(o.keys().next().map(String::as_str), Some("offloaded"));
+            assert_eq!(o["rows"], json!([]));
+        }
     }
 }
 

@@ -21,7 +21,18 @@ Tools:
   * `slow_records(count=300)`- two progress notifications, 1.5 s, then records;
   * `echo_headers()`         - the HTTP request headers this server received;
   * `announce()`             - sends notifications/tools/list_changed on the
-                               session's standalone (GET) event stream.
+                               session's standalone (GET) event stream;
+  * `rows(count=2000)`       - a declared output schema {"rows": [record],
+                               "total": int}: structuredContent is that object,
+                               the text block the same JSON (indent=2);
+  * `records_text(count=300)`- the records as ONE text block, no
+                               structuredContent and no outputSchema;
+  * `records_nostruct_schema(count=300)` - a text block (a marker line, then
+                               the records) and structuredContent {"rows",
+                               "total"} with NO declared outputSchema, plus a
+                               `_meta` marker (what does a client show?);
+  * `linked()`               - a text block, a resource_link block, an
+                               embedded text resource and a `_meta` marker.
 """
 
 import asyncio
@@ -29,8 +40,11 @@ import json
 import socket
 import sys
 
+from typing_extensions import TypedDict
+
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, EmbeddedResource, ResourceLink, TextContent, TextResourceContents
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 
 CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"]
@@ -111,6 +125,66 @@ async def announce(ctx: Context) -> str:
     """Sends tools/list_changed outside any request (the GET stream)."""
     await ctx.session.send_tool_list_changed()
     return "announced"
+
+
+class Record(TypedDict):
+    id: str
+    name: str
+    category: str
+    value: int
+    created: str
+
+
+class Rows(TypedDict):
+    rows: list[Record]
+    total: int
+
+
+@mcp.tool()
+def rows(count: int = 2000) -> Rows:
+    """Returns `count` records under `rows`, with their `total` (a declared output schema)."""
+    return {"rows": make_records(count), "total": count}
+
+
+@mcp.tool(structured_output=False)
+def records_text(count: int = 300) -> str:
+    """Returns `count` records as a JSON array in one text block (no structured content)."""
+    return json.dumps(make_records(count))
+
+
+@mcp.tool()
+def records_nostruct_schema(count: int = 300) -> CallToolResult:
+    """Structured content without a declared output schema: a text block and
+    structuredContent {"rows", "total"} that differ, and a `_meta` marker."""
+    text = f"TEXT-BLOCK-MARKER {count} records follow\n" + json.dumps(make_records(count))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"rows": make_records(count), "total": count, "marker": "STRUCTURED-MARKER"},
+        _meta={"tower-lro/test": "META-MARKER"},
+    )
+
+
+@mcp.tool()
+def linked() -> CallToolResult:
+    """A text block, a resource_link block, an embedded resource and `_meta`."""
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text="TEXT-BLOCK-MARKER see the linked file"),
+            ResourceLink(
+                type="resource_link",
+                uri="file:///tmp/atlatl-linked-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+                name="LINK-NAME-MARKER",
+                description="LINK-DESCRIPTION-MARKER",
+                mime_type="application/jsonl",
+                _meta={"tower-lro/test": "LINK-META-MARKER"},
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(uri="lro://embedded", mime_type="text/plain", text="EMBEDDED-MARKER"),
+            ),
+        ],
+        _meta={"tower-lro/test": "META-MARKER"},
+    )
 
 
 class MemoryEventStore(EventStore):

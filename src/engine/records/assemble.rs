@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::engine::rewrite::{META_MARKER, STRUCTURED_MARKER, without_marker};
+use crate::engine::rewrite::{STRUCTURED_MARKER, without_marker};
 use crate::json::Style;
 use crate::wire::mcp::{BlockOut, MAX_CONTENT_BLOCKS, RawObject, RawResult};
 
@@ -32,18 +32,10 @@ impl KeptSource<'_, '_> {
         (at < result.blocks.len()).then(|| result.block_json(at))
     }
 
-    /// A top-level field, raw; in the rewritten result, `_meta` without
-    /// the offload marker the rewrite added.
-    fn field(&self, key: &str) -> Option<Cow<'_, str>> {
+    /// A top-level field, raw.
+    fn field(&self, key: &str) -> Option<&str> {
         let (KeptSource::Original(r) | KeptSource::Rewritten(r)) = *self;
-        let raw = r.top.get(key).map(|v| v.get())?;
-        if let (KeptSource::Rewritten(_), "_meta") = (self, key) {
-            let minified = minified(raw);
-            if let Some(stripped) = without_marker(&minified, META_MARKER) {
-                return Some(Cow::Owned(stripped));
-            }
-        }
-        Some(Cow::Borrowed(raw))
+        r.top.get(key).map(|v| v.get())
     }
 
     /// The text around `structuredContent`'s record array, cut at `at` in
@@ -223,7 +215,7 @@ fn resolve(
         .fields
         .iter()
         .zip(&raws)
-        .map(|(k, v)| (k.as_str(), v.as_ref()))
+        .map(|(k, v)| (k.as_str(), *v))
         .collect();
     Ok(envelope.write_over(&blocks, None, &fields))
 }

@@ -294,6 +294,7 @@ fn offload(
         kind,
     } = split_sources(spill, outline.blocks.len(), &prepared)?;
     drop(prepared);
+    rewrite::structured_fits(slim.as_deref(), call.output_schema).map_err(Stop::Keep)?;
     let shrunk = shrunk_result(
         spill,
         &outline.members,
@@ -382,9 +383,6 @@ fn offload(
             kept_blocks: &kept_blocks,
             structured_slim: slim,
             structured_copy_key: None,
-            count: response.summary.count,
-            file_path: &response.file_path,
-            output_schema: call.output_schema,
         },
     );
     reply.message = Some(message(spill, &outline.message, &result, len)?);

@@ -35,10 +35,13 @@ pub(crate) enum Served {
         /// The protocol version in `params._meta` (2026-07-28).
         protocol: Option<String>,
     },
-    /// `tools/list` without a cursor: its answer gets the layer's tools.
+    /// `tools/list`: its answer gets the layer's tools (the first page:
+    /// without a cursor) and loses its closed output schemas.
     ListTools {
         /// The JSON-RPC id.
         id: Value,
+        /// No cursor: the first page.
+        first_page: bool,
     },
     /// `initialize` or `server/discover`: its answer gets the resources
     /// capability when it has none.
@@ -104,7 +107,10 @@ pub(crate) fn classify_served(body: &[u8], tools: &[&str], ours: impl Fn(&str) -
             },
             _ => Served::None,
         },
-        "tools/list" if cursor.is_none_or(|c| c.get() == "null") => Served::ListTools { id },
+        "tools/list" => Served::ListTools {
+            id,
+            first_page: cursor.is_none_or(|c| c.get() == "null"),
+        },
         "initialize" | "server/discover" => Served::Capabilities { id },
         _ => Served::None,
     }
@@ -141,11 +147,24 @@ mod tests {
         ));
         assert_eq!(
             c(r#"{"id":1,"method":"tools/list"}"#),
-            Served::ListTools { id: Value::from(1) }
+            Served::ListTools {
+                id: Value::from(1),
+                first_page: true
+            }
         );
         assert_eq!(
             c(r#"{"id":1,"method":"tools/list","params":{"cursor":null}}"#),
-            Served::ListTools { id: Value::from(1) }
+            Served::ListTools {
+                id: Value::from(1),
+                first_page: true
+            }
+        );
+        assert_eq!(
+            c(r#"{"id":1,"method":"tools/list","params":{"cursor":"2"}}"#),
+            Served::ListTools {
+                id: Value::from(1),
+                first_page: false
+            }
         );
         assert_eq!(
             c(r#"{"id":1,"method":"initialize","params":{}}"#),
@@ -154,7 +173,6 @@ mod tests {
         for other in [
             r#"{"id":1,"method":"tools/call","params":{"name":"status"}}"#,
             r#"{"id":1,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#,
-            r#"{"id":1,"method":"tools/list","params":{"cursor":"2"}}"#,
             r#"{"method":"tools/call","params":{"name":"lro_extract"}}"#,
             r#"[{"id":1,"method":"tools/call","params":{"name":"lro_extract"}}]"#,
             r#"{"id":null,"method":"tools/call","params":{"name":"lro_extract"}}"#,

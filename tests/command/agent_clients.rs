@@ -1,0 +1,275 @@
+//! What the model sees, with a real agent: Claude Code (npm
+//! `@anthropic-ai/claude-code`, pinned in `tests/interop/agents`), its model
+//! replaced by a scripted Anthropic Messages endpoint on loopback
+//! (`tests/interop/agents/model.py`, driven by `run_claude.py`), calls the
+//! tools of the official Python SDK server (`tests/interop/py_server.py`)
+//! directly, through `lro gateway` and through `lro proxy` as its stdio MCP
+//! server. The report is read from the model's side: the bytes of each tool
+//! result as the model received it in its next request.
+//!
+//! Claude Code shows its model `JSON.stringify(structuredContent)` whenever
+//! a result has `structuredContent` (declared schema or not) and drops the
+//! text blocks; so the descriptor must be there too. Checked for a tool
+//! answering one text block, one answering a `str` (the SDK copies it into
+//! `structuredContent: {"result": text}`) and one answering structured
+//! records under an output schema (`{"rows": [...], "total": N}`): the
+//! model reads the file path and the recipes, never an emptied list before
+//! them, and a recipe run by Claude Code's own Bash tool and an
+//! `lro_extract` call give the true counts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::common;
+use super::gateway::{gateway_with, lro_bin, python_server};
+
+/// Records each tool answers (py_server.py's `make_records`).
+const COUNT: usize = 2000;
+
+/// Installs Claude Code once per test process (`tests/interop/agents/setup.sh`,
+/// idempotent, locked against other processes). `None`: skipped (see
+/// `common::require`).
+fn agents_setup() -> Option<PathBuf> {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    let dir = common::interop_setup()?.join("agents");
+    DONE.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(dir.join("setup.sh"))
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "tests/interop/agents/setup.sh failed\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    Some(dir)
+}
+
+/// Where Claude Code reaches the tools.
+enum Server<'a> {
+    Http(&'a str),
+    Stdio(Vec<String>),
+}
+
+/// Runs Claude Code once with `turns` as its model's script; returns the
+/// report of `run_claude.py`.
+fn run_claude(agents: &Path, server: &Server<'_>, name: &str, turns: &Value) -> Value {
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), json!({ "turns": turns }).to_string()).unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.arg(agents.join("run_claude.py"))
+        .args(["--server", name, "--timeout", "120", "--script"])
+        .arg(script.path());
+    match server {
+        Server::Http(url) => cmd.args(["--http", url]),
+        Server::Stdio(argv) => cmd.args(["--stdio-json", &json!(argv).to_string()]),
+    };
+    let out = common::output_within_blocking(cmd, Duration::from_secs(180), "run_claude.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "run_claude.py printed no report ({e}): {stdout:.2000}\nstderr: {:.4000}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The tool results the model received for `tool` (a suffix of its name).
+fn results_of<'a>(report: &'a Value, tool: &str) -> Vec<&'a Value> {
+    report["tool_results"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .filter(|r| r["tool"].as_str().is_some_and(|t| t.ends_with(tool)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Per-category counts of `make_records(count)`.
+fn expected_categories(count: usize) -> BTreeMap<String, u64> {
+    const CATEGORIES: [&str; 5] = ["alpha", "beta", "gamma", "delta", "epsilon"];
+    let mut m = BTreeMap::new();
+    for i in 0..count {
+        *m.entry(CATEGORIES[(i * i) % 5].to_owned()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Per-category counts in a recipe's or a query's output: a JSON array of
+/// `{"category": .., "count": ..}` (pretty, compact, or one per line).
+fn counts_in(output: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    let values = serde_json::Deserializer::from_str(output.trim()).into_iter::<Value>();
+    for v in values.map_while(Result::ok) {
+        let items = match v {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+        for item in items {
+            if let (Some(c), Some(n)) = (item["category"].as_str(), item["count"].as_u64()) {
+                m.insert(c.to_owned(), n);
+            }
+        }
+    }
+    m
+}
+
+/// The model's script: the tool, a recipe by Bash, the same counts by
+/// `lro_extract`, then done.
+fn script(server: &str, tool: &str) -> Value {
+    json!([
+        {"tool": format!("mcp__{server}__{tool}"), "input": {"count": COUNT}},
+        {"tool": "Bash", "input": {"command": "{recipe~count by category}", "description": "recipe"}, "optional": true},
+        {"tool": format!("mcp__{server}__lro_extract"), "input": {
+            "file_path": "{file_path}", "slurp": true,
+            "query": "group_by(.category) | map({category: .[0].category, count: length})"
+        }, "optional": true},
+        {"text": "done"}
+    ])
+}
+
+/// One row of the table printed at the end.
+struct Seen {
+    path: &'static str,
+    tool: &'static str,
+    bytes: u64,
+    tokens: u64,
+}
+
+/// What the model read of an offloaded result through lro: the descriptor
+/// (file path, recipes) whichever part Claude Code showed, the records'
+/// array never shown emptied before it, and the true counts from a recipe
+/// run by Bash and from `lro_extract`.
+fn check_offloaded(report: &Value, path: &str, tool: &str) -> Seen {
+    let what = format!("{path} / {tool}");
+    let seen = results_of(report, &format!("__{tool}"));
+    let first = seen
+        .first()
+        .unwrap_or_else(|| panic!("{what}: no tool result reached the model: {report:.3000}"));
+    let text = first["server_text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(".jsonl") && text.contains("jq_recipes") && text.contains("tail -n +2"),
+        "{what}: the model did not see the descriptor: {text:.1500}"
+    );
+    if let Some(empty) = text.find(r#""rows":[]"#) {
+        let descriptor = text.find(r#""offloaded":{"#);
+        assert!(
+            descriptor.is_some_and(|d| d < empty),
+            "{what}: an emptied list before any descriptor: {text:.1500}"
+        );
+    }
+    let expected = expected_categories(COUNT);
+    let bash = results_of(report, "Bash");
+    let recipe = bash
+        .first()
+        .unwrap_or_else(|| panic!("{what}: the recipe did not run: {report:.3000}"));
+    assert_eq!(
+        counts_in(recipe["text"].as_str().unwrap_or_default()),
+        expected,
+        "{what}: recipe output {:.600}",
+        recipe["text"]
+    );
+    let extract = results_of(report, "__lro_extract");
+    let extract = extract
+        .first()
+        .unwrap_or_else(|| panic!("{what}: lro_extract did not run: {report:.3000}"));
+    assert_eq!(
+        counts_in(extract["server_text"].as_str().unwrap_or_default()),
+        expected,
+        "{what}: lro_extract output {:.600}",
+        extract["server_text"]
+    );
+    Seen {
+        path: if path == "gateway" {
+            "lro gateway"
+        } else {
+            "lro proxy"
+        },
+        tool: static_name(tool),
+        bytes: first["server_bytes"].as_u64().unwrap_or_default(),
+        tokens: first["server_bytes"].as_u64().unwrap_or_default() / 4,
+    }
+}
+
+fn static_name(tool: &str) -> &'static str {
+    match tool {
+        "records_text" => "records_text",
+        "records" => "records",
+        _ => "rows",
+    }
+}
+
+/// Claude Code, directly and through `lro gateway` and `lro proxy`, for the
+/// three kinds of tool result: what reached its model, and the answers its
+/// own tools got from the file.
+#[test]
+fn claude_code_reads_the_descriptor_whatever_part_it_shows() {
+    let Some(agents) = agents_setup() else { return };
+    common::require_jq();
+    let Some((_py, port)) = python_server(&[]) else {
+        return;
+    };
+    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let (_gw, addr) = gateway_with(&upstream, &dir.path().join("gateway"), &[]);
+    let gateway_url = format!("http://{addr}/mcp");
+    let proxy_dir = dir.path().join("proxy");
+    let proxy: Vec<String> = vec![
+        lro_bin().to_string_lossy().into_owned(),
+        "proxy".into(),
+        upstream.clone(),
+        "--output-dir".into(),
+        proxy_dir.to_string_lossy().into_owned(),
+    ];
+    let tools = ["records_text", "records", "rows"];
+    let mut table = Vec::new();
+    for tool in tools {
+        // Directly: what the model reads of the whole result (Claude
+        // Code's own spill notice over its limits).
+        let direct = run_claude(
+            &agents,
+            &Server::Http(&upstream),
+            "py",
+            &json!([{"tool": format!("mcp__py__{tool}"), "input": {"count": COUNT}}, {"text": "done"}]),
+        );
+        let seen = results_of(&direct, &format!("__{tool}"));
+        let bytes = seen
+            .first()
+            .and_then(|r| r["server_bytes"].as_u64())
+            .unwrap_or_else(|| panic!("direct {tool}: {direct:.2000}"));
+        table.push(Seen {
+            path: "direct",
+            tool: static_name(tool),
+            bytes,
+            tokens: bytes / 4,
+        });
+        let report = run_claude(
+            &agents,
+            &Server::Http(&gateway_url),
+            "lro",
+            &script("lro", tool),
+        );
+        table.push(check_offloaded(&report, "gateway", tool));
+        let report = run_claude(
+            &agents,
+            &Server::Stdio(proxy.clone()),
+            "lro",
+            &script("lro", tool),
+        );
+        table.push(check_offloaded(&report, "proxy", tool));
+    }
+    eprintln!("what reached Claude Code's model ({COUNT} records; tokens: bytes / 4)");
+    for s in &table {
+        eprintln!(
+            "  {:12} {:13} {:>8} bytes {:>7} tokens",
+            s.path, s.tool, s.bytes, s.tokens
+        );
+    }
+}
