@@ -70,22 +70,8 @@
 //! left untouched. The descriptor is taken out again when the original is
 //! rebuilt.
 //!
-//! What each client shows its model of a `CallToolResult`, read from its
-//! own code (Claude Code also by running it: `tests/command/agent_clients.rs`):
-//!
-//! | client | text blocks | `structuredContent` | `resource_link` | `_meta` | its own limit |
-//! |---|---|---|---|---|---|
-//! | Claude Code 2.1.332 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | one line, `[Resource link: NAME] URI` | dropped | over ~50k chars a 2 KB preview and a saved path; over 25k tokens an error notice and a path |
-//! | Codex CLI (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | raw JSON, without `structuredContent` only | dropped | ~10k tokens (or bytes), the middle cut |
-//! | VS Code (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | a resource part | dropped | (Copilot: large results to disk) |
-//! | Gemini CLI 0.56 (source) | each one | dropped | one line, `Resource Link: NAME at URI` | dropped | 40,000 chars for one text part: head and tail, full output saved |
-//! | Goose (source) | joined | dropped | dropped | dropped | 200,000 chars per block: a saved path, no preview |
-//! | MCP Inspector 2.3 (source; no model) | shown | shown; validated against `outputSchema` (a mismatch fails the call) | shown | not shown | none |
-//! | Copilot CLI, Cursor | not verified (closed source) | | | | Copilot CLI: 20-30 KB to a file |
-//!
-//! So the descriptor is in the text block (Gemini CLI, Goose) and in
-//! `structuredContent` (Claude Code, Codex, VS Code), and every schema the
-//! layer leaves in `tools/list` accepts it (Inspector, the SDK clients).
+//! Which part each client shows its model: the [`offload`](crate::offload)
+//! module docs.
 //!
 //! [`OutputSchema::Open`]: crate::offload::OutputSchema::Open
 //! [`PassReason::StructuredSchemaClosed`]: crate::offload::PassReason::StructuredSchemaClosed

@@ -213,8 +213,8 @@
 //! "count": 200, "memories": []}`), because some clients show their model
 //! `structuredContent` alone; the layer takes closed output schemas out of
 //! `tools/list`, so clients that validate a tool's `outputSchema` still
-//! accept it (the [`engine`](crate::offload::Offloader) docs say which
-//! parts each client shows). Memory records get the
+//! accept it (see [What each client shows its model](#what-each-client-shows-its-model)).
+//! Memory records get the
 //! spec's recipe table exactly; any other records (log lines, rows, JSON
 //! arrays, trees, one large object, one long line) get ten recipes built
 //! from what they really hold, each printing far less than the data. Every
@@ -430,6 +430,25 @@
 //! remembered between requests, bounded), `sessions` (proxy sessions) and
 //! `budget` (the cap on buffered bytes). The engine itself is the crate's
 //! `engine` module (see the module map in the crate docs).
+//!
+//! # What each client shows its model
+//!
+//! Which parts of a `CallToolResult` each client passes to its model, read
+//! from its own code (Claude Code also by running it: `tests/command/agent_clients.rs`):
+//!
+//! | client | text blocks | `structuredContent` | `resource_link` | `_meta` | its own limit |
+//! |---|---|---|---|---|---|
+//! | Claude Code 2.1.332 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | one line, `[Resource link: NAME] URI` | dropped | over ~50k chars a 2 KB preview and a saved path; over 25k tokens an error notice and a path |
+//! | Codex CLI (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | raw JSON, without `structuredContent` only | dropped | ~10k tokens (or bytes), the middle cut |
+//! | VS Code (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | a resource part | dropped | (Copilot: large results to disk) |
+//! | Gemini CLI 0.56 (source) | each one | dropped | one line, `Resource Link: NAME at URI` | dropped | 40,000 chars for one text part: head and tail, full output saved |
+//! | Goose (source) | joined | dropped | dropped | dropped | 200,000 chars per block: a saved path, no preview |
+//! | MCP Inspector 2.3 (source; no model) | shown | shown; validated against `outputSchema` (a mismatch fails the call) | shown | not shown | none |
+//! | Copilot CLI, Cursor | not verified (closed source) | | | | Copilot CLI: 20-30 KB to a file |
+//!
+//! So the descriptor is in the text block (Gemini CLI, Goose) and in
+//! `structuredContent` (Claude Code, Codex, VS Code), and every schema the
+//! layer leaves in `tools/list` accepts it (Inspector, the SDK clients).
 
 mod body;
 mod budget;
