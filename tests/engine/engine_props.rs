@@ -98,6 +98,64 @@ fn tool_result() -> impl Strategy<Value = Value> {
         })
 }
 
+/// Whether `rebuilt` differs from `original` only as the engine's docs
+/// allow (`engine/records/mod.rs`, "Text layout"): past the layout budget
+/// a JSON text whose whitespace no known layout reproduces is rebuilt
+/// compact — the same leading and trailing whitespace, the same JSON, not
+/// one byte of whitespace between its tokens — equal as JSON, not byte for
+/// byte. Everything else must be equal.
+fn only_relaid_compact(rebuilt: &Value, original: &Value) -> bool {
+    let (Some(r), Some(o)) = (rebuilt.as_object(), original.as_object()) else {
+        return false;
+    };
+    let same_but_content = r.len() == o.len()
+        && o.iter().all(|(k, v)| k == "content" || r.get(k) == Some(v));
+    let (Some(rb), Some(ob)) = (r["content"].as_array(), o["content"].as_array()) else {
+        return false;
+    };
+    same_but_content
+        && rb.len() == ob.len()
+        && rb.iter().zip(ob).all(|(a, b)| a == b || compact_text_of(a, b))
+}
+
+/// `a` is block `b` with its text rebuilt compact (see [`only_relaid_compact`]).
+fn compact_text_of(a: &Value, b: &Value) -> bool {
+    let (Some(ta), Some(tb)) = (a["text"].as_str(), b["text"].as_str()) else {
+        return false;
+    };
+    let mut rest_a = a.clone();
+    let mut rest_b = b.clone();
+    rest_a["text"] = Value::Null;
+    rest_b["text"] = Value::Null;
+    let trim = |t: &str| {
+        let core = t.trim_matches([' ', '\n', '\r', '\t']);
+        let lead = &t[..t.len() - t.trim_start_matches([' ', '\n', '\r', '\t']).len()];
+        (lead.to_owned(), core.to_owned(), t[lead.len() + core.len()..].to_owned())
+    };
+    let ((la, ca, ra), (lb, cb, rb)) = (trim(ta), trim(tb));
+    let parsed = |c: &str| serde_json::from_str::<Value>(c).ok();
+    rest_a == rest_b
+        && (la, ra) == (lb, rb)
+        && parsed(&ca).is_some()
+        && parsed(&ca) == parsed(&cb)
+        && ca.len() == cb.len() - insignificant_whitespace(&cb)
+}
+
+/// Bytes of whitespace between the tokens of the JSON text `json`.
+fn insignificant_whitespace(json: &str) -> usize {
+    let (mut in_string, mut escaped, mut n) = (false, false, 0);
+    for c in json.bytes() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') | (false, _, b'"') => in_string = !in_string,
+            (false, _, b' ' | b'\n' | b'\r' | b'\t') => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
 /// The result rebuilt from the file and the rewritten result (the file
 /// alone when it holds every part; large kept parts are left to the
 /// rewritten result, which the client holds).
@@ -119,7 +177,12 @@ proptest! {
         match o.process(&ToolCall::new("prop_tool", None), &bytes).unwrap() {
             Outcome::Offloaded(off) => {
                 let rebuilt: Value = serde_json::from_str(&rebuild(&off)).unwrap();
-                prop_assert_eq!(rebuilt, result);
+                if rebuilt != result {
+                    prop_assert!(
+                        only_relaid_compact(&rebuilt, &result),
+                        "rebuilt {:.800}\noriginal {:.800}", rebuilt, result
+                    );
+                }
                 // The rewritten result is a valid CallToolResult with the
                 // descriptor where the first offloaded block stood.
                 let rewritten: Value = serde_json::from_str(&off.result).unwrap();
