@@ -37,16 +37,10 @@ fn agents_setup() -> Option<PathBuf> {
     static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     let dir = common::interop_setup()?.join("agents");
     DONE.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(dir.join("setup.sh"))
-            .output()
-            .expect("bash runs");
-        assert!(
-            out.status.success(),
-            "tests/interop/agents/setup.sh failed\nstdout: {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::run_setup(
+            &dir.join("setup.sh"),
+            "it installs Claude Code from the npm registry",
+        )
     });
     Some(dir)
 }
@@ -250,20 +244,13 @@ fn claude_code_reads_the_descriptor_whatever_part_it_shows() {
             bytes,
             tokens: bytes / 4,
         });
-        let report = run_claude(
-            &agents,
-            &Server::Http(&gateway_url),
-            "lro",
-            &script("lro", tool),
-        );
-        table.push(check_offloaded(&report, "gateway", tool));
-        let report = run_claude(
-            &agents,
-            &Server::Stdio(proxy.clone()),
-            "lro",
-            &script("lro", tool),
-        );
-        table.push(check_offloaded(&report, "proxy", tool));
+        for (path, server) in [
+            ("gateway", Server::Http(&gateway_url)),
+            ("proxy", Server::Stdio(proxy.clone())),
+        ] {
+            let report = run_claude(&agents, &server, "lro", &script("lro", tool));
+            table.push(check_offloaded(&report, path, tool));
+        }
     }
     eprintln!("what reached Claude Code's model ({COUNT} records; tokens: bytes / 4)");
     for s in &table {

@@ -149,18 +149,28 @@ pub fn interop_setup() -> Option<PathBuf> {
     }
     let dir = interop_dir();
     DONE.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(dir.join("setup.sh"))
-            .output()
-            .expect("bash runs");
-        assert!(
-            out.status.success(),
-            "tests/interop/setup.sh failed (it needs node, npm, python3 and the package registries)\nstdout: {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_setup(
+            &dir.join("setup.sh"),
+            "it needs node, npm, python3 and the package registries",
+        )
     });
     Some(dir)
+}
+
+/// Runs an installer script of `tests/interop` (idempotent, locked against
+/// other processes); panics with its output, and `needs`, if it fails.
+pub fn run_setup(script: &Path, needs: &str) {
+    let out = Command::new("bash")
+        .arg(script)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{} failed ({needs})\nstdout: {}\nstderr: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Runs `cmd` to its end (stdin closed, stdout and stderr captured) and

@@ -108,14 +108,17 @@ fn only_relaid_compact(rebuilt: &Value, original: &Value) -> bool {
     let (Some(r), Some(o)) = (rebuilt.as_object(), original.as_object()) else {
         return false;
     };
-    let same_but_content = r.len() == o.len()
-        && o.iter().all(|(k, v)| k == "content" || r.get(k) == Some(v));
+    let same_but_content =
+        r.len() == o.len() && o.iter().all(|(k, v)| k == "content" || r.get(k) == Some(v));
     let (Some(rb), Some(ob)) = (r["content"].as_array(), o["content"].as_array()) else {
         return false;
     };
     same_but_content
         && rb.len() == ob.len()
-        && rb.iter().zip(ob).all(|(a, b)| a == b || compact_text_of(a, b))
+        && rb
+            .iter()
+            .zip(ob)
+            .all(|(a, b)| a == b || compact_text_of(a, b))
 }
 
 /// `a` is block `b` with its text rebuilt compact (see [`only_relaid_compact`]).
@@ -130,7 +133,11 @@ fn compact_text_of(a: &Value, b: &Value) -> bool {
     let trim = |t: &str| {
         let core = t.trim_matches([' ', '\n', '\r', '\t']);
         let lead = &t[..t.len() - t.trim_start_matches([' ', '\n', '\r', '\t']).len()];
-        (lead.to_owned(), core.to_owned(), t[lead.len() + core.len()..].to_owned())
+        (
+            lead.to_owned(),
+            core.to_owned(),
+            t[lead.len() + core.len()..].to_owned(),
+        )
     };
     let ((la, ca, ra), (lb, cb, rb)) = (trim(ta), trim(tb));
     let parsed = |c: &str| serde_json::from_str::<Value>(c).ok();
