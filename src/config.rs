@@ -48,6 +48,12 @@
 //! max_tool_output_bytes = 65536
 //! offload_errors = true
 //! enabled = true                      # false: excluded, as by exclude_tools
+//!
+//! [prompt.offload.clients.claude-code] # per-client profile, by clientInfo.name; every key optional
+//! threshold_tokens = 4000
+//! guidance = "shell"                   # "extract" (lro_extract) or "shell" (jq recipes)
+//! list_tools = false                   # lro_extract / lro_list not listed to it
+//! enabled = true                       # false: its results pass through
 //! ```
 //!
 //! Other sections of the file are ignored; an unknown key inside
@@ -58,7 +64,9 @@
 //! `ATLATL_PROMPT__OFFLOAD__{KEY}` for every key above, upper-case
 //! (`ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS=4000`); `EXCLUDE_TOOLS` is a
 //! comma-separated list; a per-tool key is
-//! `ATLATL_PROMPT__OFFLOAD__TOOLS__{tool name as written}__{KEY}`. Booleans
+//! `ATLATL_PROMPT__OFFLOAD__TOOLS__{tool name as written}__{KEY}`, a
+//! per-client one `ATLATL_PROMPT__OFFLOAD__CLIENTS__{CLIENT_NAME}__{KEY}`
+//! (see [`ClientProfile`] for how names match). Booleans
 //! are `true`/`false`/`1`/`0`.
 //!
 //! [`OffloadConfig::load`] applies the environment over the file over the
@@ -78,8 +86,11 @@ pub const DEFAULT_SCHEMA_VERSION: &str = "1.0";
 /// Default length of the descriptor's `preview`, in characters.
 pub const DEFAULT_PREVIEW_CHARS: usize = 200;
 
+mod client;
 mod debug;
 mod load;
+
+pub use client::{ClientProfile, GuidanceKind};
 
 pub use load::ConfigError;
 // The loader's parts the history offload's configuration shares.
@@ -172,6 +183,10 @@ pub struct OffloadConfig {
     pub excluded_tools: BTreeSet<String>,
     /// Per-tool policy, by tool name (`[prompt.offload.tools.NAME]`).
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// Client profiles, by client name as `initialize`'s `clientInfo.name`
+    /// gives it, folded (`[prompt.offload.clients.NAME]`; see
+    /// [`ClientProfile`]).
+    pub clients: BTreeMap<String, ClientProfile>,
     /// Interval of the cleanup task (`cleanup_interval_seconds`, default
     /// one hour).
     pub cleanup_interval: Duration,
@@ -215,6 +230,7 @@ impl Default for OffloadConfig {
             max_tool_output_bytes: None,
             excluded_tools: BTreeSet::new(),
             tools: BTreeMap::new(),
+            clients: BTreeMap::new(),
             cleanup_interval: DEFAULT_CLEANUP_INTERVAL,
             auto_cleanup: true,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
@@ -376,6 +392,14 @@ impl OffloadConfig {
         self.tools.insert(tool.into(), policy);
         self
     }
+    /// Sets the profile of one client, by the name it gives in
+    /// `clientInfo` (any letter case; see [`ClientProfile`]), replacing a
+    /// profile set for it before (`[prompt.offload.clients.NAME]`,
+    /// `ATLATL_PROMPT__OFFLOAD__CLIENTS__NAME__KEY`).
+    pub fn client_profile(mut self, client: &str, profile: ClientProfile) -> Self {
+        self.clients.insert(client::fold_name(client), profile);
+        self
+    }
     /// Sets [`cleanup_interval`](Self::cleanup_interval)
     /// (`cleanup_interval_seconds`,
     /// `ATLATL_PROMPT__OFFLOAD__CLEANUP_INTERVAL_SECONDS`; default one hour).
@@ -416,6 +440,45 @@ impl OffloadConfig {
     /// its policy); its thresholds are its policy's where set, else the
     /// global ones.
     pub fn policy_for(&self, tool: &str) -> EffectivePolicy {
+        self.policy_for_client(tool, None)
+    }
+
+    /// The profile of `client` (a `clientInfo.name`), if it has one.
+    pub fn profile_for(&self, client: Option<&str>) -> Option<&ClientProfile> {
+        self.clients.get(&client::fold_name(client?))
+    }
+
+    /// [`policy_for`](Self::policy_for) `tool` called by `client`: the
+    /// client's profile may switch offloading off for it and sets the
+    /// threshold where the tool has none of its own.
+    pub fn policy_for_client(&self, tool: &str, client: Option<&str>) -> EffectivePolicy {
+        let profile = self.profile_for(client);
+        let mut policy = self.tool_policy_in_force(tool);
+        if profile.and_then(|p| p.enabled) == Some(false) {
+            policy.enabled = false;
+        }
+        let own = self.tools.get(tool).and_then(|p| p.threshold_tokens);
+        if let (None, Some(t)) = (own, profile.and_then(|p| p.threshold_tokens)) {
+            policy.threshold_tokens = t;
+        }
+        policy
+    }
+
+    /// Whether `lro_extract` and `lro_list` are listed to `client` (when
+    /// the layer serves extraction at all).
+    pub fn lists_tools_to(&self, client: Option<&str>) -> bool {
+        self.profile_for(client).and_then(|p| p.list_tools) != Some(false)
+    }
+
+    /// Whether the guidance given to `client` points at `lro_extract`: the
+    /// layer serves extraction, lists its tools to the client, and the
+    /// client's profile does not ask for the shell one.
+    pub fn extract_guidance_for(&self, client: Option<&str>) -> bool {
+        let kind = self.profile_for(client).and_then(|p| p.guidance);
+        self.extraction && self.lists_tools_to(client) && kind != Some(GuidanceKind::Shell)
+    }
+
+    fn tool_policy_in_force(&self, tool: &str) -> EffectivePolicy {
         let own = self.tools.get(tool);
         let max_bytes = match own.and_then(|p| p.max_tool_output_bytes) {
             Some(0) => None,
@@ -485,6 +548,13 @@ mod tests {
         let d = OffloadConfig::default();
         let set = |c: OffloadConfig| c;
         let cases: Vec<(OffloadConfig, OffloadConfig)> = vec![
+            (
+                set(d.clone()).client_profile("A b", ClientProfile::new().list_tools(false)),
+                OffloadConfig {
+                    clients: [("a_b".to_owned(), ClientProfile::new().list_tools(false))].into(),
+                    ..d.clone()
+                },
+            ),
             (
                 set(d.clone()).enabled(false),
                 OffloadConfig {

@@ -20,6 +20,7 @@ impl std::fmt::Debug for OffloadConfig {
             .field("max_tool_output_bytes", &self.max_tool_output_bytes)
             .field("excluded_tools", &self.excluded_tools)
             .field("tools", &self.tools)
+            .field("clients", &self.clients)
             .field("cleanup_interval", &self.cleanup_interval)
             .field("auto_cleanup", &self.auto_cleanup)
             .field("max_buffered_bytes", &self.max_buffered_bytes)

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{ENV_PREFIX, OffloadConfig, ToolPolicy};
+use super::client::fold_name;
+use super::{ClientProfile, ENV_PREFIX, GuidanceKind, OffloadConfig, ToolPolicy};
 
 impl OffloadConfig {
     /// The defaults, then the `[prompt.offload]` section of `toml_file` (if
@@ -53,6 +54,23 @@ impl OffloadConfig {
                         let v = TomlValue(pvalue);
                         let entry = self.tools.entry(tool.clone()).or_default();
                         set_tool_key(entry, pkey, &format!("{tkey}.{pkey}"), &v)?;
+                    }
+                }
+                continue;
+            }
+            if key == "clients" {
+                let clients = value
+                    .as_table()
+                    .ok_or_else(|| invalid(&full, value, "a table of client tables"))?;
+                for (client, profile) in clients {
+                    let ckey = format!("{full}.{client}");
+                    let profile = profile
+                        .as_table()
+                        .ok_or_else(|| invalid(&ckey, profile, "a table"))?;
+                    for (pkey, pvalue) in profile {
+                        let v = TomlValue(pvalue);
+                        let entry = self.clients.entry(fold_name(client)).or_default();
+                        set_client_key(entry, pkey, &format!("{ckey}.{pkey}"), &v)?;
                     }
                 }
                 continue;
@@ -110,6 +128,16 @@ impl OffloadConfig {
                 set_tool_key(entry, &key.to_ascii_lowercase(), &name, &v)?;
                 continue;
             }
+            if let Some(client_key) = rest.strip_prefix("CLIENTS__") {
+                let Some((client, key)) =
+                    client_key.rsplit_once("__").filter(|(c, _)| !c.is_empty())
+                else {
+                    return Err(ConfigError::UnknownKey(name));
+                };
+                let entry = self.clients.entry(fold_name(client)).or_default();
+                set_client_key(entry, &key.to_ascii_lowercase(), &name, &v)?;
+                continue;
+            }
             if rest == "EXCLUDE_TOOLS" {
                 let names: Vec<&str> = value
                     .split(',')
@@ -164,6 +192,37 @@ fn set_tool_key(
             policy.max_tool_output_bytes = Some(integer(v, name, 0, u64::MAX)?)
         }
         "offload_errors" => policy.offload_errors = Some(v.boolean(name)?),
+        _ => return Err(ConfigError::UnknownKey(name.to_owned())),
+    }
+    Ok(())
+}
+
+fn set_client_key(
+    profile: &mut ClientProfile,
+    key: &str,
+    name: &str,
+    v: &dyn RawValue,
+) -> Result<(), ConfigError> {
+    match key {
+        "enabled" => profile.enabled = Some(v.boolean(name)?),
+        "threshold_tokens" => {
+            profile.threshold_tokens = Some(integer(v, name, 0, u32::MAX.into())?)
+        }
+        "list_tools" => profile.list_tools = Some(v.boolean(name)?),
+        "guidance" => {
+            let s = v.string(name)?;
+            profile.guidance = Some(match s.trim().to_ascii_lowercase().as_str() {
+                "extract" => GuidanceKind::Extract,
+                "shell" => GuidanceKind::Shell,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        key: name.to_owned(),
+                        value: s,
+                        expected: "\"extract\" or \"shell\"",
+                    });
+                }
+            });
+        }
         _ => return Err(ConfigError::UnknownKey(name.to_owned())),
     }
     Ok(())

@@ -172,10 +172,10 @@ impl Received {
 
 /// Estimating and offloading.
 impl Offloader {
-    /// Whether `len` bytes of a result of `tool` are sure to stay inline,
-    /// without looking at them.
-    pub(crate) fn surely_inline(&self, tool: &str, len: usize) -> bool {
-        let policy = self.config.policy_for(tool);
+    /// Whether `len` bytes of a result of `tool`, called by `client`, are
+    /// sure to stay inline, without looking at them.
+    pub(crate) fn surely_inline(&self, tool: &str, client: Option<&str>, len: usize) -> bool {
+        let policy = self.config.policy_for_client(tool, client);
         !policy.enabled || decide::surely_under(&*self.estimator, &policy, len)
     }
 
@@ -260,7 +260,7 @@ impl Offloader {
         call: &ToolCall,
         result: Received,
     ) -> Result<Outcome, ResultError> {
-        if self.surely_inline(&call.name, result.len()) {
+        if self.surely_inline(&call.name, call.client.as_deref(), result.len()) {
             let (bytes, input) = result.input();
             return self.process_input(call, bytes, input);
         }

@@ -55,7 +55,9 @@ pub(super) fn run(
     result: &[u8],
     input: Input<'_>,
 ) -> Result<Outcome, ResultError> {
-    let policy = o.config.policy_for(&call.name);
+    let policy = o
+        .config
+        .policy_for_client(&call.name, call.client.as_deref());
     let estimator = o.estimator;
     let (mut parsed, tokens, taken) =
         match decide::decide(estimator, &policy, o.config.enabled, result, input)? {
@@ -117,7 +119,7 @@ pub(super) fn run(
         recipes: &recipes,
         records: file.records(),
         preview_chars: o.config.preview_chars,
-        extraction: o.config.extraction,
+        extraction: o.config.extract_guidance_for(call.client.as_deref()),
         estimator,
         ttl: Some(o.config.ttl),
     };

@@ -21,6 +21,13 @@ impl Weigh for RawCall {
     }
 }
 
+/// A client's name.
+impl Weigh for String {
+    fn weight(&self) -> usize {
+        self.len()
+    }
+}
+
 /// What a tool's `outputSchema` admits.
 impl Weigh for crate::wire::call::OutputSchema {
     fn weight(&self) -> usize {

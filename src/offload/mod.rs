@@ -449,6 +449,19 @@
 //! So the descriptor is in the text block (Gemini CLI, Goose) and in
 //! `structuredContent` (Claude Code, Codex, VS Code), and every schema the
 //! layer leaves in `tools/list` accepts it (Inspector, the SDK clients).
+//!
+//! **Client profiles.** The layer learns each client's name from
+//! `initialize`'s `clientInfo` (remembered per `Mcp-Session-Id`, bounded)
+//! or from the request's 2026-07-28 `_meta` client info, and applies that
+//! client's [`ClientProfile`](crate::config::ClientProfile): its own
+//! threshold, offloading off, the shell guidance instead of the
+//! `lro_extract` one, or `lro_extract`/`lro_list` left out of its
+//! `tools/list`. Profiles are configuration (`[prompt.offload.clients.NAME]`,
+//! `ATLATL_PROMPT__OFFLOAD__CLIENTS__NAME__KEY`, per route in `lro
+//! gateway`); none is shipped: the descriptor in both parts serves every
+//! client above, and no measurement here showed another setting doing
+//! better for one of them. A client without a profile, a name, or whose
+//! name the layer never saw gets the rest of the configuration.
 
 mod body;
 mod budget;

@@ -16,7 +16,7 @@ use super::request_body::Capture;
 use super::sse_rewrite::SseRewriter;
 use super::state::{Extra, SESSION_HEADER, Shared, Watch};
 use crate::engine::events::{OffloadEvent, PassReason};
-use crate::wire::jsonrpc::classify;
+use crate::wire::jsonrpc::{Classified, classify};
 
 /// The kinds of body the layer reads.
 #[derive(PartialEq)]
@@ -104,6 +104,7 @@ where
     let classified = capture.get().map(classify).unwrap_or_default();
     let (mut parts, body) = response.into_parts();
     drop_conflicting_length(&mut parts.headers);
+    let client = client_of(shared, &classified, session.as_deref(), &parts.headers);
     if classified.proxy {
         let events = shared.offloader.events();
         if events.wants_pass_events() {
@@ -127,6 +128,9 @@ where
     note_media(shared, &parts);
     let mut watched = shared.resolve(classified.watched);
     extra.apply(&mut watched);
+    for w in &mut watched {
+        w.client.clone_from(&client);
+    }
     if watched.is_empty() || !parts.status.is_success() {
         return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
     }
@@ -159,6 +163,26 @@ where
         }
         Media::Other => Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body))),
     }
+}
+
+/// The calling client's name: the request's own (`initialize`, or the
+/// 2026-07-28 `_meta` client info), else the one its session gave in
+/// `initialize`. An `initialize` answered with a session id has its
+/// client's name remembered for the session.
+fn client_of(
+    shared: &Shared,
+    classified: &Classified,
+    session: Option<&str>,
+    headers: &http::HeaderMap,
+) -> Option<String> {
+    if let Some(name) = &classified.client {
+        let new_session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+        if let (true, Some(id)) = (classified.initialize, new_session) {
+            shared.clients.insert(id, name.clone());
+        }
+        return Some(name.clone());
+    }
+    shared.clients.get(session?)
 }
 
 /// A `GET` stream resumed with `Last-Event-ID` may replay the results of

@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     /// What each tool's `outputSchema` admits, as the client was told it
     /// (from `tools/list`).
     pub output_schemas: Memo<OutputSchema>,
+    /// The client name each session gave in `initialize` (`clientInfo.name`).
+    pub clients: Memo<String>,
     pub unanswered: Unanswered,
     pub buffers: BufferBudget,
     /// The layer's one cleanup task, once started: by the first request
@@ -99,6 +101,8 @@ pub(crate) struct Watch {
     pub owner: Option<String>,
     /// Whether an offload of the result gets a `resource_link` block.
     pub resource_link: bool,
+    /// The calling client's name (`clientInfo.name`), when known.
+    pub client: Option<String>,
 }
 
 /// What a watched answer carries.
@@ -126,6 +130,7 @@ impl Watch {
             kind: WatchKind::Result,
             owner: None,
             resource_link: false,
+            client: None,
         }
     }
 
@@ -187,6 +192,7 @@ impl Shared {
             sessions: ProxySessions::new(DEFAULT_MAX_PROXY_SESSIONS, DEFAULT_PROXY_SESSION_TTL),
             tasks: TaskCalls::new(TASK_BOUNDS),
             output_schemas: Memo::new(OUTPUT_SCHEMA_BOUNDS),
+            clients: Memo::new(CLIENT_BOUNDS),
             unanswered: Unanswered::new(UNANSWERED_BOUNDS),
             cleanup: OnceLock::new(),
             serving: Serving::new(ExtractLimits::default(), BindingKey::random(), None),
@@ -225,8 +231,10 @@ impl Shared {
             }
             WatchKind::ListTools | WatchKind::ListMoreTools => {
                 let text: &str = &result;
+                let config = self.offloader.config();
                 let edits = ToolEdits {
-                    add_tools: w.kind == WatchKind::ListTools,
+                    add_tools: w.kind == WatchKind::ListTools
+                        && config.lists_tools_to(w.client.as_deref()),
                     open_closed_schemas: true,
                 };
                 let (out, shadowed, schemas) = add_tools(text, edits)?;
@@ -251,6 +259,7 @@ impl Shared {
         // schema: every `tools/list` through a layer has its closed schemas
         // taken out, so no client learnt one through us.
         call.output_schema = self.output_schemas.get(&call.name);
+        call.client.clone_from(&w.client);
         call
     }
 
@@ -317,7 +326,9 @@ impl Shared {
         watched.iter().all(|w| {
             w.kind == WatchKind::Result
                 && !w.task_augmented
-                && self.offloader.surely_inline(&w.call.name, len)
+                && self
+                    .offloader
+                    .surely_inline(&w.call.name, w.client.as_deref(), len)
         }) && !self.offloader.events().wants_pass_events()
     }
 
@@ -356,6 +367,14 @@ pub(crate) const OUTPUT_SCHEMA_BOUNDS: Bounds = Bounds {
     capacity: 4096,
     max_bytes: 1 << 20,
     ttl: Duration::from_secs(24 * 3600),
+};
+
+/// Sessions whose client name is remembered: as many as proxy sessions,
+/// for as long.
+pub(crate) const CLIENT_BOUNDS: Bounds = Bounds {
+    capacity: DEFAULT_MAX_PROXY_SESSIONS,
+    max_bytes: 4 << 20,
+    ttl: DEFAULT_PROXY_SESSION_TTL,
 };
 
 pub(crate) const TASK_BOUNDS: Bounds = Bounds {

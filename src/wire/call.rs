@@ -27,6 +27,10 @@ pub struct ToolCall {
     /// `structuredContent` may be offloaded (see the
     /// [`offload`](crate::offload) docs).
     pub output_schema: Option<OutputSchema>,
+    /// The name the calling client gave in `clientInfo` (`initialize`, or
+    /// the request's 2026-07-28 `_meta`), which picks its
+    /// [`ClientProfile`](crate::config::ClientProfile); `None`: not known.
+    pub client: Option<String>,
 }
 
 /// A tool's `outputSchema`, as far as offloading is concerned: whether the
@@ -99,6 +103,7 @@ impl ToolCall {
             owner: None,
             resource_link: false,
             output_schema: None,
+            client: None,
         }
     }
 

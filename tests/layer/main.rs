@@ -6,6 +6,7 @@
 /// `history_layer` and `history_endpoint`).
 #[path = "../../examples/support/chat_endpoint.rs"]
 mod chat_endpoint;
+mod client_profiles;
 #[path = "../common/mod.rs"]
 mod common;
 

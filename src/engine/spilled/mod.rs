@@ -127,7 +127,9 @@ fn prepare(
     len: u64,
     reply: &mut SpilledReply,
 ) -> Result<(Outline, Vec<Prepared>, usize), Stop> {
-    let policy = o.config.policy_for(&call.name);
+    let policy = o
+        .config
+        .policy_for_client(&call.name, call.client.as_deref());
     if !policy.enabled {
         let reason = if o.config.enabled {
             PassReason::Excluded
@@ -283,7 +285,9 @@ fn offload(
     len: u64,
     reply: &mut SpilledReply,
 ) -> Result<Outcome, Stop> {
-    let policy = o.config.policy_for(&call.name);
+    let policy = o
+        .config
+        .policy_for_client(&call.name, call.client.as_deref());
     let estimator = o.estimator;
     let (outline, prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
     let Split {
@@ -332,7 +336,7 @@ fn offload(
         recipes: &recipes,
         records: sample,
         preview_chars: o.config.preview_chars,
-        extraction: o.config.extraction,
+        extraction: o.config.extract_guidance_for(call.client.as_deref()),
         estimator,
         ttl: Some(o.config.ttl),
     };

@@ -32,7 +32,7 @@ mod served;
 
 pub(crate) use call::RawCall;
 pub(crate) use reply::{Found, Reply, created_task_id, find_results, read_reply};
-pub(crate) use request::{Watched, classify};
+pub(crate) use request::{Classified, Watched, classify};
 pub(crate) use served::{Served, classify_served};
 
 /// The `_meta` key under which 2026-07-28 requests carry client information.

@@ -46,6 +46,17 @@ fn meta_client_info(meta: Raw<'_>) -> Option<Raw<'_>> {
     info
 }
 
+/// `clientInfo.name`, when it is a string (at most [`MAX_CLIENT_NAME`]
+/// characters are kept).
+fn client_name(client_info: Option<Raw<'_>>) -> Option<String> {
+    let [name] = members(client_info?.get(), ["name"]).ok()?;
+    let name = json_str(name?)?;
+    Some(name.chars().take(MAX_CLIENT_NAME).collect())
+}
+
+/// Characters of a client's name kept.
+pub(crate) const MAX_CLIENT_NAME: usize = 128;
+
 /// `clientInfo.proxy` is exactly `true` (anything else, or a member of
 /// another type, is not the flag).
 fn is_proxy_flag(client_info: Option<Raw<'_>>) -> bool {
@@ -65,6 +76,9 @@ pub(crate) struct Classified {
     pub proxy: bool,
     /// The body holds an `initialize` request.
     pub initialize: bool,
+    /// The client's `clientInfo.name` (of `initialize`, or of the 2026-07-28
+    /// `_meta` client info).
+    pub client: Option<String>,
 }
 
 /// A watched request.
@@ -113,8 +127,8 @@ pub(crate) fn classify(body: &Bytes) -> Classified {
     out
 }
 
-/// Whether a body may hold a watched request or the proxy flag: it names
-/// `tools/call`, `tasks/result` or `proxy`, or has an escape (behind which
+/// Whether a body may hold a watched request, the proxy flag or a client's
+/// name: it names `tools/call`, `tasks/result`, `proxy` or `clientInfo`, or has an escape (behind which
 /// any of them could hide). Most requests (`initialize`, `tools/list`,
 /// notifications) are then classified without being parsed.
 fn may_matter(body: &[u8]) -> bool {
@@ -123,6 +137,7 @@ fn may_matter(body: &[u8]) -> bool {
         || memmem::find(body, b"tools/call").is_some()
         || memmem::find(body, b"tasks/result").is_some()
         || memmem::find(body, b"proxy").is_some()
+        || memmem::find(body, b"clientInfo").is_some()
 }
 
 /// A request body and its text, to slice parts of it out.
@@ -151,11 +166,15 @@ fn classify_one(r: Request<'_>, whole: &Whole<'_>, out: &mut Classified) {
     if is_proxy_flag(meta_info) {
         out.proxy = true;
     }
+    if out.client.is_none() {
+        out.client = client_name(meta_info);
+    }
     if method == "initialize" {
         out.initialize = true;
         if is_proxy_flag(params.client_info) {
             out.proxy = true;
         }
+        out.client = client_name(params.client_info).or(out.client.take());
         return;
     }
     let Some(id) = r.id.filter(|id| id.is_string() || id.is_number()) else {
@@ -273,10 +292,24 @@ mod tests {
             );
             assert_eq!(classify(body.as_bytes()).proxy, proxy, "{flag}");
         }
+        // The client's name is read from `initialize` and from `_meta`.
+        let init = br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c"}}}"#;
+        assert!(may_matter(init));
+        let c = classify(init);
+        assert!(c.initialize && !c.proxy && c.client.as_deref() == Some("c"));
+        let c = classify(
+            br#"{"id":2,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"m\u00e9","version":"1"}}}}"#,
+        );
+        assert_eq!(c.client.as_deref(), Some("mé"));
+        let long = format!(
+            r#"{{"id":1,"method":"initialize","params":{{"clientInfo":{{"name":"{}"}}}}}}"#,
+            "n".repeat(1000)
+        );
+        assert_eq!(
+            classify(long.as_bytes()).client.map(|n| n.len()),
+            Some(MAX_CLIENT_NAME)
+        );
         // Skipped without a parse, and still found behind escapes.
-        assert!(!may_matter(
-            br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"c"}}}"#
-        ));
         assert!(!may_matter(br#"{"id":1,"method":"tools/list"}"#));
         let c = classify(br#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"p","pro\u0078y":true}}}"#);
         assert!(c.initialize && c.proxy);

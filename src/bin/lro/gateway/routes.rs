@@ -2,7 +2,7 @@
 //! served `path`, an `upstream` URL, optional `headers` to send and the
 //! route's own offload keys (any key of `[prompt.offload]`: `enabled`,
 //! `threshold_tokens`, `exclude_tools`, `ttl_seconds`, `output_dir`,
-//! `[gateway.route.tools.NAME]` ...), applied over the gateway's own
+//! `[gateway.route.tools.NAME]`, `[gateway.route.clients.NAME]` ...), applied over the gateway's own
 //! configuration by the library's own parser, so a route takes exactly the
 //! keys, checks and messages of `[prompt.offload]`.
 //!
@@ -216,6 +216,7 @@ mod tests {
             exclude_tools = ["t"]
             ttl_seconds = 60
             headers = { X-Team = "infra" }
+            clients.claude-code = { threshold_tokens = 9000, guidance = "shell" }
 
             [[gateway.route]]
             path = "/b"
@@ -235,6 +236,17 @@ mod tests {
         );
         assert!(!routes[1].config.enabled);
         assert_eq!(routes[1].config.threshold_tokens, 1600);
+        // A client profile of one route only.
+        let claude = Some("claude-code");
+        assert_eq!(
+            routes[0]
+                .config
+                .policy_for_client("x", claude)
+                .threshold_tokens,
+            9000
+        );
+        assert!(!routes[0].config.extract_guidance_for(claude));
+        assert!(routes[1].config.profile_for(claude).is_none());
     }
 
     #[test]

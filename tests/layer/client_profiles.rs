@@ -1,0 +1,140 @@
+//! Client profiles: the layer learns the client from `initialize`'s
+//! `clientInfo.name` (per session) or the request's 2026-07-28 `_meta`
+//! client info, and applies that client's profile; a client without one,
+//! or without a name, gets the rest of the configuration.
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use serde_json::{Value, json};
+use tower_lro::config::{ClientProfile, GuidanceKind, OffloadConfig};
+use tower_lro::offload::OffloadLayer;
+
+use crate::common;
+use common::mcp::{Mode, mcp_service, post, response_message, serve_mcp, tools_call};
+
+/// Calls `recall_memories` (200 full memories, ~64k tokens) as a client
+/// named `name`, after listing the tools; returns the tool names listed and
+/// the result.
+async fn call_as(url: &str, name: &str) -> (Vec<String>, Value) {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned());
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(name, "1.0"),
+    )
+    .serve(transport)
+    .await
+    .unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let names = tools.iter().map(|t| t.name.to_string()).collect();
+    let params = CallToolRequestParams::new("recall_memories").with_arguments(
+        json!({"query": "cache", "count": 200})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(params))
+        .await
+        .unwrap()
+        .unwrap();
+    let _ = client.cancel().await;
+    (names, serde_json::to_value(&result).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_gets_its_profile_and_others_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = OffloadConfig::default()
+        .output_dir(dir.path())
+        // Over the whole result: its results stay inline.
+        .client_profile(
+            "Big Window",
+            ClientProfile::new().threshold_tokens(1_000_000),
+        )
+        // A shell on the files' machine, no tool definitions in its requests.
+        .client_profile(
+            "shell-agent",
+            ClientProfile::new()
+                .list_tools(false)
+                .guidance(GuidanceKind::Shell),
+        )
+        .client_profile("no-offload", ClientProfile::new().enabled(false));
+    let layer = OffloadLayer::new(config);
+    let addr = serve_mcp(mcp_service(Mode::StatefulSse), Some(layer)).await;
+    let url = format!("http://{addr}/mcp");
+
+    // No profile: today's behaviour, the lro_extract guidance.
+    let (tools, result) = call_as(&url, "some-client").await;
+    assert!(tools.iter().any(|t| t == "lro_extract"), "{tools:?}");
+    let d = common::descriptor(&result);
+    assert!(d.guidance.contains("lro_extract("), "{}", d.guidance);
+
+    // Folded names match ("big-window" is the profile "Big Window").
+    let (_, result) = call_as(&url, "big-window").await;
+    assert!(
+        common::try_descriptor(&result).is_none(),
+        "inline for its profile"
+    );
+    assert_eq!(
+        result["structuredContent"]["memories"]
+            .as_array()
+            .map(Vec::len),
+        Some(200)
+    );
+
+    let (_, result) = call_as(&url, "no-offload").await;
+    assert!(common::try_descriptor(&result).is_none());
+
+    // Its tools not listed, the spec's shell guidance naming the file.
+    let (tools, result) = call_as(&url, "shell-agent").await;
+    assert!(!tools.iter().any(|t| t.starts_with("lro_")), "{tools:?}");
+    let d = common::descriptor(&result);
+    assert!(!d.guidance.contains("lro_extract"), "{}", d.guidance);
+    assert!(
+        d.guidance.contains(&format!("File: {}", d.file_path)),
+        "{}",
+        d.guidance
+    );
+}
+
+/// Stateless (2026-07-28 style): the name in the request's own `_meta`
+/// client info picks the profile; without it, the defaults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_names_its_client_in_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = OffloadConfig::default()
+        .output_dir(dir.path())
+        .client_profile(
+            "big-window",
+            ClientProfile::new().threshold_tokens(1_000_000),
+        );
+    let addr = serve_mcp(
+        mcp_service(Mode::StatelessJson),
+        Some(OffloadLayer::new(config)),
+    )
+    .await;
+    for (meta, offloaded) in [
+        (
+            json!({"io.modelcontextprotocol/clientInfo": {"name": "big-window", "version": "1"}}),
+            false,
+        ),
+        (
+            json!({"io.modelcontextprotocol/clientInfo": {"name": "other", "version": "1"}}),
+            true,
+        ),
+        (json!({}), true),
+    ] {
+        let args = json!({"query": "cache", "count": 200});
+        let call = tools_call(7, "recall_memories", args, Some(meta.clone()));
+        let text = post(addr, &call, &[]).await.text().await.unwrap();
+        let body = response_message(&text, 7).unwrap_or_else(|| panic!("{text:.300}"));
+        let result = &body["result"];
+        assert_eq!(
+            common::try_descriptor(result).is_some(),
+            offloaded,
+            "{meta}: {:.300}",
+            result
+        );
+    }
+}
