@@ -1,20 +1,21 @@
-//! What the model sees, with a real agent: Claude Code (npm
-//! `@anthropic-ai/claude-code`, pinned in `tests/interop/agents`), its model
-//! replaced by a scripted Anthropic Messages endpoint on loopback
-//! (`tests/interop/agents/model.py`, driven by `run_claude.py`), calls the
+//! What the model sees, with real agents: Claude Code (npm
+//! `@anthropic-ai/claude-code`) and Codex CLI (npm `@openai/codex`), pinned
+//! in `tests/interop/agents`, their models replaced by scripted endpoints
+//! on loopback (Anthropic Messages: `model.py`, driven by `run_claude.py`;
+//! OpenAI Responses: `model_openai.py`, driven by `run_codex.py`), call the
 //! tools of the official Python SDK server (`tests/interop/py_server.py`)
 //! directly, through `lro gateway` and through `lro proxy` as its stdio MCP
 //! server. The report is read from the model's side: the bytes of each tool
 //! result as the model received it in its next request.
 //!
-//! Claude Code shows its model `JSON.stringify(structuredContent)` whenever
-//! a result has `structuredContent` (declared schema or not) and drops the
+//! Both show their model `JSON.stringify(structuredContent)` whenever a
+//! result has `structuredContent` (declared schema or not) and drop the
 //! text blocks; so the descriptor must be there too. Checked for a tool
 //! answering one text block, one answering a `str` (the SDK copies it into
 //! `structuredContent: {"result": text}`) and one answering structured
 //! records under an output schema (`{"rows": [...], "total": N}`): the
 //! model reads the file path and the recipes, never an emptied list before
-//! them, and a recipe run by Claude Code's own Bash tool and an
+//! them, and a recipe run by the agent's own shell tool and an
 //! `lro_extract` call give the true counts.
 
 use std::collections::BTreeMap;
@@ -51,24 +52,60 @@ enum Server<'a> {
     Stdio(Vec<String>),
 }
 
-/// Runs Claude Code once with `turns` as its model's script; returns the
-/// report of `run_claude.py`.
-fn run_claude(agents: &Path, server: &Server<'_>, name: &str, turns: &Value) -> Value {
+/// A real agent CLI and how its harness names things.
+#[derive(Clone, Copy)]
+enum Agent {
+    /// Claude Code (`run_claude.py`, its model a scripted Anthropic
+    /// Messages endpoint).
+    ClaudeCode,
+    /// Codex CLI (`run_codex.py`, its model a scripted OpenAI Responses
+    /// endpoint).
+    Codex,
+}
+
+impl Agent {
+    fn driver(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "run_claude.py",
+            Agent::Codex => "run_codex.py",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex CLI",
+        }
+    }
+
+    /// Its shell tool: as a script names it, and as the report does.
+    fn shell(self) -> (&'static str, &'static str) {
+        match self {
+            Agent::ClaudeCode => ("Bash", "Bash"),
+            Agent::Codex => ("shell", "exec_command"),
+        }
+    }
+}
+
+/// Runs `agent` once with `turns` as its model's script; returns the
+/// report of its driver.
+fn run_agent(agent: Agent, agents: &Path, server: &Server<'_>, name: &str, turns: &Value) -> Value {
     let script = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(script.path(), json!({ "turns": turns }).to_string()).unwrap();
     let mut cmd = Command::new("python3");
-    cmd.arg(agents.join("run_claude.py"))
+    cmd.arg(agents.join(agent.driver()))
         .args(["--server", name, "--timeout", "120", "--script"])
         .arg(script.path());
     match server {
         Server::Http(url) => cmd.args(["--http", url]),
         Server::Stdio(argv) => cmd.args(["--stdio-json", &json!(argv).to_string()]),
     };
-    let out = common::output_within_blocking(cmd, Duration::from_secs(180), "run_claude.py");
+    let out = common::output_within_blocking(cmd, Duration::from_secs(180), agent.driver());
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!(
-            "run_claude.py printed no report ({e}): {stdout:.2000}\nstderr: {:.4000}",
+            "{} printed no report ({e}): {stdout:.2000}\nstderr: {:.4000}",
+            agent.driver(),
             String::from_utf8_lossy(&out.stderr)
         )
     })
@@ -115,12 +152,12 @@ fn counts_in(output: &str) -> BTreeMap<String, u64> {
     m
 }
 
-/// The model's script: the tool, a recipe by Bash, the same counts by
-/// `lro_extract`, then done.
-fn script(server: &str, tool: &str) -> Value {
+/// The model's script: the tool, a recipe by the agent's shell tool, the
+/// same counts by `lro_extract`, then done.
+fn script(agent: Agent, server: &str, tool: &str) -> Value {
     json!([
         {"tool": format!("mcp__{server}__{tool}"), "input": {"count": COUNT}},
-        {"tool": "Bash", "input": {"command": "{recipe~count by category}", "description": "recipe"}, "optional": true},
+        {"tool": agent.shell().0, "input": {"command": "{recipe~count by category}", "description": "recipe"}, "optional": true},
         {"tool": format!("mcp__{server}__lro_extract"), "input": {
             "file_path": "{file_path}", "slurp": true,
             "query": "group_by(.category) | map({category: .[0].category, count: length})"
@@ -131,6 +168,7 @@ fn script(server: &str, tool: &str) -> Value {
 
 /// One row of the table printed at the end.
 struct Seen {
+    agent: &'static str,
     path: &'static str,
     tool: &'static str,
     bytes: u64,
@@ -141,8 +179,8 @@ struct Seen {
 /// (file path, recipes) whichever part Claude Code showed, the records'
 /// array never shown emptied before it, and the true counts from a recipe
 /// run by Bash and from `lro_extract`.
-fn check_offloaded(report: &Value, path: &str, tool: &str) -> Seen {
-    let what = format!("{path} / {tool}");
+fn check_offloaded(agent: Agent, report: &Value, path: &str, tool: &str) -> Seen {
+    let what = format!("{} / {path} / {tool}", agent.name());
     let seen = results_of(report, &format!("__{tool}"));
     let first = seen
         .first()
@@ -160,12 +198,12 @@ fn check_offloaded(report: &Value, path: &str, tool: &str) -> Seen {
         );
     }
     let expected = expected_categories(COUNT);
-    let bash = results_of(report, "Bash");
-    let recipe = bash
+    let shell = results_of(report, agent.shell().1);
+    let recipe = shell
         .first()
         .unwrap_or_else(|| panic!("{what}: the recipe did not run: {report:.3000}"));
     assert_eq!(
-        counts_in(recipe["text"].as_str().unwrap_or_default()),
+        counts_in(recipe["server_text"].as_str().unwrap_or_default()),
         expected,
         "{what}: recipe output {:.600}",
         recipe["text"]
@@ -181,6 +219,7 @@ fn check_offloaded(report: &Value, path: &str, tool: &str) -> Seen {
         extract["server_text"]
     );
     Seen {
+        agent: agent.name(),
         path: if path == "gateway" {
             "lro gateway"
         } else {
@@ -200,11 +239,11 @@ fn static_name(tool: &str) -> &'static str {
     }
 }
 
-/// Claude Code, directly and through `lro gateway` and `lro proxy`, for the
-/// three kinds of tool result: what reached its model, and the answers its
-/// own tools got from the file.
+/// Claude Code and Codex CLI, directly and through `lro gateway` and `lro
+/// proxy`, for the three kinds of tool result: what reached their model,
+/// and the answers their own tools got from the file.
 #[test]
-fn claude_code_reads_the_descriptor_whatever_part_it_shows() {
+fn agents_read_the_descriptor_whatever_part_they_show() {
     let Some(agents) = agents_setup() else { return };
     common::require_jq();
     let Some((_py, port)) = python_server(&[]) else {
@@ -222,41 +261,45 @@ fn claude_code_reads_the_descriptor_whatever_part_it_shows() {
         "--output-dir".into(),
         proxy_dir.to_string_lossy().into_owned(),
     ];
-    let tools = ["records_text", "records", "rows"];
     let mut table = Vec::new();
-    for tool in tools {
-        // Directly: what the model reads of the whole result (Claude
-        // Code's own spill notice over its limits).
-        let direct = run_claude(
-            &agents,
-            &Server::Http(&upstream),
-            "py",
-            &json!([{"tool": format!("mcp__py__{tool}"), "input": {"count": COUNT}}, {"text": "done"}]),
-        );
-        let seen = results_of(&direct, &format!("__{tool}"));
-        let bytes = seen
-            .first()
-            .and_then(|r| r["server_bytes"].as_u64())
-            .unwrap_or_else(|| panic!("direct {tool}: {direct:.2000}"));
-        table.push(Seen {
-            path: "direct",
-            tool: static_name(tool),
-            bytes,
-            tokens: bytes / 4,
-        });
-        for (path, server) in [
-            ("gateway", Server::Http(&gateway_url)),
-            ("proxy", Server::Stdio(proxy.clone())),
-        ] {
-            let report = run_claude(&agents, &server, "lro", &script("lro", tool));
-            table.push(check_offloaded(&report, path, tool));
+    for agent in [Agent::ClaudeCode, Agent::Codex] {
+        for tool in ["records_text", "records", "rows"] {
+            // Directly: what the model reads of the whole result (the
+            // agent's own spill notice or truncation over its limits).
+            let direct = run_agent(
+                agent,
+                &agents,
+                &Server::Http(&upstream),
+                "py",
+                &json!([{"tool": format!("mcp__py__{tool}"), "input": {"count": COUNT}}, {"text": "done"}]),
+            );
+            let seen = results_of(&direct, &format!("__{tool}"));
+            let bytes = seen
+                .first()
+                .and_then(|r| r["server_bytes"].as_u64())
+                .unwrap_or_else(|| panic!("{} direct {tool}: {direct:.2000}", agent.name()));
+            table.push(Seen {
+                agent: agent.name(),
+                path: "direct",
+                tool: static_name(tool),
+                bytes,
+                tokens: bytes / 4,
+            });
+            for (path, server) in [
+                ("gateway", Server::Http(&gateway_url)),
+                ("proxy", Server::Stdio(proxy.clone())),
+            ] {
+                let turns = script(agent, "lro", tool);
+                let report = run_agent(agent, &agents, &server, "lro", &turns);
+                table.push(check_offloaded(agent, &report, path, tool));
+            }
         }
     }
-    eprintln!("what reached Claude Code's model ({COUNT} records; tokens: bytes / 4)");
+    eprintln!("what reached the model ({COUNT} records; tokens: bytes / 4)");
     for s in &table {
         eprintln!(
-            "  {:12} {:13} {:>8} bytes {:>7} tokens",
-            s.path, s.tool, s.bytes, s.tokens
+            "  {:12} {:12} {:13} {:>8} bytes {:>7} tokens",
+            s.agent, s.path, s.tool, s.bytes, s.tokens
         );
     }
 }
