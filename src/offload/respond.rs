@@ -104,7 +104,7 @@ where
     let classified = capture.get().map(classify).unwrap_or_default();
     let (mut parts, body) = response.into_parts();
     drop_conflicting_length(&mut parts.headers);
-    let client = client_of(shared, &classified, session.as_deref(), &parts.headers);
+    remember_client(shared, &classified, &parts.headers);
     if classified.proxy {
         let events = shared.offloader.events();
         if events.wants_pass_events() {
@@ -128,8 +128,13 @@ where
     note_media(shared, &parts);
     let mut watched = shared.resolve(classified.watched);
     extra.apply(&mut watched);
-    for w in &mut watched {
-        w.client.clone_from(&client);
+    if !watched.is_empty() {
+        let client = classified
+            .client
+            .or_else(|| shared.clients.get(session.as_deref()?));
+        for w in &mut watched {
+            w.client.clone_from(&client);
+        }
     }
     if watched.is_empty() || !parts.status.is_success() {
         return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
@@ -165,24 +170,13 @@ where
     }
 }
 
-/// The calling client's name: the request's own (`initialize`, or the
-/// 2026-07-28 `_meta` client info), else the one its session gave in
-/// `initialize`. An `initialize` answered with a session id has its
-/// client's name remembered for the session.
-fn client_of(
-    shared: &Shared,
-    classified: &Classified,
-    session: Option<&str>,
-    headers: &http::HeaderMap,
-) -> Option<String> {
-    if let Some(name) = &classified.client {
-        let new_session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
-        if let (true, Some(id)) = (classified.initialize, new_session) {
-            shared.clients.insert(id, name.clone());
-        }
-        return Some(name.clone());
+/// Remembers the client's name (`clientInfo.name`) for the session an
+/// `initialize` was answered with, for the session's later requests.
+fn remember_client(shared: &Shared, classified: &Classified, headers: &http::HeaderMap) {
+    let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    if let (true, Some(name), Some(id)) = (classified.initialize, &classified.client, session) {
+        shared.clients.insert(id, name.clone());
     }
-    shared.clients.get(session?)
 }
 
 /// A `GET` stream resumed with `Last-Event-ID` may replay the results of
