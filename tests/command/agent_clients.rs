@@ -295,6 +295,26 @@ fn agents_read_the_descriptor_whatever_part_they_show() {
             }
         }
     }
+    // `lro proxy` learns its agent's name as the layer does: a profile for
+    // Claude Code (`clientInfo.name` "claude-code") keeps its results inline.
+    let mut profiled = vec![
+        "env".to_owned(),
+        "ATLATL_PROMPT__OFFLOAD__CLIENTS__CLAUDE_CODE__THRESHOLD_TOKENS=100000000".to_owned(),
+    ];
+    profiled.extend(proxy.iter().cloned());
+    let small =
+        json!([{"tool": "mcp__lro__records_text", "input": {"count": 100}}, {"text": "done"}]);
+    for (server, inline) in [
+        (Server::Stdio(profiled), true),
+        (Server::Stdio(proxy.clone()), false),
+    ] {
+        let report = run_agent(Agent::ClaudeCode, &agents, &server, "lro", &small);
+        let seen = results_of(&report, "__records_text");
+        let text = seen.first().and_then(|r| r["server_text"].as_str());
+        let text = text.unwrap_or_else(|| panic!("profile run: {report:.2000}"));
+        assert_eq!(text.contains("rec_0099"), inline, "{text:.600}");
+        assert_eq!(text.contains("jq_recipes"), !inline, "{text:.600}");
+    }
     eprintln!("what reached the model ({COUNT} records; tokens: bytes / 4)");
     for s in &table {
         eprintln!(
