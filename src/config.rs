@@ -41,6 +41,7 @@
 //! auto_cleanup = true            # the layer starts the cleanup task itself
 //! max_buffered_bytes = 536870912 # cap on response bytes held in memory at once (larger ones are spilled to disk)
 //! extraction = true              # serve offloaded data over MCP (lro_extract, lro_list, resources/read)
+//! open_output_schemas = true     # take closed output schemas out of tools/list (else such results stay inline)
 //! exclude_tools = ["read_secret"]
 //!
 //! [prompt.offload.tools.query_logs]   # per-tool policy; every key optional
@@ -212,6 +213,14 @@ pub struct OffloadConfig {
     /// descriptor's guidance is the spec's native `lro_extract` template.
     /// False: only the file path and its shell recipes.
     pub extraction: bool,
+    /// Whether the layer takes closed output schemas (ones that forbid a
+    /// member they do not name, as zod's do) out of the `tools/list`
+    /// answers it passes on (`open_output_schemas`, default true), so that
+    /// it may add the descriptor to such a tool's `structuredContent`
+    /// (see the [`offload`](crate::offload) docs). False: the schemas stay,
+    /// and a large result whose records are in such a tool's
+    /// `structuredContent` passes through inline.
+    pub open_output_schemas: bool,
 }
 
 impl Default for OffloadConfig {
@@ -235,6 +244,7 @@ impl Default for OffloadConfig {
             auto_cleanup: true,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             extraction: true,
+            open_output_schemas: true,
         }
     }
 }
@@ -421,6 +431,13 @@ impl OffloadConfig {
         self.max_buffered_bytes = bytes;
         self
     }
+    /// Sets [`open_output_schemas`](Self::open_output_schemas): take closed
+    /// output schemas out of `tools/list` (`open_output_schemas`,
+    /// `ATLATL_PROMPT__OFFLOAD__OPEN_OUTPUT_SCHEMAS`; default true).
+    pub fn open_output_schemas(mut self, on: bool) -> Self {
+        self.open_output_schemas = on;
+        self
+    }
     /// Sets [`extraction`](Self::extraction): serve offloaded data over MCP
     /// (`extraction`, `ATLATL_PROMPT__OFFLOAD__EXTRACTION`; default true).
     pub fn extraction(mut self, on: bool) -> Self {
@@ -552,6 +569,13 @@ mod tests {
                 set(d.clone()).client_profile("A b", ClientProfile::new().list_tools(false)),
                 OffloadConfig {
                     clients: [("a_b".to_owned(), ClientProfile::new().list_tools(false))].into(),
+                    ..d.clone()
+                },
+            ),
+            (
+                set(d.clone()).open_output_schemas(false),
+                OffloadConfig {
+                    open_output_schemas: false,
                     ..d.clone()
                 },
             ),

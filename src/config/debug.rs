@@ -25,6 +25,7 @@ impl std::fmt::Debug for OffloadConfig {
             .field("auto_cleanup", &self.auto_cleanup)
             .field("max_buffered_bytes", &self.max_buffered_bytes)
             .field("extraction", &self.extraction)
+            .field("open_output_schemas", &self.open_output_schemas)
             .finish()
     }
 }

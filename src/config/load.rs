@@ -173,6 +173,7 @@ impl OffloadConfig {
             "max_buffered_bytes" => self.max_buffered_bytes = integer(v, name, 0, u64::MAX)?,
             "auto_cleanup" => self.auto_cleanup = v.boolean(name)?,
             "extraction" => self.extraction = v.boolean(name)?,
+            "open_output_schemas" => self.open_output_schemas = v.boolean(name)?,
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }
         Ok(())

@@ -235,7 +235,7 @@ impl Shared {
                 let edits = ToolEdits {
                     add_tools: w.kind == WatchKind::ListTools
                         && config.lists_tools_to(w.client.as_deref()),
-                    open_closed_schemas: true,
+                    open_closed_schemas: config.open_output_schemas,
                 };
                 let (out, shadowed, schemas) = add_tools(text, edits)?;
                 if edits.add_tools {

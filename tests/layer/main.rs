@@ -19,6 +19,7 @@ mod layer_axum;
 mod layer_faults;
 mod layer_rmcp;
 mod middleware_streams;
+mod output_schemas;
 mod serve_access;
 mod serve_extract;
 mod shared_store;
