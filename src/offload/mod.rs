@@ -434,12 +434,13 @@
 //! # What each client shows its model
 //!
 //! Which parts of a `CallToolResult` each client passes to its model, read
-//! from its own code (Claude Code also by running it: `tests/command/agent_clients.rs`):
+//! from its own code (Claude Code and Codex CLI also by running them:
+//! `tests/command/agent_clients.rs`):
 //!
 //! | client | text blocks | `structuredContent` | `resource_link` | `_meta` | its own limit |
 //! |---|---|---|---|---|---|
 //! | Claude Code 2.1.332 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | one line, `[Resource link: NAME] URI` | dropped | over ~50k chars a 2 KB preview and a saved path; over 25k tokens an error notice and a path |
-//! | Codex CLI (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | raw JSON, without `structuredContent` only | dropped | ~10k tokens (or bytes), the middle cut |
+//! | Codex CLI 0.171.0 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | raw JSON, without `structuredContent` only | dropped | ~10k tokens, the middle cut (a 218 KB result reached its model as 48 KB), nothing saved |
 //! | VS Code (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | a resource part | dropped | (Copilot: large results to disk) |
 //! | Gemini CLI 0.56 (source) | each one | dropped | one line, `Resource Link: NAME at URI` | dropped | 40,000 chars for one text part: head and tail, full output saved |
 //! | Goose (source) | joined | dropped | dropped | dropped | 200,000 chars per block: a saved path, no preview |
@@ -449,6 +450,10 @@
 //! So the descriptor is in the text block (Gemini CLI, Goose) and in
 //! `structuredContent` (Claude Code, Codex, VS Code), and every schema the
 //! layer leaves in `tools/list` accepts it (Inspector, the SDK clients).
+//! Claude Code and Codex both defer MCP tools behind a tool search: the
+//! definitions of `lro_extract` and `lro_list` reach their model only when
+//! it searches for them; other clients send them with every request (a
+//! [`ClientProfile`](crate::config::ClientProfile) can leave them out).
 //!
 //! **Client profiles.** The layer learns each client's name from
 //! `initialize`'s `clientInfo` (remembered per `Mcp-Session-Id`, bounded)
