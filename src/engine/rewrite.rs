@@ -30,10 +30,13 @@ pub(crate) const STRUCTURED_MARKER: &str = "offloaded";
 /// Whether `structuredContent`'s records (`slim`: the object with its
 /// record array emptied) may be offloaded for a tool whose output schema
 /// is `schema`: only when the descriptor can be added to it as a member
-/// (`offloaded`) that every client validating the schema accepts. A tool
-/// whose schema is closed or not known keeps its result inline: an
-/// emptied array beside the rest of the object, shown to a model as if it
-/// were the data, is worse than no offload at all.
+/// (`offloaded`) that every client validating the schema accepts: not for
+/// a [closed](OutputSchema::Closed) schema (`None`, not known, counts as
+/// no schema: the layer takes closed schemas out of the `tools/list`
+/// answers it passes on, so no client validates one), nor for an object
+/// that has the member already. Such a result stays inline: an emptied
+/// array beside the rest of the object, shown to a model as if it were the
+/// data, is worse than no offload at all.
 pub(super) fn structured_fits(
     slim: Option<&str>,
     schema: Option<OutputSchema>,
@@ -78,19 +81,17 @@ pub(super) fn rewritten(parsed: &RawResult<'_>, r: Replacement<'_>) -> String {
     parsed.write(&blocks, structured.as_deref())
 }
 
-/// `slim` (`structuredContent` with its record array emptied), minified,
-/// with the descriptor first (member [`STRUCTURED_MARKER`]); a bare array
-/// becomes `[descriptor]`; anything else (refused by [`structured_fits`])
-/// stays as it is.
+/// `slim` (`structuredContent` with its record array emptied, accepted by
+/// [`structured_fits`]: an object without the member, or a bare array),
+/// minified, with the descriptor first (member [`STRUCTURED_MARKER`]); a
+/// bare array becomes `[descriptor]`.
 fn with_descriptor(slim: &str, descriptor_json: &str) -> String {
     let minified = crate::json::minify(slim);
     if minified == "[]" {
         return format!("[{descriptor_json}]");
     }
-    let fits = serde_json::from_str::<RawObject<'_>>(&minified)
-        .is_ok_and(|fields| !fields.contains_key(STRUCTURED_MARKER));
-    let Some(rest) = minified.strip_prefix('{').filter(|_| fits) else {
-        return minified;
+    let Some(rest) = minified.strip_prefix('{') else {
+        return minified; // not reached: refused by `structured_fits`
     };
     let mut out = String::with_capacity(minified.len() + descriptor_json.len() + 16);
     out.push('{');
