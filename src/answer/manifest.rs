@@ -154,24 +154,13 @@ pub(crate) fn add_tools(
         return Some((result.to_owned(), shadowed, schemas));
     }
     let array = format!("[{}]", listed.join(","));
-    Some((with_member(&raw, "tools", &array)?, shadowed, schemas))
+    Some((with_member(&raw, "tools", Some(&array))?, shadowed, schemas))
 }
 
 /// A tool definition (raw JSON) without its `outputSchema` member.
 fn without_output_schema(tool: &str) -> Option<String> {
     let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(tool).ok()?;
-    let mut out = String::with_capacity(tool.len());
-    out.push('{');
-    for (k, v) in raw.iter().filter(|(k, _)| k.as_str() != "outputSchema") {
-        if out.len() > 1 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(k).ok()?);
-        out.push(':');
-        out.push_str(v.get());
-    }
-    out.push('}');
-    Some(out)
+    with_member(&raw, "outputSchema", None)
 }
 
 /// An `initialize` (or `server/discover`) result with `capabilities.resources`
@@ -193,25 +182,28 @@ pub(crate) fn add_resources_capability(result: &str) -> Option<String> {
         object.push(',');
     }
     object.push_str("\"resources\":{}}");
-    with_member(&raw, "capabilities", &object)
+    with_member(&raw, "capabilities", Some(&object))
 }
 
 /// The object `raw` with the value of its member `key` replaced by `value`
-/// (raw JSON); every other member's bytes as they were.
+/// (raw JSON), or without that member when `value` is `None`; every other
+/// member's bytes as they were.
 fn with_member(
     raw: &indexmap::IndexMap<String, Box<RawValue>>,
     key: &str,
-    value: &str,
+    value: Option<&str>,
 ) -> Option<String> {
-    let mut out = String::with_capacity(value.len() + 64 * raw.len());
+    let mut out = String::with_capacity(value.map_or(0, str::len) + 64 * raw.len());
     out.push('{');
-    for (i, (k, v)) in raw.iter().enumerate() {
-        if i > 0 {
+    for (k, v) in raw {
+        let v = if k == key { value } else { Some(v.get()) };
+        let Some(v) = v else { continue };
+        if out.len() > 1 {
             out.push(',');
         }
         out.push_str(&serde_json::to_string(k).ok()?);
         out.push(':');
-        out.push_str(if k == key { value } else { v.get() });
+        out.push_str(v);
     }
     out.push('}');
     Some(out)
