@@ -184,6 +184,7 @@ impl Shared {
     /// The state of a layer around `offloader`, with the default proxy
     /// header, request cap and proxy-session bounds.
     pub(crate) fn new(offloader: Offloader) -> Self {
+        warn_unmet_profiles(offloader.config());
         Shared {
             buffers: BufferBudget::new(offloader.config().max_buffered_bytes),
             offloader,
@@ -368,6 +369,25 @@ pub(crate) const OUTPUT_SCHEMA_BOUNDS: Bounds = Bounds {
     max_bytes: 1 << 20,
     ttl: Duration::from_secs(24 * 3600),
 };
+
+/// Says, once per layer, which client profiles ask for what the layer
+/// cannot give: the `lro_extract` guidance where extraction is off or the
+/// profile leaves the layer's tools unlisted (that client gets the shell
+/// guidance).
+fn warn_unmet_profiles(config: &crate::config::OffloadConfig) {
+    use crate::config::GuidanceKind;
+    for (client, profile) in &config.clients {
+        let wants_extract = profile.guidance == Some(GuidanceKind::Extract);
+        if wants_extract && !config.extract_guidance_for(Some(client)) {
+            tracing::warn!(
+                target: "tower_lro",
+                client = %client,
+                "client profile asks for the lro_extract guidance, but extraction is off or its \
+                 tools are not listed to that client: it gets the shell guidance"
+            );
+        }
+    }
+}
 
 /// Sessions whose client name is remembered: as many as proxy sessions,
 /// for as long.

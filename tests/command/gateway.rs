@@ -1888,3 +1888,29 @@ async fn a_streamed_answer_is_logged_with_its_whole_time() {
     assert!(field("bytes") > 0, "{line}");
     assert!(field("ms") >= field("ms_to_headers"), "{line}");
 }
+
+/// A client profile asking for what the layer cannot give (the
+/// `lro_extract` guidance with extraction off) is said in the log at start;
+/// that client gets the shell guidance (`config::client` tests).
+#[test]
+fn a_client_profile_the_layer_cannot_meet_is_logged_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("lro.toml");
+    std::fs::write(
+        &config,
+        "[prompt.offload]\nextraction = false\n\n[prompt.offload.clients.Some-Agent]\nguidance = \"extract\"\n",
+    )
+    .unwrap();
+    let (gw, _addr) = gateway_with(
+        "http://127.0.0.1:9/mcp",
+        &dir.path().join("out"),
+        &["--config", config.to_str().unwrap()],
+    );
+    let said = |log: &str| log.contains("client profile asks for the lro_extract guidance");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !said(&gw.stderr()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = gw.stderr();
+    assert!(said(&log) && log.contains("some_agent"), "{log}");
+}
