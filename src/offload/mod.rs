@@ -434,7 +434,7 @@
 //! # What each client shows its model
 //!
 //! Which parts of a `CallToolResult` each client passes to its model, read
-//! from its own code (Claude Code and Codex CLI also by running them:
+//! from its own code (Claude Code, Codex CLI and Gemini CLI also by running them:
 //! `tests/command/agent_clients.rs`):
 //!
 //! | client | text blocks | `structuredContent` | `resource_link` | `_meta` | its own limit |
@@ -442,7 +442,7 @@
 //! | Claude Code 2.1.332 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | one line, `[Resource link: NAME] URI` | dropped | over ~50k chars a 2 KB preview and a saved path; over 25k tokens an error notice and a path |
 //! | Codex CLI 0.171.0 (run) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | raw JSON, without `structuredContent` only | dropped | ~10k tokens, the middle cut (a 218 KB result reached its model as 48 KB), nothing saved |
 //! | VS Code (source) | dropped when `structuredContent` is present | `JSON.stringify` of it, schema or not | a resource part | dropped | (Copilot: large results to disk) |
-//! | Gemini CLI 0.56 (source) | each one | dropped | one line, `Resource Link: NAME at URI` | dropped | 40,000 chars for one text part: head and tail, full output saved |
+//! | Gemini CLI 0.61.0 (run) | each one, in `<untrusted_context>` | dropped (without it, the first text block is `JSON.parse`d as `structuredContent`: a bare JSON array or number there makes its SDK reject the result) | one line, `Resource Link: NAME at URI` | dropped | 40,000 chars for one text part: head and tail, full output saved |
 //! | Goose (source) | joined | dropped | dropped | dropped | 200,000 chars per block: a saved path, no preview |
 //! | MCP Inspector 2.3 (source; no model) | shown | shown; validated against `outputSchema` (a mismatch fails the call) | shown | not shown | none |
 //! | Copilot CLI, Cursor | not verified (closed source) | | | | Copilot CLI: 20-30 KB to a file |
