@@ -24,6 +24,12 @@
 //! the agent asked for exactly this part. A single value longer than the
 //! budget is cut and the trailer says so (narrow the query to read it
 //! whole; an array can be read an element at a time with `| .[]`).
+//!
+//! A page that is one value other than an object (a slurped count, a
+//! number, a string) is also the answer's `structuredContent`, as
+//! `{"value": V, "note": trailer}`: Gemini CLI otherwise parses the text as
+//! `structuredContent` and fails the call, and clients that show only
+//! `structuredContent` then read the same value.
 
 mod access;
 mod args;
@@ -64,6 +70,27 @@ impl ToolAnswer {
         }
     }
 
+    /// `{"value": V}` (with `"note"`, the trailer, when there is one) when
+    /// the first block is one JSON value that is not an object, else
+    /// `None`. Some clients (Gemini CLI) take a result without
+    /// `structuredContent` to be `JSON.parse` of its first text block and
+    /// then reject it unless it is an object: one array, number or string
+    /// printed by a query would fail the call there. Clients that show
+    /// `structuredContent` rather than the text (Claude Code, Codex CLI)
+    /// then read the same value and the same trailer.
+    fn lone_value(&self) -> Option<Value> {
+        let first = self.blocks.first()?;
+        let value: Value = serde_json::from_str(first).ok()?;
+        if value.is_object() {
+            return None;
+        }
+        let mut structured = json!({ "value": value });
+        if let Some(note) = self.blocks.get(1) {
+            structured["note"] = Value::from(note.as_str());
+        }
+        Some(structured)
+    }
+
     /// The `CallToolResult` JSON; `result_type`: with `resultType:
     /// "complete"` (protocol 2026-07-28 and later require it).
     pub(crate) fn to_result_json(&self, result_type: bool) -> String {
@@ -75,6 +102,8 @@ impl ToolAnswer {
         let mut result = json!({"content": content});
         if self.is_error {
             result["isError"] = Value::Bool(true);
+        } else if let Some(structured) = self.lone_value() {
+            result["structuredContent"] = structured;
         }
         if result_type {
             result["resultType"] = Value::from("complete");

@@ -1,16 +1,22 @@
 //! What the model sees, with real agents: Claude Code (npm
-//! `@anthropic-ai/claude-code`) and Codex CLI (npm `@openai/codex`), pinned
-//! in `tests/interop/agents`, their models replaced by scripted endpoints
-//! on loopback (Anthropic Messages: `model.py`, driven by `run_claude.py`;
-//! OpenAI Responses: `model_openai.py`, driven by `run_codex.py`), call the
+//! `@anthropic-ai/claude-code`), Codex CLI (npm `@openai/codex`) and Gemini
+//! CLI (npm `@google/gemini-cli`), pinned in `tests/interop/agents`, their
+//! models replaced by scripted endpoints on loopback (Anthropic Messages:
+//! `model.py`, driven by `run_claude.py`; OpenAI Responses:
+//! `model_openai.py`, driven by `run_codex.py`; Generative Language:
+//! `model_gemini.py`, driven by `run_gemini.py`), call the
 //! tools of the official Python SDK server (`tests/interop/py_server.py`)
 //! directly, through `lro gateway` and through `lro proxy` as its stdio MCP
 //! server. The report is read from the model's side: the bytes of each tool
 //! result as the model received it in its next request.
 //!
-//! Both show their model `JSON.stringify(structuredContent)` whenever a
-//! result has `structuredContent` (declared schema or not) and drop the
-//! text blocks; so the descriptor must be there too. Checked for a tool
+//! Claude Code and Codex show their model `JSON.stringify(structuredContent)`
+//! whenever a result has `structuredContent` (declared schema or not) and
+//! drop the text blocks; so the descriptor must be there too. Gemini CLI
+//! shows the text blocks, and takes `JSON.parse` of the first one as
+//! `structuredContent` when there is none, failing the call unless it is
+//! an object: an `lro_extract` answer of one array (the counts here) must
+//! still reach its model. Checked for a tool
 //! answering one text block, one answering a `str` (the SDK copies it into
 //! `structuredContent: {"result": text}`) and one answering structured
 //! records under an output schema (`{"rows": [...], "total": N}`): the
@@ -31,7 +37,7 @@ use super::gateway::{gateway_with, lro_bin, python_server};
 /// Records each tool answers (py_server.py's `make_records`).
 const COUNT: usize = 2000;
 
-/// Installs Claude Code once per test process (`tests/interop/agents/setup.sh`,
+/// Installs the agent CLIs once per test process (`tests/interop/agents/setup.sh`,
 /// idempotent, locked against other processes). `None`: skipped (see
 /// `common::require`).
 fn agents_setup() -> Option<PathBuf> {
@@ -61,6 +67,9 @@ enum Agent {
     /// Codex CLI (`run_codex.py`, its model a scripted OpenAI Responses
     /// endpoint).
     Codex,
+    /// Gemini CLI (`run_gemini.py`, its model a scripted Generative
+    /// Language endpoint).
+    Gemini,
 }
 
 impl Agent {
@@ -68,6 +77,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "run_claude.py",
             Agent::Codex => "run_codex.py",
+            Agent::Gemini => "run_gemini.py",
         }
     }
 
@@ -75,6 +85,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "Claude Code",
             Agent::Codex => "Codex CLI",
+            Agent::Gemini => "Gemini CLI",
         }
     }
 
@@ -83,6 +94,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => ("Bash", "Bash"),
             Agent::Codex => ("shell", "exec_command"),
+            Agent::Gemini => ("shell", "run_shell_command"),
         }
     }
 }
@@ -111,7 +123,9 @@ fn run_agent(agent: Agent, agents: &Path, server: &Server<'_>, name: &str, turns
     })
 }
 
-/// The tool results the model received for `tool` (a suffix of its name).
+/// The tool results the model received for `tool` (a suffix of its name:
+/// `_NAME` for an MCP tool, which Claude Code and Codex name
+/// `mcp__SERVER__NAME` and Gemini CLI `mcp_SERVER_NAME`).
 fn results_of<'a>(report: &'a Value, tool: &str) -> Vec<&'a Value> {
     report["tool_results"]
         .as_array()
@@ -134,11 +148,19 @@ fn expected_categories(count: usize) -> BTreeMap<String, u64> {
 }
 
 /// Per-category counts in a recipe's or a query's output: a JSON array of
-/// `{"category": .., "count": ..}` (pretty, compact, or one per line).
+/// `{"category": .., "count": ..}` (pretty, compact, or one per line), or
+/// such an array as the `value` of an `lro_extract` answer's
+/// `structuredContent` (what Claude Code and Codex show their model).
 fn counts_in(output: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     let values = serde_json::Deserializer::from_str(output.trim()).into_iter::<Value>();
     for v in values.map_while(Result::ok) {
+        let v = match v {
+            Value::Object(mut o) if o.contains_key("value") => {
+                o.remove("value").unwrap_or_default()
+            }
+            other => other,
+        };
         let items = match v {
             Value::Array(items) => items,
             other => vec![other],
@@ -176,12 +198,12 @@ struct Seen {
 }
 
 /// What the model read of an offloaded result through lro: the descriptor
-/// (file path, recipes) whichever part Claude Code showed, the records'
+/// (file path, recipes) whichever part the agent showed, the records'
 /// array never shown emptied before it, and the true counts from a recipe
 /// run by Bash and from `lro_extract`.
 fn check_offloaded(agent: Agent, report: &Value, path: &str, tool: &str) -> Seen {
     let what = format!("{} / {path} / {tool}", agent.name());
-    let seen = results_of(report, &format!("__{tool}"));
+    let seen = results_of(report, &format!("_{tool}"));
     let first = seen
         .first()
         .unwrap_or_else(|| panic!("{what}: no tool result reached the model: {report:.3000}"));
@@ -208,7 +230,7 @@ fn check_offloaded(agent: Agent, report: &Value, path: &str, tool: &str) -> Seen
         "{what}: recipe output {:.600}",
         recipe["text"]
     );
-    let extract = results_of(report, "__lro_extract");
+    let extract = results_of(report, "_lro_extract");
     let extract = extract
         .first()
         .unwrap_or_else(|| panic!("{what}: lro_extract did not run: {report:.3000}"));
@@ -239,7 +261,7 @@ fn static_name(tool: &str) -> &'static str {
     }
 }
 
-/// Claude Code and Codex CLI, directly and through `lro gateway` and `lro
+/// Claude Code, Codex CLI and Gemini CLI, directly and through `lro gateway` and `lro
 /// proxy`, for the three kinds of tool result: what reached their model,
 /// and the answers their own tools got from the file.
 #[test]
@@ -262,7 +284,7 @@ fn agents_read_the_descriptor_whatever_part_they_show() {
         proxy_dir.to_string_lossy().into_owned(),
     ];
     let mut table = Vec::new();
-    for agent in [Agent::ClaudeCode, Agent::Codex] {
+    for agent in [Agent::ClaudeCode, Agent::Codex, Agent::Gemini] {
         for tool in ["records_text", "records", "rows"] {
             // Directly: what the model reads of the whole result (the
             // agent's own spill notice or truncation over its limits).
@@ -273,7 +295,7 @@ fn agents_read_the_descriptor_whatever_part_they_show() {
                 "py",
                 &json!([{"tool": format!("mcp__py__{tool}"), "input": {"count": COUNT}}, {"text": "done"}]),
             );
-            let seen = results_of(&direct, &format!("__{tool}"));
+            let seen = results_of(&direct, &format!("_{tool}"));
             let bytes = seen
                 .first()
                 .and_then(|r| r["server_bytes"].as_u64())

@@ -558,3 +558,75 @@ async fn the_inspector_cli_calls_lro_extract() {
     }
     let _ = client.cancel().await;
 }
+
+/// A client that takes a result without `structuredContent` to be
+/// `JSON.parse` of its first text block and rejects it unless it is an
+/// object (Gemini CLI 0.61's MCP transport) gets, for every answer, either
+/// `structuredContent` or a first block that is not one non-object JSON
+/// value; `structuredContent` is `{"value": V}` with V the printed value
+/// and the trailer as `note`, so a client showing only it misses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_value_that_is_not_an_object_is_also_structured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, d) = quickstart(dir.path(), 4000).await;
+    let file = &d.file_path;
+    let asks = [
+        (json!({"file_path": file, "recipe": 6}), true),
+        (json!({"file_path": file, "query": "length"}), false),
+        (
+            json!({"file_path": file, "query": "length", "limit": 1}),
+            false,
+        ),
+        (
+            json!({"file_path": file, "query": ".title", "limit": 1}),
+            false,
+        ),
+        (
+            json!({"file_path": file, "query": "[.id]", "limit": 1}),
+            false,
+        ),
+        (
+            json!({"file_path": file, "query": "{id}", "limit": 1}),
+            false,
+        ),
+        (
+            json!({"file_path": file, "query": "{id}", "limit": 2}),
+            false,
+        ),
+        (json!({"file_path": file, "recipe": 1}), false),
+    ];
+    let mut structured = 0;
+    for (args, more_than_one_value) in asks {
+        let r = call(&client, "lro_extract", args.clone()).await;
+        assert!(!is_error(&r), "{args}: {:?}", texts(&r));
+        let t = texts(&r);
+        let parsed = serde_json::from_str::<Value>(&t[0]).ok();
+        match (&r.structured_content, parsed) {
+            (Some(s), Some(v)) => {
+                assert!(!v.is_object(), "{args}: an object needs no copy");
+                assert_eq!(s["value"], v, "{args}: the same value");
+                assert_eq!(
+                    s.get("note").and_then(Value::as_str),
+                    t.get(1).map(String::as_str)
+                );
+                structured += 1;
+            }
+            (None, Some(v)) => assert!(v.is_object(), "{args}: {v} would be rejected"),
+            (None, None) => {}
+            (Some(s), None) => panic!("{args}: structured {s} beside text that is not one value"),
+        }
+        if more_than_one_value {
+            // Recipe 6 slurps: one array, the namespaces with their counts.
+            let s = r
+                .structured_content
+                .as_ref()
+                .expect("recipe 6 is one array");
+            assert_eq!(s["value"].as_array().map(Vec::len), Some(8), "{s}");
+        }
+    }
+    assert_eq!(
+        structured, 4,
+        "recipe 6, a number, a title, an array of one id"
+    );
+    let _ = client.cancel().await;
+}
