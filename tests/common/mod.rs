@@ -12,6 +12,7 @@ use tower_lro::descriptor::OffloadResponse;
 use tower_lro::store::{Store, StoreError};
 
 pub mod mcp;
+pub mod procs;
 
 /// Runs a recipe command with `bash -c` and `pipefail`, returning stdout; panics with the
 /// command and stderr when it fails.

@@ -53,6 +53,27 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// What `--version` prints after `lro `: the package version and the
+/// features this binary was built with (`cli` always; the packages on npm
+/// and PyPI carry `object-store` too), so a user can tell whether
+/// `--store s3://…` will work before trying it.
+const VERSION: &str = version_with_features();
+
+/// `0.1.0 (features: cli, object-store)`, built at compile time.
+const fn version_with_features() -> &'static str {
+    macro_rules! version_with {
+        ($($f:literal),*) => {
+            concat!(env!("CARGO_PKG_VERSION"), " (features: cli", $(", ", $f,)* ")")
+        };
+    }
+    match (cfg!(feature = "object-store"), cfg!(feature = "o200k")) {
+        (true, true) => version_with!("object-store", "o200k"),
+        (true, false) => version_with!("object-store"),
+        (false, true) => version_with!("o200k"),
+        (false, false) => version_with!(),
+    }
+}
+
 /// Large Result Offloading (LRO) for MCP: tool results too large for an
 /// agent's context become JSONL files and a compact descriptor.
 ///
@@ -62,7 +83,7 @@ use clap::{Parser, Subcommand};
 /// files on the agent's machine; `inspect`, `rebuild`, `extract` and
 /// `cleanup` work on the offloaded files.
 #[derive(Debug, Parser)]
-#[command(name = "lro", version)]
+#[command(name = "lro", version = VERSION)]
 struct Cli {
     /// A TOML file whose `[prompt.offload]` section configures LRO
     /// (environment variables ATLATL_PROMPT__OFFLOAD__* apply over it);
@@ -95,11 +116,11 @@ enum Command {
     /// agent, pass --ignore-tool 'lro_*' (the files are still written; the
     /// agent then reads them with its own jq, as the descriptor's recipes
     /// show).
-    #[command(version)]
+    #[command(version = VERSION)]
     Proxy(Box<proxy::args::ProxyArgs>),
     /// A gateway in front of a remote MCP server for agents on the
     /// network: large results become files served by lro_extract.
-    #[command(version)]
+    #[command(version = VERSION)]
     Gateway(Box<gateway::args::GatewayArgs>),
 }
 
