@@ -5,7 +5,8 @@ by tests/command/packages.rs.
     python package_client.py '<server command as a JSON array>' <cwd> <server url>
 
 Starts the command as its stdio MCP server (in <cwd>, with this process's
-environment), does what an agent would do (list tools, a small call, a large
+environment), or, when the array is one http:// URL (a gateway started from
+the container image), connects to it; then does what an agent would do (list tools, a small call, a large
 call, lro_extract on the file it was offloaded to) and makes the same small
 calls directly to <server url>. Prints one JSON object for the Rust side to
 check; it asserts nothing itself.
@@ -52,7 +53,10 @@ async def main():
     out = {}
     async with Client(url, read_timeout_seconds=30) as direct:
         out["direct_small"] = await small_calls(direct)
-    server = StdioServerParameters(command=argv[0], args=argv[1:], cwd=cwd)
+    if len(argv) == 1 and argv[0].startswith("http://"):
+        server = argv[0]
+    else:
+        server = StdioServerParameters(command=argv[0], args=argv[1:], cwd=cwd)
     async with Client(server, read_timeout_seconds=60) as client:
         out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
         out["small"] = await small_calls(client)

@@ -101,8 +101,9 @@ fn expected_categories(count: usize) -> BTreeMap<String, u64> {
     m
 }
 
-/// Runs `package_client.py` with `server` (a stdio MCP server command) in
-/// `cwd`, against the Python server at `url`, and checks what it reports.
+/// Runs `package_client.py` with `server` (a stdio MCP server command, or
+/// one gateway URL) in `cwd`, against the Python server at `url`, and
+/// checks what it reports.
 fn check_proxy(interop: &Path, server: &[String], cwd: &Path, url: &str, what: &str) {
     let mut cmd = Command::new(interop.join(".venv/bin/python"));
     cmd.arg(interop.join("package_client.py"))
@@ -138,7 +139,12 @@ fn check_proxy(interop: &Path, server: &[String], cwd: &Path, url: &str, what: &
     assert_eq!(d["offloaded"], true, "{what}: {:.2000}", report["large"]);
     assert_eq!(d["summary"]["count"], 2000, "{what}: {d}");
     let file = d["file_path"].as_str().expect("a file path");
-    assert!(Path::new(file).is_file(), "{what}: {file} written");
+    // A gateway in a container writes inside it.
+    let in_container = server.len() == 1;
+    assert!(
+        in_container || Path::new(file).is_file(),
+        "{what}: {file} written"
+    );
     let extract = &report["extract"]["ok"];
     let text = extract["content"][0]["text"].as_str().unwrap_or_default();
     let counts: Vec<Value> = serde_json::from_str(text.trim())
@@ -157,6 +163,36 @@ fn check_proxy(interop: &Path, server: &[String], cwd: &Path, url: &str, what: &
         expected_categories(2000),
         "{what}: lro_extract's counts"
     );
+}
+
+/// The MCP client configurations in README.md (each a JSON block after a
+/// `<!-- client: NAME -->` line): the client's name and the server's
+/// command line (`command`, then `args`).
+fn readme_client_configs() -> Vec<(String, Vec<String>)> {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let mut configs = Vec::new();
+    for part in readme.split("<!-- client: ").skip(1) {
+        let (name, rest) = part.split_once(" -->").expect("a marker's end");
+        let block = rest
+            .split_once("```json\n")
+            .and_then(|(_, b)| b.split_once("```"))
+            .map(|(json, _)| json)
+            .unwrap_or_else(|| panic!("{name}: no JSON block after the marker"));
+        let config: Value = serde_json::from_str(block)
+            .unwrap_or_else(|e| panic!("{name}: the README's JSON does not parse ({e}): {block}"));
+        let servers = config
+            .get("mcpServers")
+            .or_else(|| config.get("servers"))
+            .and_then(Value::as_object)
+            .unwrap_or_else(|| panic!("{name}: no mcpServers or servers: {config}"));
+        let server = servers.values().next().expect("one server");
+        let mut argv = vec![server["command"].as_str().expect("command").to_owned()];
+        for arg in server["args"].as_array().expect("args") {
+            argv.push(arg.as_str().expect("a string argument").to_owned());
+        }
+        configs.push((name.to_owned(), argv));
+    }
+    configs
 }
 
 /// The binary cargo built for these tests, stripped of its debug
@@ -244,6 +280,30 @@ fn npx_tower_lro_proxy_works_as_mcp_remote_does() {
         );
     }
     let files = tmp.path().join("files");
+    // The README's lines for Claude Desktop, Cursor and VS Code, as those
+    // clients run them: the command and its arguments, over stdio.
+    let configs = readme_client_configs();
+    assert_eq!(configs.len(), 3, "{configs:?}");
+    for (client, mut argv) in configs {
+        assert_eq!(
+            argv[..4],
+            ["npx", "-y", "tower-lro", "proxy"],
+            "{client}: {argv:?}"
+        );
+        for arg in &mut argv {
+            if arg == "https://example.com/mcp" {
+                arg.clone_from(&url);
+            }
+        }
+        argv.extend(["--output-dir".into(), files.display().to_string()]);
+        check_proxy(
+            &interop,
+            &argv,
+            &app,
+            &url,
+            &format!("README's {client} line"),
+        );
+    }
     let server: Vec<String> = ["npx", "-y", "--cache"]
         .iter()
         .map(|s| s.to_string())
@@ -399,4 +459,173 @@ fn the_wheel_runs_as_lro_uvx_and_pipx() {
         String::from_utf8_lossy(&out.stdout).trim(),
         expected_version()
     );
+}
+
+/// `buildah` with its own storage under `dir` (the vfs driver: no overlay
+/// mounts needed) and `args`.
+fn buildah(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("buildah");
+    cmd.arg("--root")
+        .arg(dir.join("storage"))
+        .arg("--runroot")
+        .arg(dir.join("run"))
+        .args(["--storage-driver", "vfs"])
+        .args(args);
+    cmd
+}
+
+/// The processes descending from `pid` (from /proc's parent links).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold spaces, so after ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parents.push((child, ppid));
+        }
+    }
+    let mut found = vec![pid];
+    for _ in 0..16 {
+        let before = found.len();
+        for (child, ppid) in &parents {
+            if found.contains(ppid) && !found.contains(child) {
+                found.push(*child);
+            }
+        }
+        if found.len() == before {
+            break;
+        }
+    }
+    found.retain(|p| *p != pid);
+    found
+}
+
+/// A process killed (SIGTERM, then SIGKILL) on drop: the gateway that
+/// `buildah run` started, which killing buildah alone would leave running.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for signal in ["-TERM", "-KILL"] {
+            for pid in &self.0 {
+                let _ = Command::new("kill")
+                    .arg(signal)
+                    .arg(pid.to_string())
+                    .output();
+            }
+            // A real process stopping: given a moment on the wall clock.
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+/// The container image (`packaging/container`: rootfs.sh, then the
+/// Containerfile, FROM scratch) built with buildah from Debian's packages,
+/// no base image pulled; the gateway started from it (`buildah run`),
+/// running as the non-root user 65532, in front of the Python SDK server,
+/// used by the Python SDK client over HTTP.
+#[test]
+fn the_container_image_runs_the_gateway() {
+    if !common::require_tool("buildah") {
+        return;
+    }
+    let Some(interop) = common::interop_setup() else {
+        return;
+    };
+    let Some((_server, port)) = python_server(&[]) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let tmp = tempfile::tempdir().unwrap();
+    let binary = stripped_lro(tmp.path());
+    let context = tmp.path().join("context");
+    let mut rootfs = Command::new(root().join("packaging/container/rootfs.sh"));
+    rootfs.arg(&binary).arg(&context);
+    run_ok(rootfs, 120, "rootfs.sh");
+    let containerfile = root().join("packaging/container/Containerfile");
+    let tag = "localhost/tower-lro:test";
+    let mut bud = buildah(
+        tmp.path(),
+        &["bud", "--isolation", "chroot", "-t", tag, "-f"],
+    );
+    bud.arg(&containerfile).arg(&context);
+    run_ok(bud, 300, "buildah bud");
+    let inspect = run_ok(
+        buildah(tmp.path(), &["inspect", "--type", "image", tag]),
+        60,
+        "inspect",
+    );
+    let image: Value = serde_json::from_slice(&inspect.stdout).expect("JSON");
+    let config = &image["OCIv1"]["config"];
+    assert_eq!(config["User"], "65532:65532", "{config}");
+    assert_eq!(
+        config["Entrypoint"],
+        json!(["/usr/local/bin/lro"]),
+        "{config}"
+    );
+    let from = run_ok(buildah(tmp.path(), &["from", tag]), 60, "buildah from");
+    let container = String::from_utf8_lossy(&from.stdout).trim().to_owned();
+
+    let mut version = buildah(
+        tmp.path(),
+        &["run", "--isolation", "chroot", &container, "--"],
+    );
+    version.args(["/usr/local/bin/lro", "--version"]);
+    let out = run_ok(version, 60, "lro --version in the image");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected_version()
+    );
+
+    let mut run = buildah(
+        tmp.path(),
+        &["run", "--isolation", "chroot", &container, "--"],
+    );
+    run.args([
+        "/usr/local/bin/lro",
+        "gateway",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &url,
+    ]);
+    let (buildah_run, rest) = common::procs::spawn_ready(
+        "the gateway in the image",
+        run,
+        "lro gateway listening on ",
+        Duration::from_secs(60),
+    );
+    let gateway = KillOnDrop(descendants(buildah_run.pid()));
+    let uids: Vec<String> = gateway
+        .0
+        .iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "lro")
+        })
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+        .filter_map(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1).unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert_eq!(uids, ["65532"], "the gateway runs as the non-root user");
+    check_proxy(
+        &interop,
+        &[rest.trim().to_owned()],
+        tmp.path(),
+        &url,
+        "the image's gateway",
+    );
+    drop(gateway);
+    drop(buildah_run);
 }
