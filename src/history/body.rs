@@ -17,7 +17,12 @@ impl HistoryOffloader {
     /// member change; every other member (`model`, `tools`, `system`,
     /// `stream`, unknown ones) and the body's layout keep their bytes. A
     /// Responses `input` that is a string has nothing to rewrite
-    /// (`Unchanged`).
+    /// (`Unchanged`), nor has one chained to an earlier response by
+    /// `previous_response_id`: the provider keeps that conversation's
+    /// earlier items itself and adds them to this `input`, which holds only
+    /// the new ones, so the history is out of reach here, and a rewrite of
+    /// the new items would be stored by the provider in place of what the
+    /// agent sent (`Unchanged`, the body passes byte for byte).
     pub async fn rewrite_body(
         &self,
         format: Option<ChatFormat>,
@@ -28,6 +33,9 @@ impl HistoryOffloader {
         let top: IndexMap<String, &RawValue> = serde_json::from_str(text)
             .map_err(|e| HistoryError::NotChatBody(format!("not a JSON object: {e}")))?;
         let (format, raw, parsed) = messages_member(format, &top)?;
+        if format == ChatFormat::OpenAiResponses && chained(&top) {
+            return Ok(BodyRewrite::Unchanged(self.unchanged_report()));
+        }
         let parsed = parsed.map_or_else(|| serde_json::from_str::<Vec<Value>>(raw.get()), Ok);
         let Ok(messages) = parsed else {
             return match format {
@@ -60,6 +68,13 @@ impl HistoryOffloader {
     fn unchanged_report(&self) -> HistoryReport {
         HistoryReport::new(self.config().mode, 0)
     }
+}
+
+/// Whether a Responses body continues an earlier response
+/// (`previous_response_id` set, not `null`).
+fn chained(top: &IndexMap<String, &RawValue>) -> bool {
+    top.get("previous_response_id")
+        .is_some_and(|raw| raw.get().trim() != "null")
 }
 
 /// The format, its messages member, and the messages when detecting the

@@ -296,8 +296,13 @@ fn shapes_unchecked(format: ChatFormat, messages: &[Value]) -> Vec<Shape> {
     messages.iter().map(shape).collect()
 }
 
-/// The index of the first of the `keep` most recent messages that are not
-/// system messages (`messages.len()` when `keep` is 0).
+/// The index of the first message kept as it is: the first of the `keep`
+/// most recent messages that are not system messages, or the newest turn's
+/// start when that is earlier. Recency counts turns: the newest message
+/// that makes calls (an assistant message with its `tool_calls` /
+/// `tool_use` blocks; Responses: its `function_call` items, adjacent) and
+/// every message after it (every answer to those calls, however many)
+/// stay, so a tool answer the model has not seen yet is never replaced.
 pub(super) fn recent_start(shapes: &[Shape], keep: usize) -> usize {
     let mut left = keep;
     let mut start = shapes.len();
@@ -306,6 +311,19 @@ pub(super) fn recent_start(shapes: &[Shape], keep: usize) -> usize {
         if !shapes[start].system {
             left -= 1;
         }
+    }
+    start.min(newest_turn(shapes))
+}
+
+/// Where the newest turn with calls starts (`shapes.len()` without one):
+/// the newest message making calls, and the call-making messages right
+/// before it (a Responses turn's parallel `function_call` items).
+fn newest_turn(shapes: &[Shape]) -> usize {
+    let Some(mut start) = shapes.iter().rposition(|s| !s.calls.is_empty()) else {
+        return shapes.len();
+    };
+    while start > 0 && !shapes[start - 1].calls.is_empty() {
+        start -= 1;
     }
     start
 }

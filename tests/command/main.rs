@@ -12,6 +12,7 @@ mod fleet;
 mod fleet_faults;
 mod forward_proxy;
 mod gateway;
+mod history;
 mod large_results;
 mod legacy_sse;
 mod legacy_sse_faults;

@@ -122,6 +122,13 @@ enum Command {
     /// network: large results become files served by lro_extract.
     #[command(version = VERSION)]
     Gateway(Box<gateway::args::GatewayArgs>),
+    /// The history offload in front of a chat provider (OpenAI Chat
+    /// Completions and Responses, Anthropic Messages): each request's
+    /// history is kept within its budget (large tool answers to files,
+    /// older turns summarized) before it goes on; answers stream back
+    /// untouched.
+    #[command(version = VERSION)]
+    History(Box<gateway::args::HistoryArgs>),
 }
 
 fn main() -> ExitCode {
@@ -138,6 +145,9 @@ fn main() -> ExitCode {
         }),
         Command::Gateway(args) => {
             config().and_then(|c| gateway::args::run(*args, c, cli.config.as_deref()))
+        }
+        Command::History(args) => {
+            config().and_then(|c| gateway::args::run_history(*args, c, cli.config.as_deref()))
         }
     };
     match done {

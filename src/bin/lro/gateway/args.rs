@@ -1,6 +1,7 @@
-//! The `lro gateway` command line: its flags over the offload
-//! configuration make the [`GatewayOptions`]; [`run`] serves until SIGINT
-//! or SIGTERM, logging on stderr (text or JSON lines).
+//! The `lro gateway` and `lro history` command lines: their flags over the
+//! offload (history) configuration make the [`GatewayOptions`]; [`run`]
+//! and [`run_history`] serve until SIGINT or SIGTERM, logging on stderr
+//! (text or JSON lines).
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -12,7 +13,9 @@ use super::{
     RouteOptions, shutdown_signal,
 };
 use clap::{Args, ValueEnum};
+use http::{HeaderMap, Uri};
 use tower_lro::config::OffloadConfig;
+use tower_lro::history::{HistoryConfig, SummaryMode};
 
 /// `lro gateway`.
 #[derive(Debug, Args)]
@@ -22,21 +25,6 @@ pub struct GatewayArgs {
     /// the --config file's [[gateway.route]] tables.
     #[arg(long, value_name = "URL")]
     upstream: Option<String>,
-    /// Where to listen, e.g. 127.0.0.1:9000 (port 0: any free port).
-    #[arg(long, value_name = "ADDR")]
-    listen: SocketAddr,
-    /// A header sent with every request upstream, `NAME: VALUE`
-    /// (e.g. `Authorization: Bearer ...`); repeatable.
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    headers: Vec<String>,
-    /// A PEM file of CA certificates trusted for an https:// upstream
-    /// besides the system's roots (a private CA).
-    #[arg(long, value_name = "FILE")]
-    ca_cert: Option<PathBuf>,
-    /// Reach the upstream through the HTTP proxy of HTTPS_PROXY /
-    /// HTTP_PROXY (lower-case forms too), NO_PROXY honoured.
-    #[arg(long)]
-    enable_proxy: bool,
     /// Where the JSONL files go (default: the configured output_dir, else a
     /// private per-user directory in the system temp dir).
     #[arg(long, value_name = "DIR")]
@@ -69,6 +57,61 @@ pub struct GatewayArgs {
     /// itself then offloads on its side too).
     #[arg(long)]
     no_announce: bool,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// `lro history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The chat provider's base URL (e.g. https://api.openai.com/v1 or
+    /// https://api.anthropic.com): its path and every path under it is
+    /// served, chat requests (`…/chat/completions`, `…/messages`,
+    /// `…/responses`) with their history rewritten, the others untouched.
+    /// Without it, the routes come from the --config file's
+    /// [[gateway.route]] tables (`kind = "history"`).
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+    /// Where offloaded tool answers and summarized messages go (default:
+    /// the configured store_dir, else `history` in a private per-user
+    /// directory in the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    store_dir: Option<PathBuf>,
+    /// compact, compress or auto (default: the configured
+    /// working_summary_mode, auto).
+    #[arg(long, value_name = "MODE")]
+    mode: Option<SummaryMode>,
+    /// The history's budget in estimated tokens (default: the configured
+    /// max_total_tokens, 20000).
+    #[arg(long, value_name = "N")]
+    max_total_tokens: Option<usize>,
+    /// Tool answers over this many estimated tokens are offloaded
+    /// (default: the configured max_tool_message_tokens, 2000).
+    #[arg(long, value_name = "N")]
+    max_tool_message_tokens: Option<usize>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// The flags `lro gateway` and `lro history` share: where to listen, how
+/// the upstream is reached, the limits, the endpoints, the logs.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Where to listen, e.g. 127.0.0.1:9000 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// A header sent with every request upstream, `NAME: VALUE`
+    /// (e.g. `Authorization: Bearer ...`); repeatable.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// A PEM file of CA certificates trusted for an https:// upstream
+    /// besides the system's roots (a private CA).
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
+    /// Reach the upstream through the HTTP proxy of HTTPS_PROXY /
+    /// HTTP_PROXY (lower-case forms too), NO_PROXY honoured.
+    #[arg(long)]
+    enable_proxy: bool,
     /// Client connections served at once; more wait in the listen backlog.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
@@ -117,8 +160,70 @@ pub fn run(
     config: OffloadConfig,
     config_file: Option<&Path>,
 ) -> Result<(), String> {
-    crate::logs("info", matches!(args.log_format, LogFormat::Json));
-    let options = options(args, config, config_file)?;
+    let json = matches!(args.serve.log_format, LogFormat::Json);
+    let history = history_config(config_file)?;
+    serve(
+        "gateway",
+        json,
+        options(args, config, &history, config_file)?,
+    )
+}
+
+/// Runs `lro history` until SIGINT or SIGTERM.
+pub fn run_history(
+    args: HistoryArgs,
+    offload: OffloadConfig,
+    config_file: Option<&Path>,
+) -> Result<(), String> {
+    let json = matches!(args.serve.log_format, LogFormat::Json);
+    let mut config = history_config(config_file)?;
+    if let Some(dir) = args.store_dir {
+        config.store_dir = dir;
+    }
+    if let Some(mode) = args.mode {
+        config.mode = mode;
+    }
+    for (flag, n, field) in [
+        (
+            "--max-total-tokens",
+            args.max_total_tokens,
+            &mut config.max_total_tokens,
+        ),
+        (
+            "--max-tool-message-tokens",
+            args.max_tool_message_tokens,
+            &mut config.max_tool_message_tokens,
+        ),
+    ] {
+        match n {
+            Some(0) => return Err(format!("{flag}: must be at least 1")),
+            Some(n) => *field = n,
+            None => {}
+        }
+    }
+    let headers = crate::proxy::args::headers(&args.serve.headers, &[])?;
+    let from_file = routes_of(config_file, &offload, &config, &headers)?;
+    let routes = one_or_file(args.upstream, from_file, |upstream| {
+        let mut route = RouteOptions::new(upstream);
+        route.headers = headers.clone();
+        route.history = Some(config.clone());
+        route
+    })?;
+    let mut options = GatewayOptions::new(routes, args.serve.listen);
+    apply_serve(args.serve, &mut options)?;
+    serve("history", json, options)
+}
+
+/// The `[prompt.history]` configuration: the file's section, then the
+/// `ATLATL_PROMPT__HISTORY__*` variables.
+fn history_config(config_file: Option<&Path>) -> Result<HistoryConfig, String> {
+    HistoryConfig::load(config_file).map_err(|e| format!("configuration: {e}"))
+}
+
+/// Binds `options` and serves until SIGINT or SIGTERM, saying where on
+/// stdout (`lro NAME listening on URL`).
+fn serve(name: &str, json: bool, options: GatewayOptions) -> Result<(), String> {
+    crate::logs("info", json);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -130,18 +235,75 @@ pub fn run(
             [path] => format!("http://{}{path}", gateway.local_addr()),
             _ => format!("http://{}", gateway.local_addr()),
         };
-        tracing::info!(target: "gateway", listen = %url, routes = ?paths, "gateway started");
-        println!("lro gateway listening on {url}");
+        tracing::info!(target: "gateway", listen = %url, routes = ?paths, "{name} started");
+        println!("lro {name} listening on {url}");
         let _ = std::io::stdout().flush();
         gateway.serve(shutdown_signal()).await;
         Ok(())
     })
 }
 
+/// The routes of the --config file's [[gateway.route]] tables, if any.
+fn routes_of(
+    config_file: Option<&Path>,
+    offload: &OffloadConfig,
+    history: &HistoryConfig,
+    headers: &HeaderMap,
+) -> Result<Vec<RouteOptions>, String> {
+    let Some(file) = config_file else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("configuration: {}: {e}", file.display()))?;
+    super::routes::routes(&text, file, offload, history, headers)
+        .map_err(|e| format!("configuration: {e}"))
+}
+
+/// One route from `--upstream` (made by `route`), or the file's routes.
+fn one_or_file(
+    upstream: Option<String>,
+    from_file: Vec<RouteOptions>,
+    route: impl FnOnce(Uri) -> RouteOptions,
+) -> Result<Vec<RouteOptions>, String> {
+    match (upstream, from_file.is_empty()) {
+        (Some(upstream), true) => {
+            let uri = upstream
+                .parse()
+                .map_err(|e| format!("--upstream {upstream:?}: {e}"))?;
+            Ok(vec![route(uri)])
+        }
+        (None, false) => Ok(from_file),
+        (Some(_), false) => Err(
+            "--upstream and [[gateway.route]] tables in the --config file: give one or the other"
+                .to_owned(),
+        ),
+        (None, true) => Err(
+            "no route: give --upstream URL, or [[gateway.route]] tables in the --config file"
+                .to_owned(),
+        ),
+    }
+}
+
+/// The shared flags into `options`.
+fn apply_serve(serve: ServeArgs, options: &mut GatewayOptions) -> Result<(), String> {
+    options.connect.ca_cert = serve.ca_cert;
+    options.connect.env_proxy = serve.enable_proxy;
+    options.connect.connect_timeout = seconds("--connect-timeout", serve.connect_timeout)?;
+    options.limits.max_connections = serve.max_connections.max(1);
+    options.limits.header_read_timeout = seconds("--header-timeout", serve.header_timeout)?;
+    options.limits.response_head_timeout = seconds("--response-timeout", serve.response_timeout)?;
+    options.limits.shutdown_grace = Duration::from_secs(serve.shutdown_grace);
+    options.health_path = serve.health_path;
+    options.ready_path = serve.ready_path;
+    options.metrics_path = serve.metrics_path;
+    Ok(())
+}
+
 /// The gateway's options from the flags over the configuration.
 fn options(
     args: GatewayArgs,
     mut config: OffloadConfig,
+    history: &HistoryConfig,
     config_file: Option<&Path>,
 ) -> Result<GatewayOptions, String> {
     if args.threshold_tokens == Some(0) {
@@ -166,52 +328,17 @@ fn options(
     if let Some(s) = args.ttl_seconds {
         config.ttl = Duration::from_secs(s);
     }
-    let headers = crate::proxy::args::headers(&args.headers, &[])?;
-    let from_file = match config_file {
-        Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| format!("configuration: {}: {e}", file.display()))?;
-            super::routes::routes(&text, file, &config, &headers)
-                .map_err(|e| format!("configuration: {e}"))?
-        }
-        None => Vec::new(),
-    };
-    let routes = match (args.upstream, from_file.is_empty()) {
-        (Some(upstream), true) => {
-            let uri = upstream
-                .parse()
-                .map_err(|e| format!("--upstream {upstream:?}: {e}"))?;
-            let mut route = RouteOptions::new(uri);
-            route.headers = headers;
-            route.config = config;
-            vec![route]
-        }
-        (None, false) => from_file,
-        (Some(_), false) => {
-            return Err(
-                "--upstream and [[gateway.route]] tables in the --config file: give one or the other"
-                    .to_owned(),
-            );
-        }
-        (None, true) => {
-            return Err(
-                "no route: give --upstream URL, or [[gateway.route]] tables in the --config file"
-                    .to_owned(),
-            );
-        }
-    };
-    let mut options = GatewayOptions::new(routes, args.listen);
+    let headers = crate::proxy::args::headers(&args.serve.headers, &[])?;
+    let from_file = routes_of(config_file, &config, history, &headers)?;
+    let routes = one_or_file(args.upstream, from_file, |upstream| {
+        let mut route = RouteOptions::new(upstream);
+        route.headers = headers.clone();
+        route.config = config;
+        route
+    })?;
+    let mut options = GatewayOptions::new(routes, args.serve.listen);
     options.announce = !args.no_announce;
-    options.connect.ca_cert = args.ca_cert;
-    options.connect.env_proxy = args.enable_proxy;
-    options.connect.connect_timeout = seconds("--connect-timeout", args.connect_timeout)?;
-    options.limits.max_connections = args.max_connections.max(1);
-    options.limits.header_read_timeout = seconds("--header-timeout", args.header_timeout)?;
-    options.limits.response_head_timeout = seconds("--response-timeout", args.response_timeout)?;
-    options.limits.shutdown_grace = Duration::from_secs(args.shutdown_grace);
-    options.health_path = args.health_path;
-    options.ready_path = args.ready_path;
-    options.metrics_path = args.metrics_path;
+    apply_serve(args.serve, &mut options)?;
     options.max_request_bytes = args.max_request_bytes;
     options.binding_key = binding_key;
     Ok(options)

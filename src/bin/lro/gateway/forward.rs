@@ -33,6 +33,9 @@ pub(crate) struct Upstream {
     pub(crate) uri: Uri,
     pub(crate) headers: HeaderMap,
     pub(crate) announce: bool,
+    /// Forward the request's own path (a chat route serves every path
+    /// under its upstream's) rather than the upstream URL's.
+    pub(crate) keep_path: bool,
     pub(crate) response_head_timeout: Duration,
     /// The upstream latency histogram (to the answer's head).
     pub(crate) latency: prometheus_client::metrics::histogram::Histogram,
@@ -127,11 +130,17 @@ impl Upstream {
     }
 
     /// The upstream URI of a request target: the upstream's path (the
-    /// route's path may differ from it) and the client's query.
+    /// route's path may differ from it; a chat route: the request's own)
+    /// and the client's query.
     fn target(&self, uri: &Uri) -> Result<Uri, http::Error> {
+        let path = if self.keep_path {
+            uri.path()
+        } else {
+            self.uri.path()
+        };
         let path_and_query = match uri.query() {
-            Some(query) => format!("{}?{query}", self.uri.path()),
-            None => self.uri.path().to_owned(),
+            Some(query) => format!("{path}?{query}"),
+            None => path.to_owned(),
         };
         let mut target = Uri::builder().path_and_query(path_and_query);
         if let Some(scheme) = self.uri.scheme() {

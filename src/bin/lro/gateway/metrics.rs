@@ -31,6 +31,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
+use tower_lro::history::HistoryEvent;
 use tower_lro::offload::{EventHook, OffloadEvent};
 
 /// A label set: names fixed here, values from bounded lists.
@@ -65,6 +66,8 @@ pub(crate) struct Metrics {
     extract_calls: Family<Labels, Counter>,
     extract_duration: Histograms,
     store_errors: Family<Labels, Counter>,
+    history_requests: Family<Labels, Counter>,
+    history_tokens_saved: Family<Labels, Counter>,
     pub(crate) ready: Gauge,
 }
 
@@ -87,6 +90,8 @@ impl Metrics {
             extract_calls: Family::default(),
             extract_duration: Family::new_with_constructor(latency),
             store_errors: Family::default(),
+            history_requests: Family::default(),
+            history_tokens_saved: Family::default(),
             ready: Gauge::default(),
             registry: Registry::default(),
         };
@@ -158,6 +163,16 @@ impl Metrics {
             "lro_store_errors",
             "Errors of the output store, by operation (write: an offload file; probe: the readiness probe)",
             m.store_errors.clone(),
+        );
+        registry.register(
+            "lro_history_requests",
+            "Chat requests seen by a history route, by outcome (rewritten, unchanged, fell_back) and, when fell_back, reason",
+            m.history_requests.clone(),
+        );
+        registry.register(
+            "lro_history_estimated_tokens_saved",
+            "Estimated tokens taken out of the chat requests' histories (before less after)",
+            m.history_tokens_saved.clone(),
         );
         registry.register(
             "lro_gateway_ready",
@@ -236,6 +251,36 @@ impl Metrics {
         let metrics = self.clone();
         let route = route.to_owned();
         EventHook::callback(move |event| metrics.event(&route, event))
+    }
+
+    /// The history layer's event hook for `route`: its requests, by
+    /// outcome, and the tokens saved.
+    pub(crate) fn history_hook(
+        self: &Arc<Self>,
+        route: &str,
+    ) -> impl Fn(&HistoryEvent) + Send + Sync + 'static {
+        let metrics = self.clone();
+        let route = route.to_owned();
+        move |event| metrics.history_event(&route, event)
+    }
+
+    fn history_event(&self, route: &str, event: &HistoryEvent) {
+        let mut labels = route_labels(route);
+        match event {
+            HistoryEvent::Rewritten { report, .. } => {
+                labels.push(("outcome", "rewritten".to_owned()));
+                let saved = report.tokens_before.saturating_sub(report.tokens_after);
+                self.history_tokens_saved
+                    .get_or_create(&route_labels(route))
+                    .inc_by(saved as u64);
+            }
+            HistoryEvent::FellBack { reason, .. } => {
+                labels.push(("outcome", "fell_back".to_owned()));
+                labels.push(("reason", reason.as_str().to_owned()));
+            }
+            _ => labels.push(("outcome", "unchanged".to_owned())),
+        }
+        self.history_requests.get_or_create(&labels).inc();
     }
 
     fn event(&self, route: &str, event: &OffloadEvent) {

@@ -65,10 +65,11 @@ pub use shutdown::shutdown_signal;
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::metrics::Metrics;
-use self::route::{Route, Router};
+use self::route::{Route, RouteKind, Router};
 use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
 use tower_lro::cleanup::CleanupHandle;
 use tower_lro::config::OffloadConfig;
+use tower_lro::history::{HistoryConfig, HistoryOffloadLayer, HistoryOffloader};
 use tower_lro::offload::OffloadLayer;
 use tower_lro::store::StoreError;
 
@@ -97,6 +98,12 @@ pub struct RouteOptions {
     /// The offload configuration of this route (threshold, output
     /// directory, ttl...): its files are readable through it only.
     pub config: OffloadConfig,
+    /// `Some`: a chat route (`lro history`, `kind = "history"`): the
+    /// history offload with this configuration in front of a chat
+    /// provider, serving every path under the upstream URL's (its
+    /// `/chat/completions`, `/messages`, `/responses` rewritten, the others
+    /// passed through); `config` is then unused.
+    pub history: Option<HistoryConfig>,
 }
 
 impl RouteOptions {
@@ -107,6 +114,7 @@ impl RouteOptions {
             upstream,
             headers: HeaderMap::new(),
             config: OffloadConfig::default(),
+            history: None,
         }
     }
 }
@@ -200,7 +208,7 @@ pub struct Gateway {
 impl Gateway {
     /// Checks the options, makes the output directory and the upstream
     /// client, binds the address and starts the cleanup task.
-    pub async fn bind(options: GatewayOptions) -> Result<Gateway, GatewayError> {
+    pub async fn bind(mut options: GatewayOptions) -> Result<Gateway, GatewayError> {
         if options.routes.is_empty() {
             return Err(GatewayError::NoRoute);
         }
@@ -224,38 +232,29 @@ impl Gateway {
         let client = upstream_client(&options.connect)?;
         let mut routes = Vec::with_capacity(options.routes.len());
         let mut cleanup = Vec::new();
-        for route in options.routes {
+        for route in std::mem::take(&mut options.routes) {
             let path: Arc<str> = route.path.into();
-            let auto_cleanup = route.config.auto_cleanup;
-            let mut layer = OffloadLayer::builder()
-                .config(route.config)
-                .event_hook(metrics.event_hook(&path));
-            if let Some(n) = options.max_request_bytes {
-                layer = layer.max_request_bytes(n);
-            }
-            if let Some(key) = &options.binding_key {
-                layer = layer.binding_key(key.clone());
-            }
-            let layer = layer.try_build()?;
             let upstream = Upstream {
                 client: client.clone(),
                 uri: route.upstream,
                 headers: route.headers,
-                announce: options.announce,
+                // A chat provider is no MCP server to announce a proxy to.
+                announce: options.announce && route.history.is_none(),
+                keep_path: route.history.is_some(),
                 response_head_timeout: options.limits.response_head_timeout,
                 latency: metrics.upstream_duration(&path),
             };
-            // The layer's one cleanup task, held to stop it on shutdown: the
-            // layer is new (no request started its own) and this runs in a
-            // runtime, so it is not refused.
-            if auto_cleanup && let Ok(handle) = layer.spawn_cleanup() {
-                cleanup.push(handle);
-            }
-            routes.push(Route {
-                service: tower_layer::Layer::layer(&layer, Forward(Arc::new(upstream))),
-                path,
-                layer,
-            });
+            let forward = Forward(Arc::new(upstream));
+            let kind = match route.history {
+                Some(history) => history_route(history, &path, &metrics, forward),
+                None => {
+                    let (kind, handle) =
+                        mcp_route(route.config, &path, &metrics, &options, forward)?;
+                    cleanup.extend(handle);
+                    kind
+                }
+            };
+            routes.push(Route { path, kind });
         }
         let bind = |source| GatewayError::Bind {
             addr: options.listen,
@@ -290,6 +289,48 @@ impl Gateway {
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.router.routes.iter().map(|r| &*r.path)
     }
+}
+
+/// An MCP route: the offload layer over `forward`, and its cleanup task.
+fn mcp_route(
+    config: OffloadConfig,
+    path: &str,
+    metrics: &Arc<Metrics>,
+    options: &GatewayOptions,
+    forward: Forward,
+) -> Result<(RouteKind, Option<CleanupHandle>), GatewayError> {
+    let auto_cleanup = config.auto_cleanup;
+    let mut layer = OffloadLayer::builder()
+        .config(config)
+        .event_hook(metrics.event_hook(path));
+    if let Some(n) = options.max_request_bytes {
+        layer = layer.max_request_bytes(n);
+    }
+    if let Some(key) = &options.binding_key {
+        layer = layer.binding_key(key.clone());
+    }
+    let layer = layer.try_build()?;
+    // The layer's one cleanup task, held to stop it on shutdown: the layer
+    // is new (no request started its own) and this runs in a runtime, so
+    // it is not refused.
+    let handle = auto_cleanup.then(|| layer.spawn_cleanup().ok()).flatten();
+    let service = tower_layer::Layer::layer(&layer, forward);
+    Ok((RouteKind::Mcp { service, layer }, handle))
+}
+
+/// A chat route: the history offload layer over `forward`.
+fn history_route(
+    config: HistoryConfig,
+    path: &str,
+    metrics: &Arc<Metrics>,
+    forward: Forward,
+) -> RouteKind {
+    let store_dir = config.store_dir.clone();
+    let layer = HistoryOffloadLayer::builder(HistoryOffloader::new(config))
+        .event_hook(metrics.history_hook(path))
+        .build();
+    let service = tower_layer::Layer::layer(&layer, forward);
+    RouteKind::History { service, store_dir }
 }
 
 /// Each endpoint path starts with `/` and differs from the served paths

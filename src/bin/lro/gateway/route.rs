@@ -5,6 +5,7 @@
 //! the request counted in the metrics.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -22,6 +23,7 @@ use serde::Deserialize;
 use super::forward::Forward;
 use super::metrics::{self, Metrics, OTHER_ROUTE};
 use super::{BoxError, GatewayBody, text_response};
+use tower_lro::history::HistoryOffloadService;
 use tower_lro::offload::{OffloadLayer, OffloadService};
 
 /// Request bodies up to this size (with a `Content-Length`) are looked at
@@ -29,14 +31,46 @@ use tower_lro::offload::{OffloadLayer, OffloadService};
 /// it; larger ones pass unread (the call is a few hundred bytes).
 const EXTRACT_SCAN_BYTES: u64 = 64 << 10;
 
-/// One served path: its offload layer in front of its upstream.
+/// One served path and what serves it.
 #[derive(Debug, Clone)]
 pub(crate) struct Route {
-    pub(crate) service: OffloadService<Forward>,
-    /// The path served.
+    /// The path served (an MCP route: exactly; a chat route: it and every
+    /// path under it).
     pub(crate) path: Arc<str>,
-    /// The layer, whose store the readiness probe writes to.
-    pub(crate) layer: OffloadLayer,
+    pub(crate) kind: RouteKind,
+}
+
+/// What a route puts in front of its upstream.
+#[derive(Debug, Clone)]
+pub(crate) enum RouteKind {
+    /// An MCP server behind the offload layer.
+    Mcp {
+        service: OffloadService<Forward>,
+        /// The layer, whose store the readiness probe writes to.
+        layer: OffloadLayer,
+    },
+    /// A chat provider behind the history offload layer.
+    History {
+        service: HistoryOffloadService<Forward>,
+        /// Where its files go, which the readiness probe writes to.
+        store_dir: PathBuf,
+    },
+}
+
+impl Route {
+    /// Whether this route serves `path`, and how closely: `Some(usize::MAX)`
+    /// for an exact match, the prefix's length for a chat route's path
+    /// under its own.
+    fn serves(&self, path: &str) -> Option<usize> {
+        let own = &*self.path;
+        if path == own {
+            return Some(usize::MAX);
+        }
+        let under = path
+            .strip_prefix(own)
+            .is_some_and(|rest| own.ends_with('/') || rest.starts_with('/'));
+        (matches!(self.kind, RouteKind::History { .. }) && under).then_some(own.len())
+    }
 }
 
 /// The gateway's request router, shared by all connections.
@@ -74,7 +108,10 @@ impl Router {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-")
             .to_owned();
-        let route = self.routes.iter().position(|r| *r.path == *path);
+        let route = (0..self.routes.len())
+            .filter_map(|i| Some((self.routes[i].serves(&path)?, i)))
+            .max()
+            .map(|(_, i)| i);
         let counted = if let Some(i) = route {
             Some(self.routes[i].path.clone())
         } else if [&self.health, &self.ready, &self.metrics_path]
@@ -138,10 +175,17 @@ impl Router {
         let Some(route) = route else {
             return text_response(StatusCode::NOT_FOUND, "not found\n");
         };
-        let Route {
-            mut service, path, ..
-        } = self.routes[route].clone();
+        let Route { kind, path } = self.routes[route].clone();
         let mut request = request.map(|b| b.map_err(Into::into).boxed_unsync());
+        let mut service = match kind {
+            RouteKind::Mcp { service, .. } => service,
+            RouteKind::History { mut service, .. } => {
+                return match service.call(request).await {
+                    Ok(response) => response.map(|b| b.map_err(Into::into).boxed_unsync()),
+                    Err(never) => match never {},
+                };
+            }
+        };
         // The 2026-07-28 revision names the method and the tool in headers;
         // earlier ones only in the body, read when it is small.
         let mut extract = {
@@ -196,8 +240,8 @@ impl Router {
     async fn readiness(&self) -> Response<GatewayBody> {
         let mut probe = Ok(());
         for route in self.routes.iter() {
-            let layer = route.layer.clone();
-            let probed = tokio::task::spawn_blocking(move || probe_store(&layer))
+            let kind = route.kind.clone();
+            let probed = tokio::task::spawn_blocking(move || probe_route(&kind))
                 .await
                 .unwrap_or_else(|e| Err(format!("probe task: {e}")));
             if let Err(e) = probed {
@@ -231,6 +275,25 @@ impl Router {
         );
         response
     }
+}
+
+/// Writes a small file where the route's files go and removes it.
+fn probe_route(kind: &RouteKind) -> Result<(), String> {
+    match kind {
+        RouteKind::Mcp { layer, .. } => probe_store(layer),
+        RouteKind::History { store_dir, .. } => probe_dir(store_dir),
+    }
+}
+
+/// Writes a small file into `dir` (made if missing) and removes it.
+fn probe_dir(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let probe = dir.join(format!(
+        ".lro-readyprobe-{}",
+        ulid::Ulid::new().to_string().to_ascii_lowercase()
+    ));
+    std::fs::write(&probe, b"{}\n").map_err(|e| format!("{}: {e}", probe.display()))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("removing the probe: {e}"))
 }
 
 /// Writes a small file through the layer's own store and removes it.

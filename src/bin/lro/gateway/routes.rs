@@ -18,6 +18,12 @@
 //! exclude_tools = ["get_me"]
 //! ```
 //!
+//! A table with `kind = "history"` is a chat route (`lro history`'s): its
+//! `upstream` a chat provider's base URL, its other keys those of
+//! `[prompt.history]` (`working_summary_mode`, `max_total_tokens`,
+//! `store_dir` ...) over the gateway's; it serves its `path` and every path
+//! under it.
+//!
 //! A route without an `output_dir` of its own writes into a directory of
 //! its own under the gateway's (`route-` and its path, e.g.
 //! `route-github-mcp`): each route's files are readable through that route
@@ -27,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use http::HeaderMap;
 use tower_lro::config::OffloadConfig;
+use tower_lro::history::HistoryConfig;
 use tower_lro::store::FsStore;
 
 use super::RouteOptions;
@@ -42,6 +49,7 @@ pub(crate) fn routes(
     text: &str,
     file: &Path,
     base: &OffloadConfig,
+    history: &HistoryConfig,
     headers: &HeaderMap,
 ) -> Result<Vec<RouteOptions>, String> {
     let at = |what: String| format!("{}: {what}", file.display());
@@ -114,6 +122,25 @@ pub(crate) fn routes(
         for (name, value) in &route_headers {
             all_headers.append(name, value.clone());
         }
+        let history_route = match table.remove("kind") {
+            None => false,
+            Some(toml::Value::String(kind)) if kind == "mcp" => false,
+            Some(toml::Value::String(kind)) if kind == "history" => true,
+            Some(other) => {
+                return Err(at(format!(
+                    "kind: expected \"mcp\" or \"history\", found {other}"
+                )));
+            }
+        };
+        if history_route {
+            let config = history_keys(history, table, &path, &routes).map_err(at)?;
+            let mut route = RouteOptions::new(upstream);
+            route.path = path;
+            route.headers = all_headers;
+            route.history = Some(config);
+            routes.push(route);
+            continue;
+        }
         let own_dir = table.contains_key("output_dir");
         let own_store = table.contains_key("store");
         let mut offload = toml::Table::new();
@@ -131,9 +158,47 @@ pub(crate) fn routes(
             upstream,
             headers: all_headers,
             config,
+            history: None,
         });
     }
     Ok(routes)
+}
+
+/// A chat route's configuration: its keys (any of `[prompt.history]`) over
+/// `base`, and a `store_dir` of its own under the base's unless it names
+/// one no earlier chat route uses.
+fn history_keys(
+    base: &HistoryConfig,
+    table: toml::Table,
+    path: &str,
+    routes: &[RouteOptions],
+) -> Result<HistoryConfig, String> {
+    let own_dir = table.contains_key("store_dir");
+    let mut section = toml::Table::new();
+    section.insert("history".to_owned(), toml::Value::Table(table));
+    let mut prompt = toml::Table::new();
+    prompt.insert("prompt".to_owned(), toml::Value::Table(section));
+    let document = toml::to_string(&prompt).map_err(|e| e.to_string())?;
+    let mut config = base
+        .clone()
+        .apply_toml_str(&document)
+        .map_err(|e| e.to_string().replace("prompt.history.", ""))?;
+    if !own_dir {
+        config.store_dir = base.store_dir.join(dir_name(path));
+    }
+    let clash = routes.iter().find(|r| {
+        r.history
+            .as_ref()
+            .is_some_and(|h| h.store_dir == config.store_dir)
+    });
+    match clash {
+        Some(other) => Err(format!(
+            "store_dir {} is route {:?}'s too: give each route its own",
+            config.store_dir.display(),
+            other.path
+        )),
+        None => Ok(config),
+    }
 }
 
 /// Gives a route without an `output_dir` (a `store`) of its own a
@@ -201,8 +266,44 @@ mod tests {
             text,
             Path::new("gw.toml"),
             &OffloadConfig::default().output_dir("/srv/lro"),
+            &HistoryConfig::default().store_dir("/srv/history"),
             &HeaderMap::new(),
         )
+    }
+
+    #[test]
+    fn history_routes_take_the_history_keys() {
+        let routes = parse(
+            r#"
+            [[gateway.route]]
+            path = "/openai"
+            upstream = "https://api.openai.com/v1"
+            kind = "history"
+            max_total_tokens = 30000
+            working_summary_mode = "compact"
+
+            [[gateway.route]]
+            path = "/mcp"
+            upstream = "http://127.0.0.1:2/mcp"
+            kind = "mcp"
+            "#,
+        )
+        .unwrap();
+        let history = routes[0].history.as_ref().expect("a chat route");
+        assert_eq!(history.max_total_tokens, 30000);
+        assert_eq!(history.mode.as_str(), "compact");
+        assert_eq!(history.store_dir, Path::new("/srv/history/route-openai"));
+        assert!(routes[1].history.is_none());
+        let e = parse(
+            "[[gateway.route]]\npath = \"/a\"\nupstream = \"http://h/v1\"\nkind = \"chat\"\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("#1: kind: expected"), "{e}");
+        let e = parse(
+            "[[gateway.route]]\npath = \"/a\"\nupstream = \"http://h/v1\"\nkind = \"history\"\nmax_total_tokens = \"x\"\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("#1") && e.contains("max_total_tokens"), "{e}");
     }
 
     #[test]

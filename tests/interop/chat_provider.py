@@ -1,0 +1,129 @@
+"""A recording chat provider on loopback, the upstream of `lro history` in
+tests/command/history.rs (no model: every answer is canned).
+
+    python chat_provider.py <record.jsonl>
+
+Prints `LISTENING <port>` once it listens on 127.0.0.1. Serves OpenAI Chat
+Completions (`POST …/chat/completions`, streamed with `"stream": true`),
+OpenAI Responses (`POST …/responses`), Anthropic Messages
+(`POST …/messages`, streamed too) and `GET …/models`; appends one JSON line
+per request to <record.jsonl>: the path, the credentials headers as they
+arrived, the body's bytes (as text) and its SHA-256.
+"""
+
+import hashlib
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def record(self, body: bytes):
+        line = {
+            "method": self.command,
+            "path": self.path,
+            "authorization": self.headers.get("authorization"),
+            "x_api_key": self.headers.get("x-api-key"),
+            "body": body.decode("utf-8", "replace"),
+            "sha256": hashlib.sha256(body).hexdigest(),
+        }
+        with LOCK, open(sys.argv[1], "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    def send_json(self, value, status=200):
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_events(self, events, done=False):
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        chunks = [
+            (f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n" for name, data in events
+        ]
+        if done:
+            chunks.append("data: [DONE]\n\n")
+        for chunk in chunks:
+            raw = chunk.encode()
+            self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def do_GET(self):
+        self.record(b"")
+        if self.path.endswith("/models"):
+            self.send_json({"object": "list", "data": [{"id": "stand-in", "object": "model", "owned_by": "test"}]})
+        else:
+            self.send_json({"error": {"message": "not found"}}, 404)
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length)
+        self.record(body)
+        request = json.loads(body or b"{}")
+        n = len(request.get("messages") or request.get("input") or [])
+        text = f"ok, {n} items"
+        model = request.get("model", "stand-in")
+        if self.path.endswith("/chat/completions"):
+            if request.get("stream"):
+                base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
+                self.send_events([
+                    (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]}),
+                    (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+                ], done=True)
+                return
+            self.send_json({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            })
+        elif self.path.endswith("/responses"):
+            self.send_json({
+                "id": "resp_1", "object": "response", "created_at": 0, "status": "completed", "model": model,
+                "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                            "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+            })
+        elif self.path.endswith("/messages"):
+            message = {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+            if request.get("stream"):
+                start = {**message, "content": [], "stop_reason": None}
+                self.send_events([
+                    ("message_start", {"type": "message_start", "message": start}),
+                    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 1}}),
+                    ("message_stop", {"type": "message_stop"}),
+                ])
+                return
+            self.send_json(message)
+        else:
+            self.send_json({"error": {"message": "not found"}}, 404)
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(f"LISTENING {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
