@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::files::{HISTORY_FILE_PREFIX, content_ulid, digest, hex};
 use super::format::{self, Call, Shape};
-use super::offloader::{Inner, calls_by_id, recent_start};
+use super::offloader::{Inner, calls_by_id};
 use super::report::HistoryError;
 use crate::config::DEFAULT_PREVIEW_CHARS;
 use crate::engine::Outcome;
@@ -85,13 +85,15 @@ impl Answer<'_> {
 }
 
 impl Inner {
-    /// Compacts the answers before the recent messages: remembered ones
-    /// always (so a rewrite is the same every turn), new ones when `run`.
+    /// Compacts the answers of the messages before `recent`: remembered
+    /// ones always (so a rewrite is the same every turn), new ones when
+    /// `run`.
     pub(super) fn compact(
         &self,
         messages: &mut [Value],
         shapes: &[Shape],
         run: bool,
+        recent: usize,
     ) -> Result<Compacted, HistoryError> {
         let mut done = Compacted {
             count: 0,
@@ -101,7 +103,6 @@ impl Inner {
             // Nothing due and nothing remembered: no need to look.
             return Ok(done);
         }
-        let recent = recent_start(shapes, self.config.keep_recent_compact);
         let calls = calls_by_id(shapes);
         for (i, shape) in shapes.iter().enumerate().take(recent) {
             if shape.system {

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::files::{HISTORY_FILE_PREFIX, digest, hex, name_part};
 use super::format::{ChatFormat, Shape, content_text};
-use super::offloader::{Inner, calls_by_id, recent_start};
+use super::offloader::{Inner, calls_by_id};
 use super::render;
 use super::report::{HistoryError, HistoryReport};
 use super::summarize::{SummaryError, SummaryRequest};
@@ -61,8 +61,20 @@ impl Facts<'_> {
     }
 }
 
+/// Which messages a compression may replace.
+#[derive(Clone, Copy)]
+pub(super) struct Scope {
+    /// The messages before this index.
+    pub(super) recent: usize,
+    /// Earlier summaries are grouped (summarized again) with the messages
+    /// around them rather than left alone.
+    pub(super) summaries_join: bool,
+    /// One group per segment, whatever `group_token_threshold` says.
+    pub(super) one_group: bool,
+}
+
 /// Whether `m` is a summary message written by compression.
-fn is_summary(m: &Value) -> bool {
+pub(super) fn is_summary(m: &Value) -> bool {
     m.get("content")
         .and_then(content_text)
         .is_some_and(|t| t.starts_with(SUMMARY_MARKER))
@@ -101,14 +113,15 @@ fn units(shapes: &[Shape]) -> Vec<Range<usize>> {
 }
 
 impl Inner {
-    /// Replaces the groups of older messages by summaries: remembered ones
-    /// always, new ones when `run`.
+    /// Replaces the groups of the messages before `scope.recent` by
+    /// summaries: remembered ones always, new ones when `run`.
     pub(super) async fn compress(
         &self,
         format: ChatFormat,
         messages: Vec<Value>,
         shapes: &[Shape],
         run: bool,
+        scope: Scope,
         report: &mut HistoryReport,
     ) -> Result<Vec<Value>, HistoryError> {
         if !run && self.memo.lock().map_or(true, |m| m.no_groups()) {
@@ -116,7 +129,7 @@ impl Inner {
             return Ok(messages);
         }
         let chat = self.chat_id(&messages, shapes);
-        let segments = self.segments(&messages, shapes);
+        let segments = self.segments(&messages, shapes, scope);
         let end = segments.last().and_then(|s| s.last()).map_or(0, |u| u.end);
         let facts = Facts {
             digests: messages[..end].iter().map(message_digest).collect(),
@@ -128,7 +141,7 @@ impl Inner {
         };
         let groups: Vec<Group> = segments
             .iter()
-            .flat_map(|units| self.plan(units, &facts, run))
+            .flat_map(|units| self.plan(units, &facts, run, scope.one_group))
             .collect();
         let mut texts = Vec::with_capacity(groups.len());
         for group in &groups {
@@ -147,14 +160,21 @@ impl Inner {
     }
 
     /// The units before the recent messages, in segments between system
-    /// messages and earlier summaries.
-    fn segments(&self, messages: &[Value], shapes: &[Shape]) -> Vec<Vec<Range<usize>>> {
-        let recent = recent_start(shapes, self.config.keep_recent_compress);
+    /// messages (and earlier summaries, unless they join).
+    fn segments(
+        &self,
+        messages: &[Value],
+        shapes: &[Shape],
+        scope: Scope,
+    ) -> Vec<Vec<Range<usize>>> {
         let mut segments = vec![Vec::new()];
-        for unit in units(shapes).into_iter().take_while(|u| u.end <= recent) {
+        for unit in units(shapes)
+            .into_iter()
+            .take_while(|u| u.end <= scope.recent)
+        {
             let barrier = unit
                 .clone()
-                .any(|i| shapes[i].system || is_summary(&messages[i]));
+                .any(|i| shapes[i].system || (!scope.summaries_join && is_summary(&messages[i])));
             match segments.last_mut() {
                 Some(segment) if !barrier => segment.push(unit),
                 _ => segments.push(Vec::new()),
@@ -167,8 +187,14 @@ impl Inner {
     /// The groups of one segment: remembered groups where they recur, and
     /// when `run`, greedy groups of whole units up to the group limit
     /// between them.
-    fn plan(&self, units: &[Range<usize>], facts: &Facts<'_>, run: bool) -> Vec<Group> {
-        let limit = self.config.group_limit();
+    fn plan(
+        &self,
+        units: &[Range<usize>],
+        facts: &Facts<'_>,
+        run: bool,
+        one_group: bool,
+    ) -> Vec<Group> {
+        let limit = self.config.group_limit().filter(|_| !one_group);
         let mut groups = Vec::new();
         let mut p = 0;
         while p < units.len() {
@@ -345,7 +371,7 @@ impl Inner {
 }
 
 /// The digest of one message (its JSON, members in their order).
-fn message_digest(m: &Value) -> [u8; 32] {
+pub(super) fn message_digest(m: &Value) -> [u8; 32] {
     digest(&[m.to_string().as_bytes()])
 }
 

@@ -82,10 +82,18 @@ pub struct HistoryConfig {
     /// `compact_ratio_threshold` (default 0.75): in `auto` mode, compress
     /// when tokens after compaction / tokens before is above it.
     pub compact_ratio_threshold: f64,
-    /// `max_total_tokens` (default 20000): compaction runs only when the
-    /// whole history is over it; compression only when the messages it may
-    /// replace (neither system nor recent) are over it.
+    /// `max_total_tokens` (default 20000): the budget of the history
+    /// before its newest turn. A rewrite runs only when that part is over
+    /// it, and then brings it down to `low_water_tokens` (see [the
+    /// budget](crate::history#the-budget-a-cap-with-hysteresis)).
     pub max_total_tokens: usize,
+    /// `low_water_tokens` (default `None`: half of `max_total_tokens`):
+    /// what a rewrite brings the history before its newest turn down to,
+    /// so that the turns after it only append (their requests keep the
+    /// previous one as their prefix, which providers cache) until the
+    /// budget is reached again. Above `max_total_tokens` it counts as
+    /// `max_total_tokens`.
+    pub low_water_tokens: Option<usize>,
     /// `max_tool_message_tokens` (default 2000): a tool message over it is
     /// compacted.
     pub max_tool_message_tokens: usize,
@@ -122,6 +130,7 @@ impl Default for HistoryConfig {
             mode: SummaryMode::Auto,
             compact_ratio_threshold: DEFAULT_COMPACT_RATIO_THRESHOLD,
             max_total_tokens: DEFAULT_MAX_TOTAL_TOKENS,
+            low_water_tokens: None,
             max_tool_message_tokens: DEFAULT_MAX_TOOL_MESSAGE_TOKENS,
             group_token_threshold: None,
             keep_recent_compact: DEFAULT_KEEP_RECENT_COMPACT,
@@ -142,6 +151,7 @@ impl std::fmt::Debug for HistoryConfig {
             .field("compact_ratio_threshold", &self.compact_ratio_threshold)
             .field("max_total_tokens", &self.max_total_tokens)
             .field("max_tool_message_tokens", &self.max_tool_message_tokens)
+            .field("low_water_tokens", &self.low_water_tokens)
             .field("group_token_threshold", &self.group_token_threshold)
             .field("keep_recent_compact", &self.keep_recent_compact)
             .field("keep_recent_compress", &self.keep_recent_compress)
@@ -225,6 +235,19 @@ impl HistoryConfig {
     }
 
     /// The group size limit, `None` for one group.
+    /// What a rewrite brings the history before its newest turn down to.
+    pub(crate) fn low_water(&self) -> usize {
+        self.low_water_tokens
+            .unwrap_or(self.max_total_tokens / 2)
+            .min(self.max_total_tokens)
+    }
+
+    /// Sets `low_water_tokens`.
+    pub fn low_water_tokens(mut self, tokens: Option<usize>) -> Self {
+        self.low_water_tokens = tokens;
+        self
+    }
+
     pub(crate) fn group_limit(&self) -> Option<usize> {
         self.group_token_threshold.filter(|&t| t > 0)
     }
@@ -301,6 +324,7 @@ impl HistoryConfig {
             "compact_ratio_threshold" => self.compact_ratio_threshold = ratio(v, name)?,
             "max_total_tokens" => self.max_total_tokens = tokens(v)?,
             "max_tool_message_tokens" => self.max_tool_message_tokens = tokens(v)?,
+            "low_water_tokens" => self.low_water_tokens = Some(tokens(v)?),
             "group_token_threshold" => {
                 self.group_token_threshold = Some(tokens(v)?).filter(|&t| t > 0)
             }

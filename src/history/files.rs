@@ -18,6 +18,9 @@ pub const HISTORY_FILE_PREFIX: &str = "history-";
 
 /// The most bytes read back from a remembered summary file.
 const MAX_SUMMARY_FILE_BYTES: u64 = 1 << 20;
+/// The largest checkpoint file read back (a rewritten history is within
+/// its budget; a file past this is not one of ours).
+const MAX_CHECKPOINT_FILE_BYTES: u64 = 16 << 20;
 
 /// A SHA-256 of `parts`, each prefixed by its length (so that parts cannot
 /// run into each other).
@@ -174,6 +177,11 @@ impl HistoryStore {
         let mut text = String::new();
         file.take(max).read_to_string(&mut text).ok()?;
         Some(text)
+    }
+
+    /// A remembered checkpoint (see `budget`).
+    pub(crate) fn read_checkpoint(&self, file_name: &str) -> Option<String> {
+        self.read(file_name, MAX_CHECKPOINT_FILE_BYTES)
     }
 
     /// A remembered summary (see [`put`](Self::put)).

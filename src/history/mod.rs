@@ -123,13 +123,15 @@
 //!     json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
 //!            "function": {"name": "read_log", "arguments": "{\"lines\":300}"}}]}),
 //!     json!({"role": "tool", "tool_call_id": "call_1", "content": log}),
-//!     json!({"role": "assistant", "content": "Requests get slower over time."}),
+//!     json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_2", "type": "function",
+//!            "function": {"name": "read_config", "arguments": "{}"}}]}),
+//!     json!({"role": "tool", "tool_call_id": "call_2", "content": "timeout = 30s"}),
 //! ];
 //! let out = offloader.rewrite_messages(ChatFormat::OpenAiChat, messages.clone()).await.unwrap();
 //! let pointer = out.messages[3]["content"].as_str().unwrap();
 //! assert!(pointer.starts_with(POINTER_MARKER));          // the answer, compacted in place
 //! assert_eq!(out.messages[3]["tool_call_id"], "call_1");  // still paired with its call
-//! assert_eq!(out.messages[4], messages[4]);              // the recent message is kept
+//! assert_eq!(out.messages[4..], messages[4..]);           // the newest turn is kept
 //! let file = &out.report.files_written[0];
 //! assert_eq!(std::fs::read_to_string(file).unwrap(), log); // nothing is lost
 //! // The same history next turn: the same rewrite, nothing written again.
@@ -297,6 +299,7 @@
 //! layer, with `endpoint`, the chat-endpoint summarizer).
 
 mod body;
+mod budget;
 mod compact;
 mod compress;
 mod config;

@@ -1,5 +1,7 @@
 //! [`HistoryOffloader`]: the rewrite of one history, in order: shapes,
-//! compaction, compression, the report.
+//! the newest turn set aside, the remembered rewrite of the history's
+//! start (`budget`), the reduction when over the budget (compaction,
+//! compression), the report.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,7 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::config::{HistoryConfig, SummaryMode};
+use super::budget;
+use super::config::HistoryConfig;
 use super::extractive::ExtractiveSummarizer;
 use super::files::HistoryStore;
 use super::format::{self, Call, ChatFormat, Shape};
@@ -50,6 +53,8 @@ pub(super) struct Memo {
     compacted: HashMap<[u8; 32], String>,
     /// Group → its replacement text.
     groups: HashMap<[u8; 32], String>,
+    /// Chained digest of a history's prefix → its rewrite (see `budget`).
+    checkpoints: HashMap<[u8; 32], Arc<Vec<Value>>>,
     /// First message of a group → the groups that started with it
     /// (messages, group digest).
     starts: HashMap<[u8; 32], Vec<(usize, [u8; 32])>>,
@@ -72,6 +77,22 @@ impl Memo {
     pub(super) fn remember_compacted(&mut self, key: [u8; 32], pointer: String) {
         self.make_room(pointer.len());
         self.compacted.insert(key, pointer);
+    }
+
+    /// The rewrite remembered for a history's prefix.
+    pub(super) fn checkpoint(&self, key: &[u8; 32]) -> Option<Arc<Vec<Value>>> {
+        self.checkpoints.get(key).cloned()
+    }
+
+    /// Remembers the rewrite of a history's prefix (`bytes`: its JSON).
+    pub(super) fn remember_checkpoint(
+        &mut self,
+        key: [u8; 32],
+        messages: Arc<Vec<Value>>,
+        bytes: usize,
+    ) {
+        self.make_room(bytes);
+        self.checkpoints.insert(key, messages);
     }
 
     /// The replacement remembered for a group.
@@ -194,36 +215,56 @@ impl HistoryOffloader {
         let config = &inner.config;
         let before = inner.total_tokens(&messages);
         let mut report = HistoryReport::new(config.mode, before);
-        let mut messages = messages;
-        if config.mode != SummaryMode::Compress {
-            let run = before > config.max_total_tokens;
-            messages = self
-                .compact_off_runtime(messages, shapes, run, &mut report)
-                .await?;
+        let newest = recent_start(&shapes, config.keep_recent_compact);
+        let chain = budget::chain(&messages[..newest]);
+        let lookup = {
+            let inner = inner.clone();
+            let chain = chain.clone();
+            tokio::task::spawn_blocking(move || inner.checkpoint(&chain))
+        };
+        let found = lookup.await.map_err(|_| HistoryError::Interrupted)?;
+        let mut output = match &found {
+            Some((k, base)) => {
+                let mut out = Vec::with_capacity(base.len() + messages.len() - k);
+                out.extend(base.iter().cloned());
+                out.extend(messages[*k..newest].iter().cloned());
+                out
+            }
+            None => messages[..newest].to_vec(),
+        };
+        if inner.total_tokens(&output) > config.max_total_tokens {
+            output = self.reduce(format, output, &mut report).await?;
+            let (inner, key, rewritten) = (inner.clone(), chain[newest], output.clone());
+            let written =
+                tokio::task::spawn_blocking(move || inner.remember_checkpoint(key, &rewritten))
+                    .await
+                    .map_err(|_| HistoryError::Interrupted)?;
+            report.files_written.extend(written);
         }
-        if config.mode != SummaryMode::Compact {
-            let shapes = shapes_unchecked(format, &messages);
-            let run = self.inner.should_compress(&messages, &shapes, before);
-            messages = inner
-                .compress(format, messages, &shapes, run, &mut report)
-                .await?;
-        }
-        report.tokens_after = inner.total_tokens(&messages);
-        Ok(HistoryOutcome { messages, report })
+        let changed = found.is_some() || output.len() != newest || output[..] != messages[..newest];
+        output.extend(messages[newest..].iter().cloned());
+        inner.count_replacements(format, &output, changed, &mut report);
+        report.tokens_after = inner.total_tokens(&output);
+        Ok(HistoryOutcome {
+            messages: output,
+            report,
+        })
     }
 
-    /// Compaction on tokio's blocking pool (file writes, parsing).
-    async fn compact_off_runtime(
+    /// Compaction of the messages before `recent`, on tokio's blocking
+    /// pool (file writes, parsing).
+    pub(super) async fn compact_off_runtime(
         &self,
         messages: Vec<Value>,
         shapes: Vec<Shape>,
         run: bool,
+        recent: usize,
         report: &mut HistoryReport,
     ) -> Result<Vec<Value>, HistoryError> {
         let inner = self.inner.clone();
         let task = tokio::task::spawn_blocking(move || {
             let mut messages = messages;
-            let done = inner.compact(&mut messages, &shapes, run);
+            let done = inner.compact(&mut messages, &shapes, run, recent);
             done.map(|done| (messages, done))
         });
         let (messages, done) = task.await.map_err(|_| HistoryError::Interrupted)??;
@@ -253,27 +294,6 @@ impl Inner {
     pub(super) fn total_tokens(&self, messages: &[Value]) -> usize {
         messages.iter().map(|m| self.message_tokens(m)).sum()
     }
-
-    /// The spec's rule: `compress` mode when the messages compression may
-    /// replace are over `max_total_tokens`; `auto` mode also only when
-    /// compaction kept more than `compact_ratio_threshold` of the tokens.
-    fn should_compress(&self, messages: &[Value], shapes: &[Shape], before: usize) -> bool {
-        let config = &self.config;
-        let recent = recent_start(shapes, config.keep_recent_compress);
-        let replaceable: usize = (0..recent)
-            .filter(|&i| !shapes[i].system)
-            .map(|i| self.message_tokens(&messages[i]))
-            .sum();
-        let over = replaceable > config.max_total_tokens;
-        match config.mode {
-            SummaryMode::Compress => over,
-            SummaryMode::Auto => {
-                let ratio = self.total_tokens(messages) as f64 / before.max(1) as f64;
-                over && ratio > config.compact_ratio_threshold
-            }
-            SummaryMode::Compact => false,
-        }
-    }
 }
 
 /// The shapes of all messages, or the first that is not a message.
@@ -291,7 +311,7 @@ fn shapes(format: ChatFormat, messages: &[Value]) -> Result<Vec<Shape>, HistoryE
 }
 
 /// The shapes of messages already checked.
-fn shapes_unchecked(format: ChatFormat, messages: &[Value]) -> Vec<Shape> {
+pub(super) fn shapes_unchecked(format: ChatFormat, messages: &[Value]) -> Vec<Shape> {
     let shape = |m| format::shape(format, m).unwrap_or_default();
     messages.iter().map(shape).collect()
 }
@@ -304,6 +324,12 @@ fn shapes_unchecked(format: ChatFormat, messages: &[Value]) -> Vec<Shape> {
 /// every message after it (every answer to those calls, however many)
 /// stay, so a tool answer the model has not seen yet is never replaced.
 pub(super) fn recent_start(shapes: &[Shape], keep: usize) -> usize {
+    count_start(shapes, keep).min(newest_turn(shapes))
+}
+
+/// The index of the first of the `keep` most recent messages that are not
+/// system messages (`shapes.len()` when `keep` is 0).
+pub(super) fn count_start(shapes: &[Shape], keep: usize) -> usize {
     let mut left = keep;
     let mut start = shapes.len();
     while left > 0 && start > 0 {
@@ -312,7 +338,7 @@ pub(super) fn recent_start(shapes: &[Shape], keep: usize) -> usize {
             left -= 1;
         }
     }
-    start.min(newest_turn(shapes))
+    start
 }
 
 /// Where the newest turn with calls starts (`shapes.len()` without one):

@@ -128,7 +128,8 @@ fn config(dir: &Path, mode: SummaryMode) -> HistoryConfig {
     HistoryConfig::default()
         .mode(mode)
         .store_dir(dir)
-        .max_total_tokens(1_000)
+        .max_total_tokens(3_000)
+        .low_water_tokens(Some(3_000))
         .max_tool_message_tokens(300)
         .group_token_threshold(Some(2_500))
         .chat_id("ops-chat-1")
@@ -336,18 +337,26 @@ async fn compaction_keeps_pairs_system_and_recent_messages_in_every_format() {
             answer_texts(format, &original),
             answer_texts(format, &out.messages),
         );
-        for (old, new) in before.iter().zip(&after) {
+        // The newest turn's answer, not yet seen by the model, stays.
+        let (newest_old, older_old) = before.split_last().unwrap();
+        assert_eq!(
+            after.last(),
+            Some(newest_old),
+            "{format:?}: the newest turn is kept"
+        );
+        for (old, new) in older_old.iter().zip(&after) {
             assert_ne!(
                 old, new,
-                "{format:?}: every large answer outside the recent one is compacted"
+                "{format:?}: every large answer before the newest turn is compacted"
             );
             check_pointer(new, old);
         }
         let report = out.report;
-        assert_eq!(report.messages_compacted, 4, "{format:?}");
+        assert_eq!(report.messages_compacted, 3, "{format:?}");
+        // Three answers and the checkpoint of the rewrite.
         assert_eq!(report.files_written.len(), 4, "{format:?}");
         assert!(
-            report.tokens_after * 4 < report.tokens_before,
+            report.tokens_after * 2 < report.tokens_before,
             "{format:?}: {report:?}"
         );
         assert_eq!(report.groups_compressed, 0);
@@ -386,7 +395,11 @@ async fn compression_replaces_whole_units_and_stores_the_originals() {
     for format in FORMATS {
         let dir = tempfile::tempdir().unwrap();
         let original = history(format, 6);
-        let offloader = HistoryOffloader::new(config(dir.path(), SummaryMode::Compress));
+        // A budget the groups' summaries fit in: they stay apart.
+        let cfg = config(dir.path(), SummaryMode::Compress)
+            .max_total_tokens(6_000)
+            .low_water_tokens(Some(6_000));
+        let offloader = HistoryOffloader::new(cfg);
         let out = offloader
             .rewrite_messages(format, original.clone())
             .await
@@ -487,14 +500,23 @@ async fn auto_compresses_only_when_compaction_kept_too_much() {
 }
 
 /// How many leading messages of a rewrite must come back the same next
-/// turn: up to the last summary, else all but the most recent message.
+/// turn: up to the last summary, else up to the newest turn (the newest
+/// message making calls, which the next turn's rewrite may compact).
 fn stable_prefix(m: &[Value]) -> usize {
     let summary = |x: &Value| {
         x["content"]
             .as_str()
             .is_some_and(|t| t.starts_with(SUMMARY_MARKER))
     };
-    m.iter().rposition(summary).map_or(m.len() - 1, |i| i + 1)
+    let calls = |x: &Value| {
+        x.get("tool_calls").is_some()
+            || x["type"] == "function_call"
+            || x["content"]
+                .as_array()
+                .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_use"))
+    };
+    let newest = m.iter().rposition(calls).unwrap_or(m.len() - 1);
+    m.iter().rposition(summary).map_or(newest, |i| i + 1)
 }
 
 fn bytes_of(m: &[Value]) -> Vec<String> {
@@ -524,7 +546,12 @@ async fn check_stability(format: ChatFormat, mode: SummaryMode) {
     } else {
         300
     };
-    let cfg = config(dir.path(), mode).max_tool_message_tokens(tool_limit);
+    // A budget the summaries of eight turns fit in (past it, a new turn
+    // would merge them into one and the prefix would change, by design).
+    let cfg = config(dir.path(), mode)
+        .max_tool_message_tokens(tool_limit)
+        .max_total_tokens(6_000)
+        .low_water_tokens(Some(6_000));
     let offloader = HistoryOffloader::new(cfg.clone());
     let first = rewrite(&offloader, format, history(format, 6)).await;
     let all = first.messages.len();
@@ -700,6 +727,12 @@ async fn estimation_is_cjk_aware_and_pluggable() {
     let mut messages = chat_history(1);
     messages[3]["content"] = json!(chinese);
     messages.push(json!({"role": "user", "content": "next"}));
+    // A newer turn: the Chinese answer is no longer the newest turn's.
+    messages.push(
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_n",
+        "type": "function", "function": {"name": "query_incidents", "arguments": "{}"}}]}),
+    );
+    messages.push(json!({"role": "tool", "tool_call_id": "call_n", "content": "none"}));
     let run = |estimator: Option<CharsPerTokenEstimator>| {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config(dir.path(), SummaryMode::Compact)
@@ -879,7 +912,10 @@ async fn parallel_calls_stay_with_their_answers_in_small_groups() {
     for format in FORMATS {
         for keep in [1, 2, 3] {
             let dir = tempfile::tempdir().unwrap();
+            // A budget the small groups' summaries fit in: they stay apart.
             let cfg = config(dir.path(), SummaryMode::Compress)
+                .max_total_tokens(10_000)
+                .low_water_tokens(Some(10_000))
                 .group_token_threshold(Some(50))
                 .keep_recent_compress(keep);
             let original = parallel_history(format, 4);

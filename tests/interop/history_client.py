@@ -7,19 +7,21 @@ Runs, through the proxy: a 12-turn OpenAI Chat Completions loop whose tool
 answers are ~7k-token logs (every fifth turn two parallel calls), its last
 request streamed; a 12-turn Anthropic Messages loop of the same kind, its
 last request streamed; a 6-turn OpenAI Responses loop, then one request with
-`previous_response_id`; `GET /v1/models`. Every request body the clients
+`previous_response_id`; `GET /v1/models`; a 50-turn Chat Completions loop
+with ~1.5k-token answers (`long`: the indices of its requests). Every request body the clients
 send is captured (httpx2 event hooks) and compared with what the provider
 recorded. Prints one JSON report; it asserts nothing itself.
 """
 
 import json
+import os
 import sys
 
 import anthropic
 import httpx2
 import openai
 
-TURNS = 12
+TURNS = int(os.environ.get("HISTORY_TURNS", "12"))
 LINES = 300
 SENT = []
 
@@ -33,10 +35,10 @@ def capture(request):
     })
 
 
-def log_text(turn, call):
+def log_text(turn, call, lines=LINES):
     return "\n".join(
         f"2026-11-28T12:{turn:02d}:{i % 60:02d}Z INFO {call} req_{turn}_{i} GET /api/items/{i} took {i * 7 % 900}ms"
-        for i in range(LINES)
+        for i in range(lines)
     )
 
 
@@ -99,6 +101,25 @@ def openai_responses(base, http):
     return {"chained": chained.output_text}
 
 
+def openai_long(base, http):
+    """50 turns, answers of ~1.5k tokens: the loop whose requests should
+    keep the previous one as their prefix (the budget holds them)."""
+    client = openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test-openai", max_retries=0, http_client=http)
+    messages = [{"role": "system", "content": "You are an operations agent."},
+                {"role": "user", "content": "Watch the API for an hour."}]
+    first = len(SENT)
+    for turn in range(1, 51):
+        calls = [f"long_{c}" for c in calls_of(turn)]
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": c, "type": "function", "function": {"name": "read_log", "arguments": json.dumps({"turn": turn})}}
+            for c in calls]})
+        for c in calls:
+            messages.append({"role": "tool", "tool_call_id": c, "content": log_text(turn, c, 70)})
+        answer = client.chat.completions.create(model="stand-in", messages=messages)
+        messages.append({"role": "assistant", "content": answer.choices[0].message.content})
+    return {"requests": [first, len(SENT)]}
+
+
 def main():
     base, record = sys.argv[1], sys.argv[2]
     http = httpx2.Client(event_hooks={"request": [capture]}, timeout=60)
@@ -106,6 +127,7 @@ def main():
         "openai_chat": openai_chat(base, http),
         "anthropic": anthropic_messages(base, http),
         "responses": openai_responses(base, http),
+        "long": openai_long(base, http),
     }
     with open(record) as f:
         received = [json.loads(line) for line in f]

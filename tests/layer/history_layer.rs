@@ -158,8 +158,10 @@ async fn the_endpoint_sees_the_rewritten_history_in_each_format() {
         );
 
         let received = gateway.last_received();
+        // Three of the four large answers compacted; the newest turn's, not
+        // yet seen by the model, kept.
         assert!(
-            received.body.len() < raw.len() / 2,
+            received.body.len() < raw.len() * 2 / 3,
             "{path}: {} of {}",
             received.body.len(),
             raw.len()
@@ -208,11 +210,14 @@ async fn the_endpoint_sees_the_rewritten_history_in_each_format() {
         assert_eq!(
             report.files_written.len(),
             4,
-            "{path}: one file per large tool answer"
+            "{path}: one file per large tool answer before the newest turn, and the checkpoint"
         );
         for file in &report.files_written {
             assert!(file.starts_with(gateway.store.path()), "{}", file.display());
             let name = file.file_name().unwrap().to_str().unwrap();
+            if name.starts_with("history-checkpoint-") {
+                continue;
+            }
             assert!(
                 String::from_utf8_lossy(&received.body).contains(name),
                 "{path}: the pointer names {name}"
