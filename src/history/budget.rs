@@ -24,8 +24,10 @@ use super::compress::{Scope, is_summary, message_digest};
 use super::config::SummaryMode;
 use super::files::{HISTORY_FILE_PREFIX, digest, hex};
 use super::format::{self, ChatFormat, Shape};
-use super::offloader::{HistoryOffloader, Inner, count_start, shapes_unchecked};
-use super::report::{HistoryError, HistoryReport};
+use super::offloader::{
+    HistoryOffloader, Inner, count_start, recent_start, shapes, shapes_unchecked,
+};
+use super::report::{HistoryError, HistoryOutcome, HistoryReport};
 
 /// The chained digests of `messages`: `[0]` of none, `[i]` of the first `i`.
 pub(super) fn chain(messages: &[Value]) -> Vec<[u8; 32]> {
@@ -116,6 +118,60 @@ impl Inner {
 }
 
 impl HistoryOffloader {
+    /// Rewrites the messages of a conversation in `format` (see the module
+    /// docs): system and recent messages are kept as they are, large tool
+    /// answers are compacted in place, older groups compressed into
+    /// summaries, as the mode says. Blocking work (parsing, file I/O) runs
+    /// on tokio's blocking pool, so this must be awaited inside a tokio
+    /// runtime. An error leaves nothing half done in the messages (they
+    /// are the caller's to send unchanged); files already written stay,
+    /// and the next rewrite finds them.
+    pub async fn rewrite_messages(
+        &self,
+        format: ChatFormat,
+        messages: Vec<Value>,
+    ) -> Result<HistoryOutcome, HistoryError> {
+        let shapes = shapes(format, &messages)?;
+        let inner = &self.inner;
+        let config = &inner.config;
+        let before = inner.total_tokens(&messages);
+        let mut report = HistoryReport::new(config.mode, before);
+        let newest = recent_start(&shapes, config.keep_recent_compact);
+        let chain = chain(&messages[..newest]);
+        let lookup = {
+            let inner = inner.clone();
+            let chain = chain.clone();
+            tokio::task::spawn_blocking(move || inner.checkpoint(&chain))
+        };
+        let found = lookup.await.map_err(|_| HistoryError::Interrupted)?;
+        let mut output = match &found {
+            Some((k, base)) => {
+                let mut out = Vec::with_capacity(base.len() + messages.len() - k);
+                out.extend(base.iter().cloned());
+                out.extend(messages[*k..newest].iter().cloned());
+                out
+            }
+            None => messages[..newest].to_vec(),
+        };
+        if inner.total_tokens(&output) > config.max_total_tokens {
+            output = self.reduce(format, output, &mut report).await?;
+            let (inner, key, rewritten) = (inner.clone(), chain[newest], output.clone());
+            let written =
+                tokio::task::spawn_blocking(move || inner.remember_checkpoint(key, &rewritten))
+                    .await
+                    .map_err(|_| HistoryError::Interrupted)?;
+            report.files_written.extend(written);
+        }
+        let changed = found.is_some() || output.len() != newest || output[..] != messages[..newest];
+        output.extend(messages[newest..].iter().cloned());
+        inner.count_replacements(format, &output, changed, &mut report);
+        report.tokens_after = inner.total_tokens(&output);
+        Ok(HistoryOutcome {
+            messages: output,
+            report,
+        })
+    }
+
     /// `older` (the history before its newest turn, over the budget)
     /// brought down to `low_water_tokens` as far as the mode allows:
     /// compaction of every answer over `max_tool_message_tokens` (not in

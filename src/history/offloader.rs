@@ -1,7 +1,7 @@
-//! [`HistoryOffloader`]: the rewrite of one history, in order: shapes,
-//! the newest turn set aside, the remembered rewrite of the history's
-//! start (`budget`), the reduction when over the budget (compaction,
-//! compression), the report.
+//! [`HistoryOffloader`]: what it holds (configuration, summarizer, engine,
+//! store, memo) and what the steps of a rewrite share (token counts,
+//! shapes, where the newest turn starts); the rewrite itself, in order, is
+//! in `budget`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::budget;
 use super::config::HistoryConfig;
 use super::extractive::ExtractiveSummarizer;
 use super::files::HistoryStore;
 use super::format::{self, Call, ChatFormat, Shape};
-use super::report::{HistoryError, HistoryOutcome, HistoryReport};
+use super::report::{HistoryError, HistoryReport};
 use super::summarize::Summarizer;
 use crate::config::OffloadConfig;
 use crate::engine::Offloader;
@@ -197,60 +196,6 @@ impl HistoryOffloader {
         self.inner.store.check()
     }
 
-    /// Rewrites the messages of a conversation in `format` (see the module
-    /// docs): system and recent messages are kept as they are, large tool
-    /// answers are compacted in place, older groups compressed into
-    /// summaries, as the mode says. Blocking work (parsing, file I/O) runs
-    /// on tokio's blocking pool, so this must be awaited inside a tokio
-    /// runtime. An error leaves nothing half done in the messages (they
-    /// are the caller's to send unchanged); files already written stay,
-    /// and the next rewrite finds them.
-    pub async fn rewrite_messages(
-        &self,
-        format: ChatFormat,
-        messages: Vec<Value>,
-    ) -> Result<HistoryOutcome, HistoryError> {
-        let shapes = shapes(format, &messages)?;
-        let inner = &self.inner;
-        let config = &inner.config;
-        let before = inner.total_tokens(&messages);
-        let mut report = HistoryReport::new(config.mode, before);
-        let newest = recent_start(&shapes, config.keep_recent_compact);
-        let chain = budget::chain(&messages[..newest]);
-        let lookup = {
-            let inner = inner.clone();
-            let chain = chain.clone();
-            tokio::task::spawn_blocking(move || inner.checkpoint(&chain))
-        };
-        let found = lookup.await.map_err(|_| HistoryError::Interrupted)?;
-        let mut output = match &found {
-            Some((k, base)) => {
-                let mut out = Vec::with_capacity(base.len() + messages.len() - k);
-                out.extend(base.iter().cloned());
-                out.extend(messages[*k..newest].iter().cloned());
-                out
-            }
-            None => messages[..newest].to_vec(),
-        };
-        if inner.total_tokens(&output) > config.max_total_tokens {
-            output = self.reduce(format, output, &mut report).await?;
-            let (inner, key, rewritten) = (inner.clone(), chain[newest], output.clone());
-            let written =
-                tokio::task::spawn_blocking(move || inner.remember_checkpoint(key, &rewritten))
-                    .await
-                    .map_err(|_| HistoryError::Interrupted)?;
-            report.files_written.extend(written);
-        }
-        let changed = found.is_some() || output.len() != newest || output[..] != messages[..newest];
-        output.extend(messages[newest..].iter().cloned());
-        inner.count_replacements(format, &output, changed, &mut report);
-        report.tokens_after = inner.total_tokens(&output);
-        Ok(HistoryOutcome {
-            messages: output,
-            report,
-        })
-    }
-
     /// Compaction of the messages before `recent`, on tokio's blocking
     /// pool (file writes, parsing).
     pub(super) async fn compact_off_runtime(
@@ -297,7 +242,7 @@ impl Inner {
 }
 
 /// The shapes of all messages, or the first that is not a message.
-fn shapes(format: ChatFormat, messages: &[Value]) -> Result<Vec<Shape>, HistoryError> {
+pub(super) fn shapes(format: ChatFormat, messages: &[Value]) -> Result<Vec<Shape>, HistoryError> {
     messages
         .iter()
         .enumerate()

@@ -64,8 +64,8 @@ pub struct GatewayArgs {
 /// `lro history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// The chat provider's base URL (e.g. https://api.openai.com/v1 or
-    /// https://api.anthropic.com): its path and every path under it is
+    /// The chat provider's base URL (e.g. `https://api.openai.com/v1` or
+    /// `https://api.anthropic.com`): its path and every path under it is
     /// served, chat requests (`…/chat/completions`, `…/messages`,
     /// `…/responses`) with their history rewritten, the others untouched.
     /// Without it, the routes come from the --config file's
