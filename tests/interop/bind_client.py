@@ -19,19 +19,9 @@ import sys
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from report_util import attempt, dump
 
 RECALL = {"query": "cache", "count": 200}
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-async def attempt(coro):
-    try:
-        return {"ok": dump(await coro)}
-    except Exception as e:  # reported to the Rust side, which asserts
-        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def client(mode, url, token):

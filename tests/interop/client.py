@@ -20,19 +20,9 @@ import time
 from importlib.metadata import version
 
 from mcp import Client
+from report_util import attempt, dump
 
 RECALL = {"query": "cache", "count": 200}
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-async def attempt(coro):
-    try:
-        return {"ok": dump(await coro)}
-    except Exception as e:  # reported to the Rust side, which asserts
-        return {"error": f"{type(e).__name__}: {e}"}
 
 
 async def session(mode, url):

@@ -15,6 +15,7 @@ import json
 import sys
 
 from mcp import Client, StdioServerParameters
+from report_util import dump
 
 LARGE = "\n".join(f"line {i}: the quick brown fox jumps over the lazy dog" for i in range(1200))
 CALLS = [
@@ -24,10 +25,6 @@ CALLS = [
     ("get-structured-content", {"location": "New York"}),
     ("echo", {"message": LARGE}),
 ]
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 async def session(server):

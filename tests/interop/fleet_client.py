@@ -21,6 +21,7 @@ import sys
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from report_util import attempt, dump
 
 RECALL = {"query": "cache", "count": 200}
 ROTATED = (b'"tools/call"', b'"resources/read"')
@@ -48,17 +49,6 @@ class RoundRobin(httpx2.AsyncBaseTransport):
 
     async def aclose(self):
         await self.inner.aclose()
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-async def attempt(coro):
-    try:
-        return {"ok": dump(await coro)}
-    except Exception as e:  # reported to the Rust side, which asserts
-        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def client(mode, url, ports, token, log):

@@ -25,10 +25,7 @@ import urllib.request
 
 from mcp import Client
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+from report_util import dump
 
 
 def descriptor_path(result):

@@ -17,31 +17,11 @@ import json
 import sys
 
 from mcp import Client, StdioServerParameters
+from report_util import attempt, first_text_json
 
 LARGE = {"count": 2000}
 QUERY = "group_by(.category) | map({category: .[0].category, count: length})"
 SMALL = [("greet", {"name": "package"}), ("records_list", {"count": 3}), ("records", {"count": 5})]
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-async def attempt(coro):
-    try:
-        return {"ok": dump(await coro)}
-    except Exception as e:  # reported to the Rust side, which asserts
-        return {"error": f"{type(e).__name__}: {e}"}
-
-
-def descriptor(large):
-    for block in large.get("ok", {}).get("content", []):
-        if block.get("type") == "text":
-            try:
-                return json.loads(block["text"])
-            except ValueError:
-                return None
-    return None
 
 
 async def small_calls(client):
@@ -61,7 +41,7 @@ async def main():
         out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
         out["small"] = await small_calls(client)
         out["large"] = await attempt(client.call_tool("records_text", LARGE))
-        d = descriptor(out["large"]) or {}
+        d = first_text_json(out["large"]) or {}
         out["descriptor"] = {k: d.get(k) for k in ("offloaded", "file_path", "summary")}
         args = {"file_path": d.get("file_path"), "query": QUERY, "slurp": True}
         out["extract"] = await attempt(client.call_tool("lro_extract", args))

@@ -18,6 +18,7 @@ import sys
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
+from report_util import attempt, dump
 
 LARGE = "\n".join(f"line {i}: the quick brown fox jumps over the lazy dog" for i in range(1200))
 CALLS = {
@@ -41,17 +42,6 @@ PROGRESS = {
     "py": ("slow_records", {"count": 300}),
     "everything": ("trigger-long-running-operation", {"duration": 1, "steps": 3}),
 }
-
-
-def dump(result):
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-async def attempt(coro):
-    try:
-        return {"ok": dump(await coro)}
-    except Exception as e:  # reported to the Rust side, which asserts
-        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def descriptor_path(result):

@@ -195,6 +195,14 @@ fn readme_client_configs() -> Vec<(String, Vec<String>)> {
     configs
 }
 
+/// The interop tooling and the Python SDK server with its URL (`None`:
+/// skipped, see `common::require`).
+fn python_setup() -> Option<(PathBuf, common::procs::Proc, String)> {
+    let interop = common::interop_setup()?;
+    let (server, port) = python_server(&[])?;
+    Some((interop, server, format!("http://127.0.0.1:{port}/mcp")))
+}
+
 /// The binary cargo built for these tests, stripped of its debug
 /// information (as the release profile's packages are small), in `dir`.
 fn stripped_lro(dir: &Path) -> PathBuf {
@@ -221,13 +229,9 @@ fn npx_tower_lro_proxy_works_as_mcp_remote_does() {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         return; // The one platform package built here.
     }
-    let Some(interop) = common::interop_setup() else {
+    let Some((interop, _server, url)) = python_setup() else {
         return;
     };
-    let Some((_server, port)) = python_server(&[]) else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{port}/mcp");
     let tmp = tempfile::tempdir().unwrap();
     assert_no_rust();
     let binary = stripped_lro(tmp.path());
@@ -356,7 +360,7 @@ fn npx_tower_lro_proxy_works_as_mcp_remote_does() {
 /// and `pipx run` from the wheel, all with no Rust on `PATH`.
 #[test]
 fn the_wheel_runs_as_lro_uvx_and_pipx() {
-    let Some(interop) = common::interop_setup() else {
+    let Some((interop, _server, url)) = python_setup() else {
         return;
     };
     let venv_bin = interop.join(".venv/bin");
@@ -369,10 +373,6 @@ fn the_wheel_runs_as_lro_uvx_and_pipx() {
             return;
         }
     }
-    let Some((_server, port)) = python_server(&[]) else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{port}/mcp");
     let tmp = tempfile::tempdir().unwrap();
     let wheels = tmp.path().join("wheels");
     let mut maturin = Command::new(venv_bin.join("maturin"));
@@ -537,13 +537,9 @@ fn the_container_image_runs_the_gateway() {
     if !common::require_tool("buildah") {
         return;
     }
-    let Some(interop) = common::interop_setup() else {
+    let Some((interop, _server, url)) = python_setup() else {
         return;
     };
-    let Some((_server, port)) = python_server(&[]) else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{port}/mcp");
     let tmp = tempfile::tempdir().unwrap();
     let binary = stripped_lro(tmp.path());
     let context = tmp.path().join("context");

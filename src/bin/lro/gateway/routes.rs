@@ -143,11 +143,7 @@ pub(crate) fn routes(
         }
         let own_dir = table.contains_key("output_dir");
         let own_store = table.contains_key("store");
-        let mut offload = toml::Table::new();
-        offload.insert("offload".to_owned(), toml::Value::Table(table));
-        let mut prompt = toml::Table::new();
-        prompt.insert("prompt".to_owned(), toml::Value::Table(offload));
-        let document = toml::to_string(&prompt).map_err(|e| at(e.to_string()))?;
+        let document = under_prompt("offload", table).map_err(at)?;
         let mut config = base
             .clone()
             .apply_toml_str(&document)
@@ -164,6 +160,16 @@ pub(crate) fn routes(
     Ok(routes)
 }
 
+/// A route's own keys as the TOML document `[prompt.SECTION]` with them,
+/// for the library's own parser.
+fn under_prompt(section: &str, table: toml::Table) -> Result<String, String> {
+    let mut keys = toml::Table::new();
+    keys.insert(section.to_owned(), toml::Value::Table(table));
+    let mut prompt = toml::Table::new();
+    prompt.insert("prompt".to_owned(), toml::Value::Table(keys));
+    toml::to_string(&prompt).map_err(|e| e.to_string())
+}
+
 /// A chat route's configuration: its keys (any of `[prompt.history]`) over
 /// `base`, and a `store_dir` of its own under the base's unless it names
 /// one no earlier chat route uses.
@@ -174,11 +180,7 @@ fn history_keys(
     routes: &[RouteOptions],
 ) -> Result<HistoryConfig, String> {
     let own_dir = table.contains_key("store_dir");
-    let mut section = toml::Table::new();
-    section.insert("history".to_owned(), toml::Value::Table(table));
-    let mut prompt = toml::Table::new();
-    prompt.insert("prompt".to_owned(), toml::Value::Table(section));
-    let document = toml::to_string(&prompt).map_err(|e| e.to_string())?;
+    let document = under_prompt("history", table)?;
     let mut config = base
         .clone()
         .apply_toml_str(&document)
