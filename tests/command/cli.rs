@@ -286,7 +286,10 @@ fn only_the_subcommands_that_offload_read_the_offload_configuration() {
 fn proxy_version_and_help() {
     let version = stdout(&lro(&["proxy", "--version"]));
     assert!(
-        version.trim().ends_with(env!("CARGO_PKG_VERSION")),
+        version.trim().starts_with(&format!(
+            "lro-proxy {} (features: cli",
+            env!("CARGO_PKG_VERSION")
+        )),
         "{version}"
     );
     let gateway = stdout(&lro(&["gateway", "--version"]));

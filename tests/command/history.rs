@@ -145,6 +145,23 @@ fn get(addr: &str, path: &str) -> (u16, String) {
     })
 }
 
+/// POST `body` (as JSON) to `path` on `addr`; the answer is not looked at.
+fn post(addr: &str, path: &str, body: &'static str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _ = reqwest::Client::new()
+            .post(format!("http://{addr}{path}"))
+            .header("content-type", "application/json")
+            .body(body)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await;
+    });
+}
+
 #[test]
 fn lro_history_keeps_agent_loops_within_budget() {
     let Some(interop) = common::interop_setup() else {
@@ -319,6 +336,17 @@ fn lro_history_keeps_agent_loops_within_budget() {
         store.display()
     );
 
+    // Bad input passes byte for byte: a body that is no JSON, and one
+    // that is JSON but no chat request, on a chat path.
+    for bad in [
+        "{\"messages\": [oops",
+        "{\"model\": \"m\", \"prompt\": \"hi\"}",
+    ] {
+        post(&addr, "/v1/chat/completions", bad);
+        let last = std::fs::read_to_string(&record).unwrap();
+        let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+        assert_eq!(last["body"], bad, "passed untouched");
+    }
     let (status, _) = get(&addr, "/readyz");
     assert_eq!(status, 200);
     let (status, metrics) = get(&addr, "/metrics");

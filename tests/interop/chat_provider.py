@@ -73,7 +73,11 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length)
         self.record(body)
-        request = json.loads(body or b"{}")
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            self.send_json({"error": {"message": "the body is not JSON"}}, 400)
+            return
         n = len(request.get("messages") or request.get("input") or [])
         text = f"ok, {n} items"
         model = request.get("model", "stand-in")
