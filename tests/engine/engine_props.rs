@@ -102,8 +102,8 @@ fn tool_result() -> impl Strategy<Value = Value> {
 /// allow (`engine/records/mod.rs`, "Text layout"): past the layout budget
 /// a JSON text whose whitespace no known layout reproduces is rebuilt
 /// compact — the same leading and trailing whitespace, the same JSON, not
-/// one byte of whitespace between its tokens — equal as JSON, not byte for
-/// byte. Everything else must be equal.
+/// one byte of whitespace between its tokens (a JSON lines text: line by
+/// line) — equal as JSON, not byte for byte. Everything else must be equal.
 fn only_relaid_compact(rebuilt: &Value, original: &Value) -> bool {
     let (Some(r), Some(o)) = (rebuilt.as_object(), original.as_object()) else {
         return false;
@@ -140,12 +140,22 @@ fn compact_text_of(a: &Value, b: &Value) -> bool {
         )
     };
     let ((la, ca, ra), (lb, cb, rb)) = (trim(ta), trim(tb));
+    rest_a == rest_b && (la, ra) == (lb, rb) && (compact_of(&ca, &cb) || compact_lines_of(&ca, &cb))
+}
+
+/// JSON text `a` is JSON text `b` without a byte of whitespace between
+/// its tokens.
+fn compact_of(a: &str, b: &str) -> bool {
     let parsed = |c: &str| serde_json::from_str::<Value>(c).ok();
-    rest_a == rest_b
-        && (la, ra) == (lb, rb)
-        && parsed(&ca).is_some()
-        && parsed(&ca) == parsed(&cb)
-        && ca.len() == cb.len() - insignificant_whitespace(&cb)
+    parsed(a).is_some()
+        && parsed(a) == parsed(b)
+        && a.len() == b.len() - insignificant_whitespace(b)
+}
+
+/// JSON lines text `a` is `b` with each line compact (see [`compact_of`]).
+fn compact_lines_of(a: &str, b: &str) -> bool {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.split('\n').collect(), b.split('\n').collect());
+    la.len() == lb.len() && la.iter().zip(&lb).all(|(x, y)| x == y || compact_of(x, y))
 }
 
 /// Bytes of whitespace between the tokens of the JSON text `json`.
@@ -227,7 +237,14 @@ proptest! {
             match serde_json::from_slice::<Value>(&bytes) {
                 Ok(original) => {
                     let rebuilt: Value = serde_json::from_str(&rebuilt).unwrap();
-                    prop_assert_eq!(rebuilt, original);
+                    // As in `rebuilt_equals_original`: past the layout
+                    // budget a text block may come back compact.
+                    if rebuilt != original {
+                        prop_assert!(
+                            only_relaid_compact(&rebuilt, &original),
+                            "rebuilt {:.800}\noriginal {:.800}", rebuilt, original
+                        );
+                    }
                 }
                 // A mutation can make a number too large for f64 (`1e999`):
                 // valid JSON that the engine keeps literally but `Value`
