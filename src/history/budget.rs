@@ -58,6 +58,11 @@ impl Inner {
             }
         }
         (1..chain.len()).rev().find_map(|i| {
+            // Each prefix is looked for on disk once per process: the next
+            // turns ask again only for their new ones.
+            if !self.memo.lock().is_ok_and(|mut m| m.first_look(chain[i])) {
+                return None;
+            }
             let text = self.store.read_checkpoint(&checkpoint_name(&chain[i]))?;
             let messages: Vec<Value> = serde_json::from_str(&text).ok()?;
             let messages = Arc::new(messages);
@@ -119,9 +124,10 @@ impl Inner {
 
 impl HistoryOffloader {
     /// Rewrites the messages of a conversation in `format` (see the module
-    /// docs): system and recent messages are kept as they are, large tool
-    /// answers are compacted in place, older groups compressed into
-    /// summaries, as the mode says. Blocking work (parsing, file I/O) runs
+    /// docs): system messages and the newest turn are kept as they are; the
+    /// rest gets the remembered rewrite of its start, and when over the
+    /// budget, large tool answers are compacted in place and older groups
+    /// compressed into summaries, as the mode says. Blocking work (parsing, file I/O) runs
     /// on tokio's blocking pool, so this must be awaited inside a tokio
     /// runtime. An error leaves nothing half done in the messages (they
     /// are the caller's to send unchanged); files already written stay,
@@ -162,7 +168,7 @@ impl HistoryOffloader {
                     .map_err(|_| HistoryError::Interrupted)?;
             report.files_written.extend(written);
         }
-        let changed = found.is_some() || output.len() != newest || output[..] != messages[..newest];
+        let changed = output[..] != messages[..newest];
         output.extend(messages[newest..].iter().cloned());
         inner.count_replacements(format, &output, changed, &mut report);
         report.tokens_after = inner.total_tokens(&output);

@@ -3,7 +3,7 @@
 //! shapes, where the newest turn starts); the rewrite itself, in order, is
 //! in `budget`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,6 +54,8 @@ pub(super) struct Memo {
     groups: HashMap<[u8; 32], String>,
     /// Chained digest of a history's prefix → its rewrite (see `budget`).
     checkpoints: HashMap<[u8; 32], Arc<Vec<Value>>>,
+    /// Prefixes already looked for in `store_dir`.
+    looked: HashSet<[u8; 32]>,
     /// First message of a group → the groups that started with it
     /// (messages, group digest).
     starts: HashMap<[u8; 32], Vec<(usize, [u8; 32])>>,
@@ -92,6 +94,16 @@ impl Memo {
     ) {
         self.make_room(bytes);
         self.checkpoints.insert(key, messages);
+    }
+
+    /// Whether the checkpoint of this prefix is looked for in `store_dir`
+    /// for the first time (and notes that it is).
+    pub(super) fn first_look(&mut self, key: [u8; 32]) -> bool {
+        if self.looked.contains(&key) {
+            return false;
+        }
+        self.make_room(32);
+        self.looked.insert(key)
     }
 
     /// The replacement remembered for a group.
