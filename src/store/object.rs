@@ -105,7 +105,7 @@ impl BucketStore {
             max_retries: 3,
             retry_timeout: Duration::from_secs(20),
         };
-        let built = |e: object_store::Error| bad(e.to_string());
+        let built = |e: object_store::Error| bad(one_line(&e.to_string()));
         let store: Arc<dyn ObjectStore> = match scheme {
             ObjectStoreScheme::AmazonS3 => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()
@@ -186,7 +186,7 @@ impl BucketStore {
     fn remote(key: &Path, e: impl std::fmt::Display) -> StoreError {
         StoreError::Remote {
             object: key.to_string(),
-            message: e.to_string(),
+            message: one_line(&e.to_string()),
         }
     }
 
@@ -328,6 +328,42 @@ impl BucketStore {
     }
 }
 
+/// The longest error text kept, in characters.
+const MAX_ERROR_CHARS: usize = 400;
+
+/// An error of the store as one line: an XML error body (S3, Azure, GCS's
+/// XML API) reduced to its `Code` and `Message`, every run of whitespace
+/// (line breaks) one space, at most [`MAX_ERROR_CHARS`]; so that it reads
+/// as one line at start and in the logs.
+fn one_line(text: &str) -> String {
+    let between = |open: &str, close: &str| {
+        let start = text.find(open)? + open.len();
+        let len = text[start..].find(close)?;
+        Some(text[start..start + len].trim().to_owned())
+    };
+    let body = text.find("<?xml").or_else(|| text.find("<Error"));
+    let reduced = match body {
+        Some(at) => {
+            let head = text[..at].trim_end().trim_end_matches(':');
+            let parts: Vec<String> = [
+                between("<Code>", "</Code>"),
+                between("<Message>", "</Message>"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            format!("{head}: {}", parts.join(": "))
+        }
+        None => text.to_owned(),
+    };
+    let mut line = reduced.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some((cut, _)) = line.char_indices().nth(MAX_ERROR_CHARS) {
+        line.truncate(cut);
+        line.push('…');
+    }
+    line
+}
+
 /// Up to `cap` bytes of `reader` (fewer only at its end).
 fn read_chunk(reader: &mut dyn Read, cap: usize) -> io::Result<Vec<u8>> {
     let mut chunk = Vec::with_capacity(cap.min(1 << 20));
@@ -376,11 +412,14 @@ impl Store for BucketStore {
         &self.dir
     }
 
-    /// Reads a manifest that does not exist: the store answers, and these
-    /// credentials may read it.
+    /// Reads a manifest that does not exist (the store answers, and these
+    /// credentials may read it: a missing object is no error) and lists
+    /// the prefix (the bucket or container exists: S3 and Azure answer a
+    /// missing one with a 404 to reads of its objects too).
     fn check(&self) -> Result<(), StoreError> {
         let probe = format!("atlatl-check-{}.jsonl", ulid::Ulid::new());
-        self.manifest(&probe).map(|_| ())
+        self.manifest(&probe)?;
+        self.listing().map(|_| ())
     }
 
     fn remove(&self, file_name: &str) -> Result<bool, StoreError> {
@@ -527,5 +566,35 @@ impl SharedFiles for BucketStore {
             }
         }
         Ok(sweep)
+    }
+}
+
+#[cfg(test)]
+mod one_line_tests {
+    use super::one_line;
+
+    #[test]
+    fn xml_bodies_become_their_code_and_message_on_one_line() {
+        let s3 = "Generic S3 error: Error performing GET http://h/b?list-type=2 in 5ms - \
+                  Server returned non-2xx status code: 404 Not Found: <?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
+                  <Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message>\
+                  <BucketName>b</BucketName><RequestId>r</RequestId></Error>";
+        let line = one_line(s3);
+        assert!(!line.contains('\n') && !line.contains('<'), "{line}");
+        assert!(
+            line.ends_with("404 Not Found: NoSuchBucket: The specified bucket does not exist"),
+            "{line}"
+        );
+        let azure = "Error: 403 Forbidden\n<?xml version=\"1.0\"?>\n<Error>\n  <Code>AuthenticationFailed</Code>\n  \
+                     <Message>Server failed to authenticate the request.\nRequestId:x\nTime:y</Message>\n</Error>";
+        let line = one_line(azure);
+        assert_eq!(
+            line,
+            "Error: 403 Forbidden: AuthenticationFailed: Server failed to authenticate the request. RequestId:x Time:y"
+        );
+        let plain = "connection refused\n  (os error 111)";
+        assert_eq!(one_line(plain), "connection refused (os error 111)");
+        let long = "x".repeat(1000);
+        assert_eq!(one_line(&long).chars().count(), 401);
     }
 }

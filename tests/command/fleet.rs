@@ -269,6 +269,48 @@ async fn sdk_clients_round_robin(interop: &Path, addrs: &[SocketAddr], moto_port
     }
 }
 
+/// A bucket that does not exist is refused at start, in one line naming
+/// the store URL (its credentials left out) and the server's code and
+/// message; no XML body reaches stderr (issue 40, points 2 and 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_bucket_is_refused_at_start_in_one_line() {
+    let Some(interop) = common::interop_setup() else {
+        return;
+    };
+    let moto = moto(&interop).await;
+    let mut cmd = lro(moto.port);
+    cmd.args(["gateway", "--listen", "127.0.0.1:0"])
+        .args(["--upstream", "http://127.0.0.1:9/mcp"])
+        .args(["--store", "s3://no-such-bucket/lro?token=secret"]);
+    let out = common::output_within(cmd, Duration::from_secs(60), "lro gateway").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let refusals: Vec<&str> = stderr.lines().filter(|l| l.starts_with("lro: ")).collect();
+    let [line] = refusals[..] else {
+        panic!("one refusal line: {stderr}");
+    };
+    assert!(
+        line.starts_with("lro: output store s3://no-such-bucket/lro:")
+            && line.contains("NoSuchBucket: The specified bucket does not exist"),
+        "{line}"
+    );
+    assert!(
+        !stderr.contains('<') && !stderr.contains("secret"),
+        "{stderr}"
+    );
+    // The bucket that exists starts.
+    let (_gateway, _) = replica(
+        moto.port,
+        &[],
+        &[
+            "--upstream",
+            "http://127.0.0.1:9/mcp",
+            "--store",
+            &format!("s3://{BUCKET}/lro"),
+        ],
+    );
+}
+
 /// Replicas sharing one bucket and one key: the SDK client round robin,
 /// 100 concurrent calls with a replica killed (SIGKILL) in the middle and
 /// restarted, expiry and sweeps across replicas, `lro cleanup --store`.

@@ -173,6 +173,15 @@ pub enum GatewayError {
     /// The output store (directory or object storage) cannot be used.
     #[error("output store: {0}")]
     Store(#[from] StoreError),
+    /// The object storage of a route cannot be used (a missing bucket or
+    /// container, refused credentials): its URL, without credentials.
+    #[error("output store {url}: {source}")]
+    StoreAt {
+        /// The store URL, user information and query left out.
+        url: String,
+        /// Why.
+        source: StoreError,
+    },
     /// The listen address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -300,6 +309,7 @@ fn mcp_route(
     forward: Forward,
 ) -> Result<(RouteKind, Option<CleanupHandle>), GatewayError> {
     let auto_cleanup = config.auto_cleanup;
+    let store_url = shown_url(&config.store);
     let mut layer = OffloadLayer::builder()
         .config(config)
         .event_hook(metrics.event_hook(path));
@@ -309,13 +319,33 @@ fn mcp_route(
     if let Some(key) = &options.binding_key {
         layer = layer.binding_key(key.clone());
     }
-    let layer = layer.try_build()?;
+    let layer = layer.try_build().map_err(|source| match store_url {
+        Some(url) => GatewayError::StoreAt { url, source },
+        None => GatewayError::Store(source),
+    })?;
     // The layer's one cleanup task, held to stop it on shutdown: the layer
     // is new (no request started its own) and this runs in a runtime, so
     // it is not refused.
     let handle = auto_cleanup.then(|| layer.spawn_cleanup().ok()).flatten();
     let service = tower_layer::Layer::layer(&layer, forward);
     Ok((RouteKind::Mcp { service, layer }, handle))
+}
+
+/// An object store URL as it may be shown: without user information or
+/// query (where credentials could be); `None` for no store URL.
+fn shown_url(store: &str) -> Option<String> {
+    let store = store.trim();
+    if store.is_empty() {
+        return None;
+    }
+    let Ok(mut url) = url::Url::parse(store) else {
+        return Some("(an unparsable URL)".to_owned());
+    };
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    Some(url.to_string())
 }
 
 /// A chat route: the history offload layer over `forward`.
