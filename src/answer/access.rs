@@ -22,6 +22,7 @@ use chrono::{DateTime, Utc};
 
 use crate::engine::Offloader;
 use crate::engine::descriptor::{HEADER_TYPE, OffloadHeader};
+use crate::engine::events::OffloadEvent;
 use crate::engine::rebuild::expiry;
 use crate::store::{Manifest, RESOURCE_URI_PREFIX, SharedFiles, no_follow, parse_file_name};
 
@@ -39,6 +40,18 @@ pub(crate) enum AccessError {
          use file_path from a recent descriptor, or lro_list)"
     )]
     Unavailable(String),
+    /// Readable, but not what its header says: refused rather than
+    /// served in part.
+    #[error(
+        "the offloaded file {name:?} is damaged ({detail}): it cannot be read; \
+         call the tool again for a new one"
+    )]
+    Damaged {
+        /// The file's name.
+        name: String,
+        /// What does not match.
+        detail: String,
+    },
     /// Readable, but larger than a whole read may be.
     #[error("the file is larger than {max} bytes: read it in parts with lro_extract")]
     TooLarge {
@@ -235,9 +248,16 @@ pub(crate) fn open_readable(
     }
     let name = file_name_in_dir(offloader.store().dir(), reference).ok_or_else(unavailable)?;
     let path = offloader.store().dir().join(&name);
-    let header = read_header(&path).ok_or_else(unavailable)?;
+    let (header, header_len) = read_header_sized(&path).ok_or_else(unavailable)?;
     if !may_read(&header, &name, owner, offloader.config().ttl, now) {
         return Err(unavailable());
+    }
+    if let Some(detail) = size_mismatch(&path, &header, header_len) {
+        offloader.events().emit(OffloadEvent::OffloadFileDamaged {
+            path: path.clone(),
+            detail: detail.clone(),
+        });
+        return Err(AccessError::Damaged { name, detail });
     }
     Ok(Readable {
         path,
@@ -330,7 +350,18 @@ fn may_read(
 /// The header of the file at `path`: opened without following a symbolic
 /// link, a regular file, its first line an LRO header of at most
 /// [`MAX_HEADER_BYTES`].
-pub(crate) fn read_header(path: &Path) -> Option<OffloadHeader> {
+/// Why the records of the file at `path` are not the `data_bytes` its
+/// header counts (a file cut short on disk, or grown), if they are not.
+/// Headers without `data_bytes` (older files) are not checked.
+fn size_mismatch(path: &Path, header: &OffloadHeader, header_len: u64) -> Option<String> {
+    let counted = header.data_bytes?;
+    let size = fs::metadata(path).ok()?.len();
+    let records = size.saturating_sub(header_len);
+    (records != counted).then(|| format!("{records} bytes of records, its header counts {counted}"))
+}
+
+/// [`read_header`], and the header line's length with its newline.
+fn read_header_sized(path: &Path) -> Option<(OffloadHeader, u64)> {
     let mut options = fs::OpenOptions::new();
     let file = no_follow(options.read(true)).open(path).ok()?;
     if !file.metadata().ok()?.is_file() {
@@ -344,7 +375,11 @@ pub(crate) fn read_header(path: &Path) -> Option<OffloadHeader> {
         return None; // longer than the cap, or no record line at all
     }
     let header: OffloadHeader = serde_json::from_slice(&line).ok()?;
-    (header.header_type == HEADER_TYPE).then_some(header)
+    (header.header_type == HEADER_TYPE).then_some((header, line.len() as u64))
+}
+
+pub(crate) fn read_header(path: &Path) -> Option<OffloadHeader> {
+    read_header_sized(path).map(|(header, _)| header)
 }
 
 /// Reads the whole file at `path` (opened without following a symbolic

@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 /// | `OffloadWriteFailed` | WARN | `tool`, `error`, `kept`, `total`, `estimated_tokens` |
 /// | `OffloadFileExpired` | INFO | `path`, `created_at`, `age_seconds` |
 /// | `PassedThrough` | DEBUG, WARN when [notable](PassReason::is_notable) | `tool`, `reason` (see [`PassReason::as_str`]), `detail` |
+/// | `OffloadFileDamaged` | WARN | `path`, `detail` |
 ///
 /// Names, paths and messages in events (a tool name is the client's text)
 /// are made safe for a log line: control characters escaped, at most 200
@@ -67,6 +68,16 @@ pub enum OffloadEvent {
         /// Its age when deleted, in seconds.
         age_seconds: u64,
     },
+    /// An offloaded file asked for (`lro_extract`, `resources/read`) is
+    /// not what its header says (its records are shorter or longer than
+    /// the `data_bytes` it counts: cut short on disk, or written to since),
+    /// so it was refused rather than served in part.
+    OffloadFileDamaged {
+        /// The file.
+        path: PathBuf,
+        /// What does not match.
+        detail: String,
+    },
     /// A tool result went to the client untouched.
     PassedThrough {
         /// The tool, when known.
@@ -78,9 +89,10 @@ pub enum OffloadEvent {
 
 impl OffloadEvent {
     /// The event's stable name (`Offloaded`, `OffloadWriteFailed`,
-    /// `OffloadFileExpired`, `PassedThrough`).
+    /// `OffloadFileExpired`, `OffloadFileDamaged`, `PassedThrough`).
     pub fn name(&self) -> &'static str {
         match self {
+            OffloadEvent::OffloadFileDamaged { .. } => "OffloadFileDamaged",
             OffloadEvent::Offloaded { .. } => "Offloaded",
             OffloadEvent::OffloadWriteFailed { .. } => "OffloadWriteFailed",
             OffloadEvent::OffloadFileExpired { .. } => "OffloadFileExpired",
@@ -338,6 +350,13 @@ fn trace(event: &OffloadEvent) {
             age_seconds,
             "expired offload file deleted"
         ),
+        OffloadEvent::OffloadFileDamaged { path, detail } => tracing::warn!(
+            target: "tower_lro",
+            event = "OffloadFileDamaged",
+            path = %path.display(),
+            detail = %detail,
+            "damaged offload file refused"
+        ),
         OffloadEvent::PassedThrough { tool, reason } => {
             // One form, two levels (a tracing level must be known statically).
             macro_rules! passed {
@@ -419,6 +438,10 @@ impl OffloadEvent {
                 clean_string(error);
             }
             OffloadEvent::OffloadFileExpired { path, .. } => clean_path(path),
+            OffloadEvent::OffloadFileDamaged { path, detail } => {
+                clean_path(path);
+                clean_string(detail);
+            }
             OffloadEvent::PassedThrough { tool, reason } => {
                 if let Some(tool) = tool {
                     clean_string(tool);

@@ -630,3 +630,70 @@ async fn a_lone_value_that_is_not_an_object_is_also_structured() {
     );
     let _ = client.cancel().await;
 }
+
+/// A file cut short on disk (a full disk, a crash, someone's truncate) is
+/// refused as damaged, by name, with an `OffloadFileDamaged` event, rather
+/// than served in part as if it were whole (issue 40, point 5); an intact
+/// file of the same layer is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_cut_short_is_refused_as_damaged() {
+    use std::sync::{Arc, Mutex};
+    use tower_lro::offload::{EventHook, OffloadEvent};
+    let dir = tempfile::tempdir().unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let layer = OffloadLayer::builder()
+        .config(
+            OffloadConfig::default()
+                .threshold_tokens(400)
+                .output_dir(dir.path()),
+        )
+        .event_hook(EventHook::callback(move |e| {
+            sink.lock().unwrap().push(e.clone())
+        }))
+        .build();
+    let addr = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;
+    let client = connect(addr).await;
+    let args = json!({"query": "cache", "count": 200, "detail": "full"});
+    let cut = checked_descriptor(&call(&client, "recall_memories", args.clone()).await, "cut");
+    let whole = checked_descriptor(&call(&client, "recall_memories", args).await, "whole");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cut.file_path)
+        .unwrap();
+    let size = file.metadata().unwrap().len();
+    file.set_len(size / 2).unwrap();
+    drop(file);
+
+    let r = call(
+        &client,
+        "lro_extract",
+        json!({"file_path": cut.file_path, "recipe": 6}),
+    )
+    .await;
+    let t = texts(&r);
+    assert!(is_error(&r), "{t:?}");
+    assert!(
+        t[0].contains("is damaged") && t[0].contains("its header counts"),
+        "{t:?}"
+    );
+    let damaged: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            OffloadEvent::OffloadFileDamaged { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(damaged, [std::path::PathBuf::from(&cut.file_path)]);
+
+    let r = call(
+        &client,
+        "lro_extract",
+        json!({"file_path": whole.file_path, "recipe": 6}),
+    )
+    .await;
+    assert!(!is_error(&r), "{:?}", texts(&r));
+    let _ = client.cancel().await;
+}

@@ -63,6 +63,7 @@ pub(crate) struct Metrics {
     write_fallbacks: Family<Labels, Counter>,
     passed_through: Family<Labels, Counter>,
     expired: Family<Labels, Counter>,
+    damaged: Family<Labels, Counter>,
     extract_calls: Family<Labels, Counter>,
     extract_duration: Histograms,
     store_errors: Family<Labels, Counter>,
@@ -87,6 +88,7 @@ impl Metrics {
             write_fallbacks: Family::default(),
             passed_through: Family::default(),
             expired: Family::default(),
+            damaged: Family::default(),
             extract_calls: Family::default(),
             extract_duration: Family::new_with_constructor(latency),
             store_errors: Family::default(),
@@ -147,6 +149,11 @@ impl Metrics {
             "lro_offload_files_expired",
             "Offload files deleted by the cleanup task after their time-to-live",
             m.expired.clone(),
+        );
+        registry.register(
+            "lro_offload_files_damaged",
+            "Offload files refused because their records are not what their header counts (cut short on disk)",
+            m.damaged.clone(),
         );
         registry.register(
             "lro_extract_calls",
@@ -314,6 +321,9 @@ impl Metrics {
             }
             OffloadEvent::OffloadFileExpired { .. } => {
                 self.expired.get_or_create(&labels).inc();
+            }
+            OffloadEvent::OffloadFileDamaged { .. } => {
+                self.damaged.get_or_create(&labels).inc();
             }
             OffloadEvent::PassedThrough { reason, .. } => {
                 self.passed_through
