@@ -565,5 +565,8 @@ fn bad_store_and_key_flags_are_named() {
         "{e}"
     );
     let e = run(&["--store", "s3://lro-fleet/x"]);
-    assert!(e.contains("output store: object store"), "{e}");
+    assert!(
+        e.contains("output store s3://lro-fleet/x: object store"),
+        "{e}"
+    );
 }
