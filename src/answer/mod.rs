@@ -5,7 +5,10 @@
 //! * `args` — `lro_extract`'s arguments, checked, with clear messages.
 //! * `access` — which files a caller may read (name or path in the output
 //!   directory, no symbolic link, a valid header, not expired, its owner),
-//!   all refusals alike; the keyed owner digest.
+//!   all refusals alike; the keyed owner digest. A file the caller may read
+//!   whose records are not the `data_bytes` its header counts (cut short
+//!   on disk) is refused by name as damaged, with an `OffloadFileDamaged`
+//!   event, rather than served in part.
 //! * `manifest` — the tool definitions, added to `tools/list` answers; the
 //!   resources capability added to `initialize` answers.
 //! * `page` — an extraction page cut to the threshold, and its trailer.
