@@ -108,19 +108,20 @@ impl Router {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-")
             .to_owned();
+        // The gateway's own endpoints are never a route's, not even under a
+        // chat route's prefix.
+        let endpoint = [&self.health, &self.ready, &self.metrics_path]
+            .iter()
+            .any(|p| ***p == *path);
         let route = (0..self.routes.len())
+            .filter(|_| !endpoint)
             .filter_map(|i| Some((self.routes[i].serves(&path)?, i)))
             .max()
             .map(|(_, i)| i);
-        let counted = if let Some(i) = route {
-            Some(self.routes[i].path.clone())
-        } else if [&self.health, &self.ready, &self.metrics_path]
-            .iter()
-            .any(|p| ***p == *path)
-        {
-            None
-        } else {
-            Some(OTHER_ROUTE.into())
+        let counted = match route {
+            Some(i) => Some(self.routes[i].path.clone()),
+            None if endpoint => None,
+            None => Some(OTHER_ROUTE.into()),
         };
         let metrics = self.metrics.clone();
         let response = self.answer(route, request).await;
