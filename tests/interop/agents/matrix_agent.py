@@ -1,16 +1,19 @@
-"""Runs run_gemini.py (the real Gemini CLI, its model scripted) for three tools
-of tests/interop/py_server.py, each called with count 2000, three ways: the
-server directly, through `lro gateway`, and through `lro proxy` as Gemini CLI's
-stdio MCP server. Prints one JSON line per run (the run_gemini.py report, plus
-`case` and `via`) and then a table of what reached the model.
+"""Runs run_codex.py or run_gemini.py (the real Codex CLI or Gemini CLI, its
+model scripted) for three tools of tests/interop/py_server.py, each called
+with count 2000, three ways: the server directly, through `lro gateway`, and
+through `lro proxy` as the agent's stdio MCP server. Prints one JSON line per
+run (the driver's report, plus `case` and `via`) and then a table of what
+reached the model.
 
-    python matrix_gemini.py --lro PATH/TO/lro [--via direct gateway proxy]
+    python matrix_agent.py --agent codex|gemini --lro PATH/TO/lro
+                           [--via direct gateway proxy]
                            [--only records_text records rows] [--keep DIR]
 
 Needs tests/interop/setup.sh (the .venv) and setup.sh here (npm ci). In
 every run the scripted model calls the tool; then, when the result holds a
 descriptor (not directly), runs the recipe described "count by category"
-with the shell tool (`run_shell_command`), and calls lro_extract on the file with
+with the shell tool (`exec_command`, `run_shell_command`), and calls
+lro_extract on the file with
 a slurped group_by; then says done. Everything listens on 127.0.0.1.
 """
 
@@ -41,6 +44,7 @@ def turns(tool: str) -> list:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--agent", choices=["codex", "gemini"], required=True)
     ap.add_argument("--lro", help="the lro binary (needed for gateway and proxy)")
     ap.add_argument("--via", nargs="*", default=["direct", "gateway", "proxy"])
     ap.add_argument("--only", nargs="*")
@@ -49,16 +53,16 @@ def main() -> None:
     opts = ap.parse_args()
     if not opts.lro and set(opts.via) - {"direct"}:
         sys.exit("--lro is needed for gateway and proxy")
+    if opts.keep:
+        os.makedirs(opts.keep, exist_ok=True)
     procs = []
     rows = []
     out_dir = None
-    if opts.keep:
-        os.makedirs(opts.keep, exist_ok=True)
     try:
         py, port = start([PYTHON, os.path.join(INTEROP, "py_server.py"), "0"], r"LISTENING (\d+)")
         procs.append(py)
         upstream = f"http://127.0.0.1:{port}/mcp"
-        out_dir = tempfile.mkdtemp(prefix="lro-gemini-files-", dir=opts.keep)
+        out_dir = tempfile.mkdtemp(prefix=f"lro-{opts.agent}-files-", dir=opts.keep)
         where = {}
         if "direct" in opts.via:
             where["direct"] = ("py", ["--http", upstream])
@@ -77,7 +81,7 @@ def main() -> None:
                     continue
                 with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as script:
                     json.dump({"turns": turns(tool)}, script)
-                argv = [sys.executable, os.path.join(HERE, "run_gemini.py"), *target, "--server", server,
+                argv = [sys.executable, os.path.join(HERE, f"run_{opts.agent}.py"), *target, "--server", server,
                         "--script", script.name, "--timeout", str(opts.timeout)]
                 if opts.keep:
                     argv += ["--keep", os.path.join(opts.keep, f"{via}-{tool}")]
@@ -91,6 +95,8 @@ def main() -> None:
                 report.update(case=tool, via=via)
                 print(json.dumps(report), flush=True)
                 for t in report.get("tool_results", []):
+                    if t["tool"] == "tool_search":  # Codex's own tool lookup
+                        continue
                     rows.append((via, tool, t["tool"], t["bytes"], t["server_bytes"], t["is_error"],
                                  t.get("truncated"), t["server_text"][:70]))
         print(f"{'via':8} {'case':13} {'tool':24} {'bytes':>7} {'server':>7} err trunc  what the model saw (start)",
