@@ -360,9 +360,15 @@ def count_tokens(body: dict, chars_per_token: float) -> int:
     return max(1, int(size / chars_per_token))
 
 
-class Handler(BaseHTTPRequestHandler):
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """What the scripted endpoints (this one, model_openai.py,
+    model_gemini.py) share: quiet, bodies decompressed, answers with a
+    length, HEAD, and the request read as JSON with its log record."""
+
     protocol_version = "HTTP/1.1"
-    script: Script = None  # set in main
+    script = None  # set by serve()
+    # The response header carrying a request id, as the provider names it.
+    request_id_header = None
 
     def log_message(self, fmt, *args):  # quiet
         pass
@@ -375,33 +381,63 @@ class Handler(BaseHTTPRequestHandler):
             raw = gzip.decompress(raw)
         elif encoding == "deflate":
             raw = zlib.decompress(raw)
+        elif encoding == "zstd":
+            try:
+                import zstandard  # not stdlib; Codex sends zstd only to OpenAI's own endpoints
+
+                raw = zstandard.ZstdDecompressor().decompress(raw)
+            except ImportError:
+                pass
         return raw
 
     def send(self, status: int, payload: bytes, content_type: str) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
-        self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
+        if self.request_id_header:
+            self.send_header(self.request_id_header, "req_" + uuid.uuid4().hex[:24])
         self.end_headers()
         self.wfile.write(payload)
-
-    def do_GET(self):
-        self.script.log({"t": time.time(), "method": "GET", "path": self.path, "main": False})
-        self.send(200, b"{}", "application/json")
 
     def do_HEAD(self):
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_POST(self):
+    def read_post(self) -> tuple[dict, str, dict]:
+        """The POST body as JSON (`_unparsed` when it is not), the path
+        without its query, and the log record begun."""
         raw = self.read_body()
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
-        path = self.path.split("?")[0]
         record = {"t": time.time(), "method": "POST", "path": self.path, "body": body}
+        return body, self.path.split("?")[0], record
+
+
+def serve(handler: type, script: type, name: str) -> None:
+    """Runs `handler` with `script` (SCRIPT LOG [PORT] from the command
+    line) on 127.0.0.1, printing `LISTENING <port>`."""
+    if len(sys.argv) < 3:
+        sys.exit(f"usage: {name} SCRIPT LOG [PORT]")
+    handler.script = script(sys.argv[1], sys.argv[2])
+    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    print(f"LISTENING {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+class Handler(ScriptedHandler):
+    request_id_header = "request-id"
+
+    def do_GET(self):
+        self.script.log({"t": time.time(), "method": "GET", "path": self.path, "main": False})
+        self.send(200, b"{}", "application/json")
+
+    def do_POST(self):
+        body, path, record = self.read_post()
         if path.endswith("/count_tokens"):
             reply = {"input_tokens": count_tokens(body, self.script.chars_per_token)}
             record.update(main=False, reply=reply)
@@ -430,14 +466,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
-        sys.exit("usage: model.py SCRIPT LOG [PORT]")
-    Handler.script = Script(sys.argv[1], sys.argv[2])
-    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    print(f"LISTENING {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    serve(Handler, Script, "model.py")
 
 
 if __name__ == "__main__":

@@ -59,17 +59,13 @@ summaries, ...) get a short answer ("{}" when a JSON response is asked for)
 and do not advance the script. Once the script is over, the model says "done".
 """
 
-import gzip
 import json
 import re
-import sys
 import threading
 import time
 import uuid
-import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from model import fill, placeholders
+from model import ScriptedHandler, fill, placeholders, serve
 
 SHELL_TOOL = "run_shell_command"
 UNTRUSTED_RE = re.compile(r"<untrusted_context>\n(.*?)\n</untrusted_context>", re.S)
@@ -264,30 +260,7 @@ def wants_json(body: dict) -> bool:
     )
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    script: Script = None  # set in main
-
-    def log_message(self, fmt, *args):  # quiet
-        pass
-
-    def read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        encoding = (self.headers.get("Content-Encoding") or "").lower()
-        if encoding == "gzip":
-            raw = gzip.decompress(raw)
-        elif encoding == "deflate":
-            raw = zlib.decompress(raw)
-        return raw
-
-    def send(self, status: int, payload: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
+class Handler(ScriptedHandler):
     def do_GET(self):
         self.script.log({"t": time.time(), "method": "GET", "path": self.path, "main": False})
         path = self.path.split("?")[0]
@@ -297,21 +270,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send(404, b'{"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}',
                       "application/json")
 
-    def do_HEAD(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
     def do_POST(self):
-        raw = self.read_body()
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"_unparsed": raw.decode("utf-8", "replace")}
-        path = self.path.split("?")[0]
+        body, path, record = self.read_post()
         model = path.rsplit("/", 1)[-1].split(":", 1)[0]
         method = path.rsplit(":", 1)[-1] if ":" in path.rsplit("/", 1)[-1] else ""
-        record = {"t": time.time(), "method": "POST", "path": self.path, "body": body}
         if method == "countTokens":
             reply = {"totalTokens": count_tokens(body, self.script.chars_per_token)}
             record.update(main=False, reply=reply)
@@ -339,15 +301,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
-        sys.exit("usage: model_gemini.py SCRIPT LOG [PORT]")
-    Handler.script = Script(sys.argv[1], sys.argv[2])
-    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    print(f"LISTENING {server.server_address[1]}", flush=True)
-    server.serve_forever()
-
+    serve(Handler, Script, "model_gemini.py")
 
 if __name__ == "__main__":
     main()

@@ -64,17 +64,13 @@ response.completed (with `usage`); a request without `"stream": true` gets
 the response object as JSON.
 """
 
-import gzip
 import json
 import re
-import sys
 import threading
 import time
 import uuid
-import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from model import fill, placeholders
+from model import ScriptedHandler, fill, placeholders, serve
 
 SHELL_TOOLS = ("exec_command", "shell_command", "shell", "local_shell")
 
@@ -355,37 +351,8 @@ def response_events(model: str, item: dict) -> bytes:
     return b"".join(out)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    script: Script = None  # set in main
-
-    def log_message(self, fmt, *args):  # quiet
-        pass
-
-    def read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        encoding = (self.headers.get("Content-Encoding") or "").lower()
-        if encoding == "gzip":
-            raw = gzip.decompress(raw)
-        elif encoding == "deflate":
-            raw = zlib.decompress(raw)
-        elif encoding == "zstd":
-            try:
-                import zstandard  # not stdlib; Codex sends zstd only to OpenAI's own endpoints
-
-                raw = zstandard.ZstdDecompressor().decompress(raw)
-            except ImportError:
-                pass
-        return raw
-
-    def send(self, status: int, payload: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-request-id", "req_" + uuid.uuid4().hex[:24])
-        self.end_headers()
-        self.wfile.write(payload)
+class Handler(ScriptedHandler):
+    request_id_header = "x-request-id"
 
     def do_GET(self):
         self.script.log({"t": time.time(), "method": "GET", "path": self.path, "main": False})
@@ -396,19 +363,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send(404, b'{"error": {"message": "not found"}}', "application/json")
 
-    def do_HEAD(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
     def do_POST(self):
-        raw = self.read_body()
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"_unparsed": raw.decode("utf-8", "replace")}
-        path = self.path.split("?")[0]
-        record = {"t": time.time(), "method": "POST", "path": self.path, "body": body}
+        body, path, record = self.read_post()
         if not path.endswith("/responses"):
             record.update(main=False, reply={})
             self.script.log(record)
@@ -431,15 +387,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
-        sys.exit("usage: model_openai.py SCRIPT LOG [PORT]")
-    Handler.script = Script(sys.argv[1], sys.argv[2])
-    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    print(f"LISTENING {server.server_address[1]}", flush=True)
-    server.serve_forever()
-
+    serve(Handler, Script, "model_openai.py")
 
 if __name__ == "__main__":
     main()

@@ -58,42 +58,10 @@ import sys
 import tempfile
 import time
 
+from agent_common import read_log, scenario_turns, start_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLAUDE = os.path.join(HERE, "node_modules", ".bin", "claude")
-
-
-def scenario_turns(scenario: str, server: str, tool: str, args: dict) -> list:
-    turns = [{"tool": f"mcp__{server}__{tool}", "input": args}]
-    if scenario == "bash":
-        turns += [
-            {"tool": "Bash", "input": {"command": "tail -n +2 {file_path} | head -n 3", "description": "peek"}, "optional": True},
-            {"tool": "Bash", "input": {"command": "{recipe_1}", "description": "recipe 1"}, "optional": True},
-        ]
-    elif scenario == "extract":
-        turns += [
-            {"tool": f"mcp__{server}__lro_extract", "input": {"file_path": "{file_path}", "recipe": 1}, "optional": True},
-        ]
-    elif scenario == "spill":
-        turns += [
-            {"tool": "Bash", "input": {"command": "head -c 3000 {spill_path}", "description": "peek"}, "optional": True},
-        ]
-    elif scenario != "call":
-        sys.exit(f"unknown scenario {scenario}")
-    return turns + [{"text": "done"}]
-
-
-def start_model(script_path: str, log_path: str, err_path: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "model.py"), script_path, log_path, "0"],
-        stdout=subprocess.PIPE,
-        stderr=open(err_path, "w"),
-        text=True,
-    )
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        sys.exit(f"model.py did not start: {line!r}")
-    return proc, int(line.split()[1])
 
 
 def text_of(content) -> str:
@@ -140,18 +108,6 @@ def blocks_summary(content) -> list:
                         "head": t[:160]})
         else:
             out.append({"type": b.get("type") if isinstance(b, dict) else type(b).__name__, "bytes": len(json.dumps(b))})
-    return out
-
-
-def read_log(path: str) -> list:
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
     return out
 
 
@@ -250,7 +206,7 @@ def main() -> None:
             if "tool" in t:
                 t["tool"] = t["tool"].replace("{server}", opts.server)
     elif opts.tool:
-        spec = {"turns": scenario_turns(opts.scenario, opts.server, opts.tool, json.loads(opts.args))}
+        spec = {"turns": scenario_turns(opts.scenario, opts.server, opts.tool, json.loads(opts.args), shell="Bash", described=True)}
     else:
         sys.exit("--tool or --script is required")
     spec.setdefault("count_tokens_chars_per_token", opts.chars_per_token)
@@ -268,7 +224,7 @@ def main() -> None:
         server = {"type": "stdio", "command": cmd[0], "args": cmd[1:]}
     mcp_config = json.dumps({"mcpServers": {opts.server: server}})
 
-    model, port = start_model(script_path, log_path, os.path.join(base, "model.err"))
+    model, port = start_model("model.py", script_path, log_path, os.path.join(base, "model.err"))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": home,

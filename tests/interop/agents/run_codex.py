@@ -90,6 +90,8 @@ import sys
 import tempfile
 import time
 
+from agent_common import read_log, scenario_turns, start_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CODEX = os.path.join(HERE, "node_modules", ".bin", "codex")
 
@@ -105,26 +107,6 @@ TRUNCATED_TOKENS_RE = re.compile(r"…(\d+) tokens truncated…")
 TRUNCATED_RE = re.compile(r"tokens truncated|chars truncated|lines truncated|\[\.\.\..*truncated", re.I)
 
 
-def scenario_turns(scenario: str, server: str, tool: str, args: dict) -> list:
-    turns = [{"tool": f"mcp__{server}__{tool}", "input": args}]
-    if scenario == "bash":
-        turns += [
-            {"tool": "shell", "input": {"command": "tail -n +2 {file_path} | head -n 3"}, "optional": True},
-            {"tool": "shell", "input": {"command": "{recipe_1}"}, "optional": True},
-        ]
-    elif scenario == "extract":
-        turns += [
-            {"tool": f"mcp__{server}__lro_extract", "input": {"file_path": "{file_path}", "recipe": 1}, "optional": True},
-        ]
-    elif scenario == "spill":
-        turns += [
-            {"tool": "shell", "input": {"command": "head -c 3000 {spill_path}"}, "optional": True},
-        ]
-    elif scenario != "call":
-        sys.exit(f"unknown scenario {scenario}")
-    return turns + [{"text": "done"}]
-
-
 def normalise_turn(turn: dict, server: str) -> dict:
     if "tool" not in turn:
         return turn
@@ -134,21 +116,6 @@ def normalise_turn(turn: dict, server: str) -> dict:
         turn["tool"] = "shell"
         turn["input"] = {k: v for k, v in (turn.get("input") or {}).items() if k != "description"}
     return turn
-
-
-def start_model(script_path: str, log_path: str, err_path: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "model_openai.py"), script_path, log_path, "0"],
-        stdout=subprocess.PIPE,
-        stderr=open(err_path, "w"),
-        text=True,
-        cwd=HERE,
-    )
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        sys.exit(f"model_openai.py did not start: {line!r}")
-    return proc, int(line.split()[1])
 
 
 def toml_str(s: str) -> str:
@@ -230,18 +197,6 @@ def server_text_of(output) -> str:
         rest = HEADER_RE.sub("", texts[0], count=1)
         texts = ([rest] if rest else []) + texts[1:]
     return "\n".join(texts).rstrip("\n")
-
-
-def read_log(path: str) -> list:
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
 
 
 def full_name(item: dict) -> str:
@@ -407,7 +362,7 @@ def main() -> None:
         cmd = json.loads(opts.stdio_json)
         server = {"type": "stdio", "command": cmd[0], "args": cmd[1:]}
 
-    model, port = start_model(script_path, log_path, os.path.join(base, "model.err"))
+    model, port = start_model("model_openai.py", script_path, log_path, os.path.join(base, "model.err"))
     write_config(os.path.join(codex_home, "config.toml"), port, opts.model, opts.server, server)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -103,6 +103,8 @@ import sys
 import tempfile
 import time
 
+from agent_common import read_log, scenario_turns, start_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEMINI = os.path.join(HERE, "node_modules", ".bin", "gemini")
 
@@ -113,26 +115,6 @@ SHELL_TAIL_RE = re.compile(r"(?:\n(?:Error|Exit Code|Signal|Background PIDs|Proc
 EXIT_RE = re.compile(r"^Exit Code: (-?\d+)$", re.M)
 
 
-def scenario_turns(scenario: str, server: str, tool: str, args: dict) -> list:
-    turns = [{"tool": f"mcp__{server}__{tool}", "input": args}]
-    if scenario == "bash":
-        turns += [
-            {"tool": "shell", "input": {"command": "tail -n +2 {file_path} | head -n 3"}, "optional": True},
-            {"tool": "shell", "input": {"command": "{recipe_1}"}, "optional": True},
-        ]
-    elif scenario == "extract":
-        turns += [
-            {"tool": f"mcp__{server}__lro_extract", "input": {"file_path": "{file_path}", "recipe": 1}, "optional": True},
-        ]
-    elif scenario == "spill":
-        turns += [
-            {"tool": "shell", "input": {"command": "head -c 3000 {spill_path}"}, "optional": True},
-        ]
-    elif scenario != "call":
-        sys.exit(f"unknown scenario {scenario}")
-    return turns + [{"text": "done"}]
-
-
 def normalise_turn(turn: dict, server: str) -> dict:
     if "tool" not in turn:
         return turn
@@ -141,21 +123,6 @@ def normalise_turn(turn: dict, server: str) -> dict:
     if turn["tool"] == "Bash":
         turn["tool"] = "shell"
     return turn
-
-
-def start_model(script_path: str, log_path: str, err_path: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "model_gemini.py"), script_path, log_path, "0"],
-        stdout=subprocess.PIPE,
-        stderr=open(err_path, "w"),
-        text=True,
-        cwd=HERE,
-    )
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        sys.exit(f"model_gemini.py did not start: {line!r}")
-    return proc, int(line.split()[1])
 
 
 def write_settings(path: str, model: str, server_name: str, server: dict) -> None:
@@ -179,18 +146,6 @@ def write_settings(path: str, model: str, server_name: str, server: dict) -> Non
     }
     with open(path, "w") as f:
         json.dump(settings, f, indent=2)
-
-
-def read_log(path: str) -> list:
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
 
 
 def response_text(response) -> str:
@@ -371,7 +326,7 @@ def main() -> None:
         cmd = json.loads(opts.stdio_json)
         server = {"type": "stdio", "command": cmd[0], "args": cmd[1:]}
 
-    model, port = start_model(script_path, log_path, os.path.join(base, "model.err"))
+    model, port = start_model("model_gemini.py", script_path, log_path, os.path.join(base, "model.err"))
     write_settings(os.path.join(home, ".gemini", "settings.json"), opts.model, opts.server, server)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
