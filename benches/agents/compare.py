@@ -69,6 +69,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 AGENTS = os.path.join(ROOT, "tests", "interop", "agents")
 INTEROP = os.path.join(ROOT, "tests", "interop")
 PYTHON = os.path.join(INTEROP, ".venv", "bin", "python")
+sys.path.insert(0, os.path.join(INTEROP, "agents"))
+from matrix import start  # noqa: E402  (the agents' harness: a server started and its address read)
 RUN_CLAUDE = os.path.join(AGENTS, "run_claude.py")
 CLAUDE = os.path.join(AGENTS, "node_modules", ".bin", "claude")
 
@@ -147,19 +149,6 @@ def records_in(text: str) -> list[dict]:
         seen.setdefault(m.group(1), {"id": m.group(1), "name": m.group(2), "category": m.group(3),
                                      "value": int(m.group(4)), "created": m.group(5)})
     return list(seen.values())
-
-
-def start(argv: list, pattern: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for _ in range(20):
-        line = proc.stdout.readline()
-        m = re.search(pattern, line)
-        if m:
-            return proc, m.group(1)
-        if not line:
-            break
-    proc.kill()
-    sys.exit(f"{argv[0]} did not start")
 
 
 def run_claude(url: str, server: str, turns: list, timeout: float, keep: str | None) -> dict:
