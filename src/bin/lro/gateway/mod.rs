@@ -71,7 +71,7 @@ use tower_lro::cleanup::CleanupHandle;
 use tower_lro::config::OffloadConfig;
 use tower_lro::history::{HistoryConfig, HistoryOffloadLayer, HistoryOffloader};
 use tower_lro::offload::OffloadLayer;
-use tower_lro::store::StoreError;
+use tower_lro::store::{FsStore, StoreError};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type flowing through the gateway in both directions.
@@ -355,12 +355,12 @@ fn history_route(
     metrics: &Arc<Metrics>,
     forward: Forward,
 ) -> RouteKind {
-    let store_dir = config.store_dir.clone();
+    let store = FsStore::new(config.store_dir.clone()).trust_dir(config.trust_store_dir);
     let layer = HistoryOffloadLayer::builder(HistoryOffloader::new(config))
         .event_hook(metrics.history_hook(path))
         .build();
     let service = tower_layer::Layer::layer(&layer, forward);
-    RouteKind::History { service, store_dir }
+    RouteKind::History { service, store }
 }
 
 /// Each endpoint path starts with `/` and differs from the served paths

@@ -5,7 +5,6 @@
 //! the request counted in the metrics.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,6 +24,7 @@ use super::metrics::{self, Metrics, OTHER_ROUTE};
 use super::{BoxError, GatewayBody, text_response};
 use tower_lro::history::HistoryOffloadService;
 use tower_lro::offload::{OffloadLayer, OffloadService};
+use tower_lro::store::{FsStore, Store};
 
 /// Request bodies up to this size (with a `Content-Length`) are looked at
 /// for an `lro_extract` call (its metrics) when no `Mcp-Name` header names
@@ -52,8 +52,9 @@ pub(crate) enum RouteKind {
     /// A chat provider behind the history offload layer.
     History {
         service: HistoryOffloadService<Forward>,
-        /// Where its files go, which the readiness probe writes to.
-        store_dir: PathBuf,
+        /// Its `store_dir` as the history layer writes to it, which the
+        /// readiness probe writes to.
+        store: FsStore,
     },
 }
 
@@ -281,29 +282,17 @@ impl Router {
 /// Writes a small file where the route's files go and removes it.
 fn probe_route(kind: &RouteKind) -> Result<(), String> {
     match kind {
-        RouteKind::Mcp { layer, .. } => probe_store(layer),
-        RouteKind::History { store_dir, .. } => probe_dir(store_dir),
+        RouteKind::Mcp { layer, .. } => probe_store(layer.offloader().store()),
+        RouteKind::History { store, .. } => probe_store(store),
     }
 }
 
-/// Writes a small file into `dir` (made if missing) and removes it.
-fn probe_dir(dir: &std::path::Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let probe = dir.join(format!(
-        ".lro-readyprobe-{}",
-        ulid::Ulid::new().to_string().to_ascii_lowercase()
-    ));
-    std::fs::write(&probe, b"{}\n").map_err(|e| format!("{}: {e}", probe.display()))?;
-    std::fs::remove_file(&probe).map_err(|e| format!("removing the probe: {e}"))
-}
-
-/// Writes a small file through the layer's own store and removes it.
-fn probe_store(layer: &OffloadLayer) -> Result<(), String> {
+/// Writes a small file through `store` and removes it.
+fn probe_store(store: &dyn Store) -> Result<(), String> {
     let name = format!(
         "atlatl-readyprobe-{}.jsonl",
         ulid::Ulid::new().to_string().to_ascii_lowercase()
     );
-    let store = layer.offloader().store();
     store.write(&name, b"{}\n").map_err(|e| e.to_string())?;
     store
         .remove(&name)
