@@ -150,17 +150,24 @@ impl HistoryOffloader {
             tokio::task::spawn_blocking(move || inner.checkpoint(&chain))
         };
         let found = lookup.await.map_err(|_| HistoryError::Interrupted)?;
-        let mut output = match &found {
+        let mut output = match found {
             Some((k, base)) => {
                 let mut out = Vec::with_capacity(base.len() + messages.len() - k);
                 out.extend(base.iter().cloned());
-                out.extend(messages[*k..newest].iter().cloned());
+                out.extend(messages[k..newest].iter().cloned());
                 out
+            }
+            // Nothing remembered and within the budget: the history as it
+            // came (no copy, nothing to compare).
+            None if inner.total_tokens(&messages[..newest]) <= config.max_total_tokens => {
+                report.tokens_after = before;
+                return Ok(HistoryOutcome { messages, report });
             }
             None => messages[..newest].to_vec(),
         };
-        if inner.total_tokens(&output) > config.max_total_tokens {
-            output = self.reduce(format, output, &mut report).await?;
+        let tokens = inner.total_tokens(&output);
+        if tokens > config.max_total_tokens {
+            output = self.reduce(format, output, tokens, &mut report).await?;
             let (inner, key, rewritten) = (inner.clone(), chain[newest], output.clone());
             let written =
                 tokio::task::spawn_blocking(move || inner.remember_checkpoint(key, &rewritten))
@@ -178,8 +185,8 @@ impl HistoryOffloader {
         })
     }
 
-    /// `older` (the history before its newest turn, over the budget)
-    /// brought down to `low_water_tokens` as far as the mode allows:
+    /// `older` (the history before its newest turn, `before` tokens, over
+    /// the budget) brought down to `low_water_tokens` as far as the mode allows:
     /// compaction of every answer over `max_tool_message_tokens` (not in
     /// `compress` mode), then (not in `compact` mode, and in `auto` only
     /// when still over the low mark or when compaction kept more than
@@ -192,12 +199,12 @@ impl HistoryOffloader {
         &self,
         format: ChatFormat,
         older: Vec<Value>,
+        before: usize,
         report: &mut HistoryReport,
     ) -> Result<Vec<Value>, HistoryError> {
         let inner = &self.inner;
         let config = &inner.config;
         let low = config.low_water();
-        let before = inner.total_tokens(&older);
         let mut older = older;
         if config.mode != SummaryMode::Compress {
             let shapes = shapes_unchecked(format, &older);
