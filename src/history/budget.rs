@@ -228,18 +228,14 @@ impl HistoryOffloader {
         // requests keep their prefix); then everything in one group,
         // earlier summaries too (a summary of summaries); then, should the
         // last messages alone be too many, with them.
-        for (joined, keep) in [(false, true), (true, true), (true, false)] {
+        for (merge_all, keep) in [(false, true), (true, true), (true, false)] {
             let shapes: Vec<Shape> = shapes_unchecked(format, &older);
             let recent = if keep {
                 count_start(&shapes, config.keep_recent_compress)
             } else {
                 older.len()
             };
-            let scope = Scope {
-                recent,
-                summaries_join: joined,
-                one_group: joined,
-            };
+            let scope = Scope { recent, merge_all };
             older = inner
                 .compress(format, older, &shapes, true, scope, report)
                 .await?;

@@ -66,11 +66,11 @@ impl Facts<'_> {
 pub(super) struct Scope {
     /// The messages before this index.
     pub(super) recent: usize,
-    /// Earlier summaries are grouped (summarized again) with the messages
-    /// around them rather than left alone.
-    pub(super) summaries_join: bool,
-    /// One group per segment, whatever `group_token_threshold` says.
-    pub(super) one_group: bool,
+    /// Everything before `recent` in one group per segment, earlier
+    /// summaries included (summarized again), whatever
+    /// `group_token_threshold` says; else groups by the threshold between
+    /// the earlier summaries, which stay.
+    pub(super) merge_all: bool,
 }
 
 /// Whether `m` is a summary message written by compression.
@@ -141,7 +141,7 @@ impl Inner {
         };
         let groups: Vec<Group> = segments
             .iter()
-            .flat_map(|units| self.plan(units, &facts, run, scope.one_group))
+            .flat_map(|units| self.plan(units, &facts, run, scope.merge_all))
             .collect();
         let mut texts = Vec::with_capacity(groups.len());
         for group in &groups {
@@ -174,7 +174,7 @@ impl Inner {
         {
             let barrier = unit
                 .clone()
-                .any(|i| shapes[i].system || (!scope.summaries_join && is_summary(&messages[i])));
+                .any(|i| shapes[i].system || (!scope.merge_all && is_summary(&messages[i])));
             match segments.last_mut() {
                 Some(segment) if !barrier => segment.push(unit),
                 _ => segments.push(Vec::new()),
@@ -192,9 +192,9 @@ impl Inner {
         units: &[Range<usize>],
         facts: &Facts<'_>,
         run: bool,
-        one_group: bool,
+        merge_all: bool,
     ) -> Vec<Group> {
-        let limit = self.config.group_limit().filter(|_| !one_group);
+        let limit = self.config.group_limit().filter(|_| !merge_all);
         let mut groups = Vec::new();
         let mut p = 0;
         while p < units.len() {
