@@ -24,7 +24,7 @@ pub(crate) use style::Style;
 pub(crate) use unescape::{decode_string, escaped};
 #[cfg(test)]
 pub(crate) use validate::LONG_STRING;
-pub(crate) use validate::{Tell, validate, validate_told};
+pub(crate) use validate::{Visitor, validate, validate_visiting};
 
 /// Removes all insignificant whitespace from valid JSON text.
 pub(crate) fn minify(src: &str) -> String {

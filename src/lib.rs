@@ -94,7 +94,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
-mod beside;
 pub mod cleanup;
 pub mod config;
 mod engine;
@@ -103,6 +102,7 @@ pub mod extract;
 #[cfg(feature = "fixtures")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fixtures")))]
 pub mod fixtures;
+mod parallel;
 // Property tests of crate-private code, kept out of `src/` (see its docs).
 #[cfg(test)]
 #[path = "../tests/fuzz/mod.rs"]

@@ -5,8 +5,7 @@
 //! 2. `records::split` — the records, and the [`Rebuild`] that puts the
 //!    result back together;
 //! 3. `stats` — their statistics and detail level, with the completeness
-//!    contract (begun during step 1 for the records of `structuredContent`
-//!    when a large text is told against it meanwhile: `ahead`);
+//!    contract (the data's SHA-256, taken at once with the statistics);
 //! 4. `recipes` — the ten jq recipes;
 //! 5. `file` — the header line and the file's bytes;
 //! 6. `describe` — the descriptor, fitted to its budget (before the write:
@@ -16,7 +15,7 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
-use super::ahead;
+use super::contract::DataDigest;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
@@ -26,8 +25,10 @@ use super::outcome::{Offloaded, Outcome};
 use super::recipes;
 use super::records::{self, Extraction};
 use super::rewrite::{self, Replacement};
+use super::stats::RecordStats;
 use crate::config::OffloadConfig;
 use crate::estimate::TokenEstimator;
+use crate::parallel;
 use crate::store::{self, Store};
 use crate::wire::call::ToolCall;
 use crate::wire::mcp::{Input, ResultError};
@@ -59,12 +60,11 @@ pub(super) fn run(
         .config
         .policy_for_client(&call.name, call.client.as_deref());
     let estimator = o.estimator;
-    let (mut parsed, tokens, taken) =
+    let (mut parsed, estimated_tokens) =
         match decide::decide(estimator, &policy, o.config.enabled, result, input)? {
             Decision::Inline(reason) => return Ok(Outcome::Inline(reason)),
-            Decision::Offload(parsed, tokens, taken) => (parsed, tokens, taken),
+            Decision::Offload(parsed, tokens) => (parsed, tokens),
         };
-    let (prepared, ahead) = taken.map(|t| *t).unzip();
     // The descriptor, and the resource link when asked, come first.
     let inserted = 1 + usize::from(call.resource_link);
     let large = policy.threshold_tokens / 4;
@@ -76,8 +76,7 @@ pub(super) fn run(
         kept_blocks,
         structured_slim,
         structured_copy_key,
-        prepared_kept,
-    } = records::split(&mut parsed, is_large, inserted, prepared)?;
+    } = records::split(&mut parsed, is_large, inserted)?;
     if records.is_empty() {
         return Ok(Outcome::Inline(PassReason::NoRecords));
     }
@@ -85,13 +84,12 @@ pub(super) fn run(
         return Ok(Outcome::Inline(reason));
     }
     let view = records.view();
-    // The digest, and the tokens when left to count, beside the fold
-    // (of the records not folded ahead).
-    let count_tokens = || tokens.count(estimator);
-    let (stats, (contract, estimated_tokens)) = match ahead.filter(|_| prepared_kept) {
-        Some(ahead) => ahead.finish(view, count_tokens),
-        None => ahead::all(view, count_tokens),
-    };
+    let body = view.body();
+    let (stats, contract) = parallel::join(
+        body.len(),
+        || RecordStats::collect(view.iter()),
+        || DataDigest::of(body.as_bytes(), view.len()),
+    );
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
     let recipes = recipes::build(&stats, kind, detail, records.view());
     let id = o.file_id;

@@ -14,9 +14,8 @@
 //! token at a time, nesting on a bit stack (one bit per level: an object
 //! or an array), no limit on the depth.
 //!
-//! On the layer bench's 10 MB body: about 3 GB/s through its text block
-//! (pretty JSON, dense with escapes), 2.4 through its compact structured
-//! content, 2.7 on the whole (serde's skipping: 1.4, 2.0 and 1.6).
+//! Its speed against serde's skipping is measured by the `layer` bench
+//! (see `benches/README.md`).
 //!
 //! [`Check`](super::Check) takes its input in pieces, a byte state at a
 //! time; this one has it whole, which is what lets it read ahead.
@@ -26,8 +25,6 @@ use std::ops::Range;
 use super::blocks::{Escapes, block_at, gather};
 use super::swar::{WORD, first, marks, word_at};
 
-mod split;
-
 /// The text is not one JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Invalid;
@@ -35,21 +32,19 @@ pub(crate) struct Invalid;
 /// Whether `json` is one JSON value with whitespace around it, by
 /// `serde_json`'s rules for a skipped value.
 pub(crate) fn validate(json: &str) -> Result<(), Invalid> {
-    validate_told(json, &mut Nothing)
+    validate_visiting(json, &mut Nothing)
 }
 
-/// [`Tell`] nothing.
+/// A [`Visitor`] that ignores everything.
 struct Nothing;
 
-impl Tell for Nothing {
-    const MEMBERS: bool = false;
-
+impl Visitor for Nothing {
     fn member(&mut self, _: usize, _: Range<usize>, _: Range<usize>) {}
 }
 
-/// [`validate`], telling `member` of each member of a top-level object as
+/// [`validate`], calling `member` for each member of a top-level object as
 /// it is crossed: the range of its key (quotes included) and of its value.
-/// It may be told of some before the text is found invalid.
+/// It may be called for some before the text is found invalid.
 #[cfg(test)]
 pub(crate) fn validate_with(
     json: &str,
@@ -62,7 +57,7 @@ pub(crate) fn validate_with(
     })
 }
 
-/// [`validate_with`], telling also of the members of the objects that are
+/// [`validate_with`], reporting also the members of the objects that are
 /// values of the top-level object's members (`depth` 2; 1: the top-level
 /// object's own), each before the member that holds it.
 #[cfg(test)]
@@ -70,46 +65,34 @@ pub(crate) fn validate_nested(
     json: &str,
     member: impl FnMut(usize, Range<usize>, Range<usize>),
 ) -> Result<(), Invalid> {
-    validate_told(json, &mut Members(member))
+    validate_visiting(json, &mut Members(member))
 }
 
-/// [`validate`], telling `tell` what it crosses (see [`Tell`]). It may be
-/// told of some before the text is found invalid. A large text is read in
-/// two halves at once (see [`split`]).
-pub(crate) fn validate_told(json: &str, tell: &mut impl Tell) -> Result<(), Invalid> {
-    match split::split_at(json) {
-        Some(at) => split::validate_split(json.as_bytes(), at, tell),
-        None => validate_whole(json.as_bytes(), tell),
-    }
-}
-
-/// [`validate_told`] in one pass from the start.
-fn validate_whole(b: &[u8], tell: &mut impl Tell) -> Result<(), Invalid> {
+/// [`validate`], reporting to `visitor` what it crosses (see [`Visitor`]),
+/// possibly some of it before the text is found invalid.
+pub(crate) fn validate_visiting(json: &str, visitor: &mut impl Visitor) -> Result<(), Invalid> {
+    let b = json.as_bytes();
     let mut validator = Validator {
         b,
         stack: Stack::default(),
     };
-    match validator.run(ws(b, 0), usize::MAX, tell)? {
-        Stop::End(i) if ws(b, i) == b.len() => Ok(()),
+    match validator.run(ws(b, 0), visitor)? {
+        end if ws(b, end) == b.len() => Ok(()),
         _ => Err(Invalid),
     }
 }
 
-/// A string value this long or longer (in bytes, quotes included) is told
-/// where it sits ([`Tell::long_string`]): a later reader of the same text
+/// A string value this long or longer (in bytes, quotes included) is
+/// reported where it sits ([`Visitor::long_string`]): a later reader of the same text
 /// steps over it at once instead of looking for its end again.
 pub(crate) const LONG_STRING: usize = 16 << 10;
 
-/// What the validator tells as it crosses a text, in text order.
-pub(crate) trait Tell {
-    /// Whether [`member`](Self::member) is to be told at all (`false`: only
-    /// the long strings are).
-    const MEMBERS: bool = true;
-
+/// What the validator reports as it crosses a text, in text order.
+pub(crate) trait Visitor {
     /// A member of the top-level object (`depth` 1) or of an object that is
     /// the value of one of its members (`depth` 2): the range of its key
-    /// (quotes included) and of its value, each told before the member that
-    /// holds it.
+    /// (quotes included) and of its value, each reported before the member
+    /// that holds it.
     fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>);
 
     /// A string value (not a key) of at least [`LONG_STRING`] bytes, at any
@@ -119,12 +102,12 @@ pub(crate) trait Tell {
     }
 }
 
-/// [`Tell`] of the members only, to a closure.
+/// A [`Visitor`] of the members only, to a closure.
 #[cfg(test)]
 struct Members<F>(F);
 
 #[cfg(test)]
-impl<F: FnMut(usize, Range<usize>, Range<usize>)> Tell for Members<F> {
+impl<F: FnMut(usize, Range<usize>, Range<usize>)> Visitor for Members<F> {
     fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
         (self.0)(depth, key, value);
     }
@@ -136,21 +119,10 @@ struct Validator<'a> {
     stack: Stack,
 }
 
-/// Where a [`run`](Validator::run) stopped.
-enum Stop {
-    /// Past the value it was in when it started (the value at its start
-    /// when its stack was empty, else the innermost open one).
-    End(usize),
-    /// At `stop`, where a value starts after a comma in an array; the keys
-    /// and value starts at depths 1 and 2 then (see [`Validator::run`]).
-    Paused([Range<usize>; 3], [usize; 3]),
-}
-
 impl Validator<'_> {
     /// From a value at `i` on: a value at a time, then what ends it (`,`, a
-    /// closing bracket), until the value it is in ends (see [`Stop`]), or
-    /// until a value starts at `stop` after a comma in an array.
-    fn run(&mut self, mut i: usize, stop: usize, tell: &mut impl Tell) -> Result<Stop, Invalid> {
+    /// closing bracket), until the value at `i` ends: where it ends.
+    fn run(&mut self, mut i: usize, visitor: &mut impl Visitor) -> Result<usize, Invalid> {
         let b = self.b;
         // By depth (1 and 2): the key and the start of the value being read.
         let mut key = [0..0, 0..0, 0..0];
@@ -180,7 +152,7 @@ impl Validator<'_> {
                 Some(b'"') => {
                     let end = string(b, i + 1)?;
                     if end - i >= LONG_STRING {
-                        tell.long_string(i..end);
+                        visitor.long_string(i..end);
                     }
                     end
                 }
@@ -195,10 +167,10 @@ impl Validator<'_> {
             loop {
                 let depth = self.stack.depth;
                 if (depth == 1 || depth == 2) && self.stack.in_object {
-                    tell.member(depth, key[depth].clone(), start[depth]..i);
+                    visitor.member(depth, key[depth].clone(), start[depth]..i);
                 }
                 if depth == 0 {
-                    return Ok(Stop::End(i));
+                    return Ok(i);
                 }
                 i = ws(b, i);
                 match (b.get(i), self.stack.in_object) {
@@ -208,9 +180,6 @@ impl Validator<'_> {
                     }
                     (Some(b','), false) => {
                         i = ws(b, i + 1);
-                        if i == stop {
-                            return Ok(Stop::Paused(key, start));
-                        }
                         continue 'value;
                     }
                     (Some(b'}'), true) | (Some(b']'), false) => {

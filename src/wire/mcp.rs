@@ -22,7 +22,7 @@ pub(crate) struct MemberRanges {
     /// included) and of its value.
     pub members: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
     /// The long string values at any depth (a text block's text: see
-    /// [`Tell::long_string`](crate::json::Tell::long_string)), in order,
+    /// [`Visitor::long_string`](crate::json::Visitor::long_string)), in order,
     /// quotes included.
     pub long_strings: Vec<std::ops::Range<usize>>,
 }
@@ -70,14 +70,10 @@ pub(crate) struct RawBlock<'a> {
     /// The text is `resource.text` (an embedded resource), not `text`.
     pub in_resource: bool,
     /// The text is `structuredContent` (minified) laid out in this style,
-    /// which adds this many whitespace bytes: told from the escaped text,
+    /// which adds this many whitespace bytes: detected from the escaped text,
     /// which is then left undecoded (`text` is `None`) unless asked for
     /// ([`RawResult::decode_laid_out`]).
     pub laid_out: Option<(Style, usize)>,
-    /// The text may lay out `structuredContent` and is not told yet: only
-    /// between [`RawResult::parse_untold`] and
-    /// [`RawResult::settle_layouts`] (`text` and `laid_out` are `None`).
-    pub untold: bool,
 }
 
 /// Bytes of a text block's escaped text from which it is compared with
@@ -133,34 +129,30 @@ pub(crate) fn resource_link_block(uri: &str, name: &str, size: Option<u64>) -> S
 impl<'a> RawResult<'a> {
     /// Parses a tool result. `CreateTaskResult` and other shapes are refused.
     pub(crate) fn parse(json: &'a str) -> Result<Self, ResultError> {
-        Self::parse_with(json, false)?.settled()
+        Self::parse_with(json, false)
     }
 
     /// [`parse`](Self::parse), or the trusted reader's parse when the input
-    /// says it was validated; the texts that may lay out
-    /// `structuredContent` not told yet ([`RawBlock::untold`]), for a caller
-    /// that tells them beside other work ([`tell_layouts`](Self::tell_layouts),
-    /// then [`settle_layouts`](Self::settle_layouts)).
-    pub(crate) fn parse_untold(json: &'a str, input: Input<'_>) -> Result<Self, ResultError> {
+    /// says it was validated.
+    pub(crate) fn parse_input(json: &'a str, input: Input<'_>) -> Result<Self, ResultError> {
         match input {
             Input::Unchecked => Self::parse_with(json, false),
-            Input::Validated(_, members) => Self::parse_trusted_untold(json, members),
+            Input::Validated(_, members) => Self::parse_trusted_with(json, members),
         }
     }
 
-    /// [`parse_trusted_untold`](Self::parse_trusted_untold), the layouts told.
+    /// [`parse_trusted_with`](Self::parse_trusted_with), member ranges unknown.
     #[cfg(test)]
     pub(crate) fn parse_trusted(json: &'a str) -> Result<Self, ResultError> {
-        Self::parse_trusted_untold(json, None)?.settled()
+        Self::parse_trusted_with(json, None)
     }
 
     /// Parses a tool result that serde has validated already as one JSON
     /// value, without validating it again; the same result as
-    /// [`parse`](Self::parse) (anything unusual is left to it), the layouts
-    /// not told yet. On bytes that are not valid JSON, what it gives is
+    /// [`parse`](Self::parse) (anything unusual is left to it). On bytes that are not valid JSON, what it gives is
     /// unspecified (not a panic). `members`: where its members sit (see
     /// [`MemberRanges`]), when known.
-    fn parse_trusted_untold(
+    fn parse_trusted_with(
         json: &'a str,
         members: Option<&MemberRanges>,
     ) -> Result<Self, ResultError> {
@@ -194,7 +186,7 @@ impl<'a> RawResult<'a> {
 
     /// Parses a rebuild envelope, whose record-source text blocks hold `null`.
     pub(crate) fn parse_envelope(json: &'a str) -> Result<Self, ResultError> {
-        Self::parse_with(json, true)?.settled()
+        Self::parse_with(json, true)
     }
 
     fn parse_with(json: &'a str, null_text: bool) -> Result<Self, ResultError> {
@@ -289,9 +281,12 @@ impl<'a> RawResult<'a> {
                 .ok_or(ResultError::NotToolResult(
                     "a content block has no string `type`",
                 ))?;
-            let untold = kind == "text" && structured.is_some() && layout::may_lay_out(&fields);
+            let laid_out = match (kind.as_str(), structured) {
+                ("text", Some(structured)) => layout::laid_out(&fields, structured),
+                _ => None,
+            };
             let (text, in_resource) = match kind.as_str() {
-                _ if untold => (None, false),
+                _ if laid_out.is_some() => (None, false),
                 "text" => (block_text(&fields, null_text)?, false),
                 "resource" => resource_text(&fields, null_text),
                 _ => (None, false),
@@ -300,8 +295,7 @@ impl<'a> RawResult<'a> {
                 fields,
                 text,
                 in_resource,
-                laid_out: None,
-                untold,
+                laid_out,
             });
         }
         Ok(RawResult { top, blocks })

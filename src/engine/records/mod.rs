@@ -72,7 +72,7 @@ pub(crate) use assemble::{KeptSource, assemble};
 pub(crate) use buffer::{Records, RecordsView};
 pub(crate) use envelope::envelope;
 pub(crate) use shape::string_end;
-pub(crate) use split::{Prepared, prepare, split};
+pub(crate) use split::split;
 
 /// The part of a file header that lets the original result be rebuilt.
 ///
@@ -461,9 +461,6 @@ pub(crate) struct Extraction {
     /// The `structuredContent` field that copied a source block's text: the
     /// rewritten result puts the descriptor there.
     pub structured_copy_key: Option<String>,
-    /// The records start with those of the [`Prepared`] given to [`split`]
-    /// (false: they were taken again, from the texts decoded).
-    pub prepared_kept: bool,
 }
 
 impl FromResult {

@@ -32,24 +32,17 @@ use super::{Extraction, FromResult, Rebuild, RecordKind, Records, Segment, Shape
 /// `inserted` blocks (the descriptor, a resource link) will come before the
 /// kept ones in the rewritten result: large kept parts are left to it (see
 /// [`FromResult`]).
-///
-/// `prepared`: the records of `structuredContent`, taken already
-/// ([`prepare`]) from this result.
-pub(crate) fn split<'a>(
-    result: &mut RawResult<'a>,
+pub(crate) fn split(
+    result: &mut RawResult<'_>,
     is_large: impl Fn(&str) -> bool,
     inserted: usize,
-    prepared: Option<Prepared<'a>>,
 ) -> Result<Extraction, ResultError> {
-    let prepared = prepared.unwrap_or_else(|| prepare(result));
-    let mut prepared_kept = true;
-    let (mut found, mut structured) = find_records(result, &is_large, prepared);
+    let (mut found, mut structured) = find_records(result, &is_large);
     if structured.is_none() && result.blocks.iter().any(|b| b.laid_out.is_some()) {
         // No record array in `structuredContent` for a text copying it to
         // repeat: the text is taken apart as any JSON text is.
         result.decode_laid_out();
-        (found, structured) = find_records(result, &is_large, prepare(result));
-        prepared_kept = false;
+        (found, structured) = find_records(result, &is_large);
     }
     let kind = found.kind();
     let text_copy = structured_text_copy(result, &found.is_source, found.has_structured_source());
@@ -83,52 +76,25 @@ pub(crate) fn split<'a>(
         },
         kept_blocks,
         structured_slim: structured.map(|s| s.slim),
-        prepared_kept,
     })
 }
 
-/// The first step of [`split`], which needs nothing of the text blocks:
-/// the records of the record array of `structuredContent`. Taken ahead by a
-/// caller that has other work meanwhile (telling whether large texts copy
-/// it, beside).
-pub(crate) struct Prepared<'a> {
-    found: Found,
-    structured: Option<StructuredArray<'a>>,
-}
-
-impl Prepared<'_> {
-    /// The records taken.
-    pub(crate) fn records(&self) -> super::RecordsView<'_> {
-        self.found.records.view()
-    }
-}
-
-/// [`split`]'s first step, for a result whose texts are told or not.
-pub(crate) fn prepare<'a>(result: &RawResult<'a>) -> Prepared<'a> {
+/// The records of `structuredContent`, then those of each text block, in
+/// block order.
+fn find_records<'a>(
+    result: &RawResult<'a>,
+    is_large: impl Fn(&str) -> bool,
+) -> (Found, Option<StructuredArray<'a>>) {
     let mut found = Found::new(result.blocks.len());
     let structured = result
         .structured()
         .and_then(|raw| found.structured_array(raw));
-    Prepared { found, structured }
-}
-
-/// The records of `structuredContent` (`prepared`), then those of each
-/// text block, in block order.
-fn find_records<'a>(
-    result: &RawResult<'a>,
-    is_large: impl Fn(&str) -> bool,
-    prepared: Prepared<'a>,
-) -> (Found, Option<StructuredArray<'a>>) {
-    let Prepared {
-        mut found,
-        structured,
-    } = prepared;
     let structured_minified = structured.as_ref().map(|s| &*s.minified);
     let kinds: Vec<Option<TextKind<'_>>> = result
         .blocks
         .iter()
         .map(|b| match (b.laid_out, structured_minified) {
-            // Told already, from the escaped text (`structuredContent`,
+            // Detected already, from the escaped text (`structuredContent`,
             // minified, laid out): a copy.
             (Some((style, _)), Some(_)) => Some(TextKind::Copy { style: Some(style) }),
             _ => b

@@ -95,51 +95,6 @@ impl FieldStats {
         }
     }
 
-    /// Whether [`join`](Self::join) of `later` leaves what one pass over
-    /// both runs of values would: always once this one has stopped
-    /// counting, else when the distinct values of the two fit under the
-    /// cap together and `later`'s never reached it (which values would have
-    /// been counted past the cap depends on their order, not kept).
-    pub(super) fn joinable(&self, later: &FieldStats) -> bool {
-        if self.stopped() {
-            return true;
-        }
-        let cap = self.cap();
-        let new = later
-            .distinct
-            .keys()
-            .filter(|v| !self.distinct.contains_key(*v))
-            .count();
-        later.distinct.len() < cap && self.distinct.len() + new <= cap
-    }
-
-    /// The values of `later` (a run after this one's, [`joinable`]) folded
-    /// in as one pass would have.
-    ///
-    /// [`joinable`]: Self::joinable
-    pub(super) fn join(&mut self, later: FieldStats) {
-        self.present += later.present;
-        self.types |= later.types;
-        self.strings += later.strings;
-        self.dates += later.dates;
-        self.string_bytes += later.string_bytes;
-        if later.numbers > 0 {
-            let (min, max) = match self.numbers {
-                0 => (later.min, later.max),
-                _ => (self.min.min(later.min), self.max.max(later.max)),
-            };
-            (self.min, self.max) = (min, max);
-        }
-        self.numbers += later.numbers;
-        if self.stopped() {
-            return;
-        }
-        for (value, n) in later.distinct {
-            *self.distinct.entry(value).or_insert(0) += n;
-        }
-        self.distinct_overflow |= later.distinct_overflow;
-    }
-
     /// Whether distinct values are no longer counted (past the cap of a
     /// field that is not [`NAMED_CATEGORY`]).
     fn stopped(&self) -> bool {

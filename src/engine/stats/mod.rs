@@ -17,9 +17,7 @@
 //!
 //! By data: the line schema (`schema`), the statistics of one field
 //! (`field`), the memory check (`memory`), and here what is known of all
-//! the records ([`RecordStats`]); `fold` reads one record into them, and
-//! `join` shares a large body's fold between two threads, the figures
-//! exactly the one pass's.
+//! the records ([`RecordStats`]); `fold` reads one record into them.
 
 use serde_json::Value;
 
@@ -28,7 +26,6 @@ use super::records::string_end;
 
 mod field;
 mod fold;
-mod join;
 mod memory;
 mod schema;
 mod walk;

@@ -58,62 +58,6 @@ impl SchemaNode {
         Some(node)
     }
 
-    /// Whether [`join`](Self::join) of `later` leaves what one pass would:
-    /// unless `later` dropped properties past the cap where this node has
-    /// some (one pass would have kept those this node holds), here or below.
-    pub(super) fn joinable(&self, later: &SchemaNode) -> bool {
-        if later.more_properties {
-            return false;
-        }
-        let properties = later.properties.iter().all(|(key, (node, _))| {
-            self.properties
-                .get(key)
-                .is_none_or(|(mine, _)| mine.joinable(node))
-        });
-        let items = match (&self.items, &later.items) {
-            (Some(mine), Some(theirs)) => mine.joinable(theirs),
-            _ => true,
-        };
-        properties && items
-    }
-
-    /// The node of a later run of values ([`joinable`]) joined in: its new
-    /// properties after these, in their order, up to the cap.
-    ///
-    /// [`joinable`]: Self::joinable
-    pub(super) fn join(&mut self, later: SchemaNode) {
-        self.types |= later.types;
-        self.objects += later.objects;
-        self.next = 0;
-        for (key, (node, n)) in later.properties {
-            if let Some((mine, count)) = self.properties.get_mut(&key) {
-                mine.join(node);
-                *count += n;
-            } else if self.properties.len() < SCHEMA_PROPERTIES {
-                self.properties.insert(key, (node, n));
-            } else {
-                self.more_properties = true;
-            }
-        }
-        match (&mut self.items, later.items) {
-            (Some(mine), Some(theirs)) => mine.join(*theirs),
-            (mine @ None, theirs) => *mine = theirs,
-            (Some(_), None) => {}
-        }
-    }
-
-    /// Forgets where the next property is looked for (a hint only).
-    #[cfg(test)]
-    pub(super) fn clear_hints(&mut self) {
-        self.next = 0;
-        for (node, _) in self.properties.values_mut() {
-            node.clear_hints();
-        }
-        if let Some(items) = &mut self.items {
-            items.clear_hints();
-        }
-    }
-
     /// One more object seen here: counted, its keys looked for from the
     /// first property on.
     pub(super) fn begin_object(&mut self) {

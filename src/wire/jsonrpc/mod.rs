@@ -22,7 +22,7 @@ use std::ops::Range;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json::{Key, Tell, validate_told};
+use crate::json::{Key, Visitor, validate_visiting};
 use crate::wire::mcp::{MemberRanges, Raw};
 
 mod call;
@@ -127,7 +127,7 @@ fn validated_members<'a, const N: usize>(
         long_strings: Vec::new(),
         kept: None,
     };
-    validate_told(json, &mut reading).ok()?;
+    validate_visiting(json, &mut reading).ok()?;
     (!reading.unusual).then_some((reading.found, reading.kept))
 }
 
@@ -147,7 +147,7 @@ struct Reading<'a, const N: usize> {
     kept: Option<MemberRanges>,
 }
 
-impl<const N: usize> Tell for Reading<'_, N> {
+impl<const N: usize> Visitor for Reading<'_, N> {
     fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
         if depth == 2 {
             match &mut self.inner {

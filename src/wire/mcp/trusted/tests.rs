@@ -223,7 +223,7 @@ fn read_placed(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
 /// Where the validator tells the top-level members and long strings sit.
 fn placed(json: &str) -> MemberRanges {
     struct Placing(MemberRanges);
-    impl crate::json::Tell for Placing {
+    impl crate::json::Visitor for Placing {
         fn member(&mut self, depth: usize, key: Range<usize>, value: Range<usize>) {
             if depth == 1 {
                 self.0.members.push((key, value));
@@ -234,7 +234,7 @@ fn placed(json: &str) -> MemberRanges {
         }
     }
     let mut placing = Placing(MemberRanges::default());
-    crate::json::validate_told(json, &mut placing).expect("valid JSON");
+    crate::json::validate_visiting(json, &mut placing).expect("valid JSON");
     placing.0
 }
 
