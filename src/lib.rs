@@ -56,8 +56,8 @@
 //! from the levels above it in this list, and the files of one module never
 //! import each other in a circle.
 //!
-//! 0. `beside` — two pieces of work at once, on kept threads (the large
-//!    results' parallel walks, from the validator up).
+//! 0. `parallel` — two independent pieces of work at once on kept threads,
+//!    for large results (the records' statistics and their digest).
 //! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
 //!    never re-serialising a literal; `json::key`, the one object-key reader.
 //! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC

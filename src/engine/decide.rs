@@ -49,7 +49,7 @@ pub(super) fn decide<'a>(
         };
         return Ok(Decision::Inline(reason));
     }
-    if surely_under(estimator, policy, result.len()) {
+    if under_threshold_by_size(estimator, policy, result.len()) {
         return Ok(Decision::Inline(PassReason::UnderThreshold {
             estimated_tokens: estimator.max_tokens_for_bytes(result.len()),
         }));
@@ -75,7 +75,7 @@ pub(super) fn decide<'a>(
 }
 
 /// Whether `len` bytes are sure to stay inline, without looking at them.
-pub(super) fn surely_under(
+pub(super) fn under_threshold_by_size(
     estimator: &dyn TokenEstimator,
     policy: &EffectivePolicy,
     len: usize,

@@ -341,7 +341,7 @@ pub struct OffloadResponse {
 /// The spec forbids a result that is offloaded and has an active cursor at
 /// once; a layer in front of a server cannot stop the server from paging,
 /// so it says so instead: the file holds this page, how many records there
-/// are in all when the result told, and how to ask for the next page.
+/// are in all when the result said, and how to ask for the next page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PageInfo {

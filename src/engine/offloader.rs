@@ -147,7 +147,7 @@ enum Received {
     /// Bytes from a library user.
     Unchecked(bytes::Bytes),
     /// The layer's: text read whole as one JSON value already, and where
-    /// its members sit when the reader told.
+    /// its members sit when the validator reported them.
     Validated(ByteString, Option<MemberRanges>),
 }
 
@@ -174,9 +174,9 @@ impl Received {
 impl Offloader {
     /// Whether `len` bytes of a result of `tool`, called by `client`, are
     /// sure to stay inline, without looking at them.
-    pub(crate) fn surely_inline(&self, tool: &str, client: Option<&str>, len: usize) -> bool {
+    pub(crate) fn inline_by_size(&self, tool: &str, client: Option<&str>, len: usize) -> bool {
         let policy = self.config.policy_for_client(tool, client);
-        !policy.enabled || decide::surely_under(&*self.estimator, &policy, len)
+        !policy.enabled || decide::under_threshold_by_size(&*self.estimator, &policy, len)
     }
 
     /// Estimated tokens of a tool result (see the module docs).
@@ -260,7 +260,7 @@ impl Offloader {
         call: &ToolCall,
         result: Received,
     ) -> Result<Outcome, ResultError> {
-        if self.surely_inline(&call.name, call.client.as_deref(), result.len()) {
+        if self.inline_by_size(&call.name, call.client.as_deref(), result.len()) {
             let (bytes, input) = result.input();
             return self.process_input(call, bytes, input);
         }

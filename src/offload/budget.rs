@@ -4,8 +4,8 @@
 //!
 //! The spare: the buffer of the last large body collected, kept for the
 //! next one. A fresh buffer's pages are mapped and zeroed by the kernel as
-//! they are first written (here about 0.28 ms a megabyte, 2.8 ms of the
-//! layer bench's 10 MB request); a kept one's are not. One at most, from
+//! they are first written, a kept one's are not (what that saves on a
+//! large body: `benches/README.md`, `SPARE_FROM`). One at most, from
 //! [`SPARE_FROM`] to [`SPARE_UP_TO`] bytes; it counts against the budget
 //! while kept (so the limit bounds it too) and is let go when the budget
 //! needs the room.
@@ -79,8 +79,8 @@ impl BufferBudget {
     /// `buf`, about to hold `more` bytes more: moved into the spare when
     /// that makes it large and the spare holds it all (a body of unknown
     /// size, found large as it comes), else as it is.
-    pub(crate) fn regrow(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
-        match self.spare_for(buf.len(), buf.capacity(), more) {
+    pub(crate) fn grow_into_spare(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
+        match self.take_spare_for_growth(buf.len(), buf.capacity(), more) {
             Some(mut spare) => {
                 spare.extend_from_slice(&buf);
                 spare
@@ -92,7 +92,12 @@ impl BufferBudget {
     /// The spare (emptied) for a buffer holding `len` bytes of `capacity`,
     /// about to take `more`: when it would have to grow, grows large, and
     /// the spare holds it all.
-    pub(crate) fn spare_for(&self, len: usize, capacity: usize, more: usize) -> Option<Vec<u8>> {
+    pub(crate) fn take_spare_for_growth(
+        &self,
+        len: usize,
+        capacity: usize,
+        more: usize,
+    ) -> Option<Vec<u8>> {
         let need = len + more;
         if need <= capacity || need < SPARE_FROM {
             return None;
@@ -108,13 +113,13 @@ impl BufferBudget {
         if !(SPARE_FROM..=SPARE_UP_TO).contains(&buf.capacity()) {
             return Bytes::from(buf);
         }
-        self.freeze_mut(BytesMut::from(Bytes::from(buf)))
+        self.freeze_bytes_mut(BytesMut::from(Bytes::from(buf)))
     }
 
     /// [`freeze`](Self::freeze) for a `BytesMut` (as an event splitter
     /// hands over its whole buffer): its allocation comes back as the spare
     /// once the bytes are dropped, if nothing else shares it then.
-    pub(crate) fn freeze_mut(&self, buf: BytesMut) -> Bytes {
+    pub(crate) fn freeze_bytes_mut(&self, buf: BytesMut) -> Bytes {
         if !(SPARE_FROM..=SPARE_UP_TO).contains(&buf.capacity()) {
             return buf.freeze();
         }
@@ -245,9 +250,9 @@ impl Lease {
         self.budget.freeze(buf)
     }
 
-    /// [`BufferBudget::regrow`].
-    pub(crate) fn regrow(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
-        self.budget.regrow(buf, more)
+    /// [`BufferBudget::grow_into_spare`].
+    pub(crate) fn grow_into_spare(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
+        self.budget.grow_into_spare(buf, more)
     }
 }
 
@@ -350,7 +355,7 @@ mod tests {
         let mut buf = budget.buffer(2 * chunk.len());
         let mut moved_at = None;
         for n in 1..=50 {
-            buf = budget.regrow(buf, chunk.len());
+            buf = budget.grow_into_spare(buf, chunk.len());
             buf.extend_from_slice(&chunk);
             if buf.as_ptr() == at && moved_at.is_none() {
                 moved_at = Some(n);
@@ -371,17 +376,24 @@ mod tests {
         let mut buf = BytesMut::with_capacity(3 << 20);
         buf.resize(3 << 20, b'z');
         let at = buf.as_ptr();
-        let event = budget.freeze_mut(buf);
+        let event = budget.freeze_bytes_mut(buf);
         let slice = event.slice(10..20);
         drop(event);
         assert_eq!(budget.inner.used.load(Ordering::Acquire), 0, "still used");
         drop(slice);
         assert_eq!(budget.inner.used.load(Ordering::Acquire), 3 << 20);
-        let spare = budget.spare_for(0, 0, 2 << 20).expect("the spare");
+        let spare = budget
+            .take_spare_for_growth(0, 0, 2 << 20)
+            .expect("the spare");
         assert_eq!((spare.as_ptr(), spare.len()), (at, 0));
-        assert!(budget.spare_for(0, 0, 2 << 20).is_none(), "one spare");
         assert!(
-            budget.spare_for(1 << 10, 4 << 20, 1 << 20).is_none(),
+            budget.take_spare_for_growth(0, 0, 2 << 20).is_none(),
+            "one spare"
+        );
+        assert!(
+            budget
+                .take_spare_for_growth(1 << 10, 4 << 20, 1 << 20)
+                .is_none(),
             "room left"
         );
 
@@ -390,7 +402,7 @@ mod tests {
         let mut buf = BytesMut::with_capacity(3 << 20);
         buf.resize(3 << 20, b'z');
         let before = buf.split_to(100).freeze();
-        drop(budget.freeze_mut(buf));
+        drop(budget.freeze_bytes_mut(buf));
         assert_eq!(budget.inner.used.load(Ordering::Acquire), 0);
         assert_eq!(&before[..], &[b'z'; 100][..]);
         let (body, _) = collected(&budget, 2 << 20);

@@ -54,7 +54,7 @@ where
         // Cut short: sent as it came, the error after it.
         return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
     }
-    let data = if shared.surely_untouched(&watched, data.len()) {
+    let data = if shared.passes_unread(&watched, data.len()) {
         data
     } else {
         rewrite_json(&shared, data, &watched).await
@@ -125,7 +125,7 @@ where
                             buf.extend_from_slice(&d);
                         }
                         None => {
-                            buf = lease.regrow(buf, d.len());
+                            buf = lease.grow_into_spare(buf, d.len());
                             buf.extend_from_slice(&d);
                         }
                     }

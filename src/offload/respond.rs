@@ -160,7 +160,7 @@ where
             ))
         }
         Media::Json => {
-            if known_length(&body).is_some_and(|len| shared.surely_untouched(&watched, len)) {
+            if known_length(&body).is_some_and(|len| shared.passes_unread(&watched, len)) {
                 // Small enough to be sure: streamed on, never buffered.
                 return Next::Ready(Response::from_parts(parts, OffloadBody::passthrough(body)));
             }

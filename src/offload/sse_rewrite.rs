@@ -140,7 +140,10 @@ impl<E> SseRewriter<E> {
                 return;
             }
             let buffers = &self.shared.buffers;
-            let Some(event) = self.splitter.next_event_with(|b| buffers.freeze_mut(b)) else {
+            let Some(event) = self
+                .splitter
+                .next_event_with(|b| buffers.freeze_bytes_mut(b))
+            else {
                 return;
             };
             self.take_event(event);
@@ -151,7 +154,11 @@ impl<E> SseRewriter<E> {
     /// collected in the layer's spare buffer (its pages mapped already).
     fn push(&mut self, chunk: &[u8]) {
         let (held, room) = (self.splitter.buffered(), self.splitter.capacity());
-        if let Some(spare) = self.shared.buffers.spare_for(held, room, chunk.len()) {
+        if let Some(spare) = self
+            .shared
+            .buffers
+            .take_spare_for_growth(held, room, chunk.len())
+        {
             self.splitter.move_into(spare);
         }
         self.splitter.push(chunk);
@@ -159,7 +166,7 @@ impl<E> SseRewriter<E> {
 
     /// Sends an event on, or starts evaluating the result it carries.
     fn take_event(&mut self, event: Bytes) {
-        if self.shared.surely_untouched(&self.watched, event.len()) {
+        if self.shared.passes_unread(&self.watched, event.len()) {
             // Whatever this event is, it carries no result to evaluate (nor
             // a task to remember): sent on unparsed; watching goes on.
             self.ready.push_back(Frame::data(event));
@@ -169,7 +176,7 @@ impl<E> SseRewriter<E> {
             Some((call, _, range, _))
                 if self
                     .shared
-                    .surely_untouched(std::slice::from_ref(&call), range.len()) =>
+                    .passes_unread(std::slice::from_ref(&call), range.len()) =>
             {
                 // Surely under its threshold: sent on as it is.
                 self.ready.push_back(Frame::data(event));
@@ -373,7 +380,7 @@ impl<E> SseRewriter<E> {
         let idle = self.pending.is_none() && self.splitter.buffered() == 0;
         if idle
             && EventSplitter::ends_at_boundary(&data)
-            && self.shared.surely_untouched(&self.watched, data.len())
+            && self.shared.passes_unread(&self.watched, data.len())
         {
             // Whole events, each too small for any watched result: straight
             // out, unread.

@@ -211,7 +211,7 @@ impl Shared {
     /// with what the layer adds. `result` is the `result` member of a
     /// response validated whole with serde's rules ([`find_results`],
     /// [`read_reply`]): valid JSON, offloaded without validating it again;
-    /// `members`, where its members sit, when they told.
+    /// `members`, where its members sit, when the validator reported them.
     ///
     /// [`find_results`]: crate::wire::jsonrpc::find_results
     /// [`read_reply`]: crate::wire::jsonrpc::read_reply
@@ -323,13 +323,13 @@ impl Shared {
     /// looking at them: no watched result in them can be over its
     /// threshold, none can be a `CreateTaskResult` to remember, and no one
     /// listens for the `PassedThrough` events that looking would emit.
-    pub(crate) fn surely_untouched(&self, watched: &[Watch], len: usize) -> bool {
+    pub(crate) fn passes_unread(&self, watched: &[Watch], len: usize) -> bool {
         watched.iter().all(|w| {
             w.kind == WatchKind::Result
                 && !w.task_augmented
                 && self
                     .offloader
-                    .surely_inline(&w.call.name, w.client.as_deref(), len)
+                    .inline_by_size(&w.call.name, w.client.as_deref(), len)
         }) && !self.offloader.events().wants_pass_events()
     }
 

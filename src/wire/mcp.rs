@@ -38,7 +38,7 @@ pub(crate) enum Input<'a> {
     /// They are this text, read whole as one JSON value already (the
     /// `result` member of a response the layer read): parsed without
     /// checking them again, as UTF-8 or as JSON; and where its members sit
-    /// in it when the reader told ([`MemberRanges`]). Only the layer says
+    /// in it when the validator reported them ([`MemberRanges`]). Only the layer says
     /// so, where it is true.
     Validated(&'a str, Option<&'a MemberRanges>),
 }

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::engine::rewrite::{STRUCTURED_MARKER, without_marker};
 use crate::json::Style;
 use crate::wire::mcp::{BlockOut, MAX_CONTENT_BLOCKS, RawObject, RawResult};
 
+use super::marker::{STRUCTURED_MARKER, without_marker};
 use super::shape::{JsonShape, json_shape, minified};
 use super::{FromResult, Rebuild, RebuildError, Segment, Shape, StructuredCopy, with_field};
 

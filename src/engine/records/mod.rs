@@ -1,6 +1,6 @@
 //! From a tool result to records, and back.
 //!
-//! DESIGN.md's mapping: a JSON array (in `structuredContent` or in a text
+//! The mapping: a JSON array (in `structuredContent` or in a text
 //! block) gives one record per element; an object whose bulk is one array
 //! gives that array's elements; JSONL text gives its lines; plain text gives
 //! one record per non-empty line (`{"line": n, "text": "..."}`; see
@@ -59,6 +59,7 @@ mod buffer;
 mod envelope;
 mod layout;
 mod lines;
+mod marker;
 mod shape;
 mod split;
 
@@ -71,6 +72,7 @@ use crate::wire::mcp::RawObject;
 pub(crate) use assemble::{KeptSource, assemble};
 pub(crate) use buffer::{Records, RecordsView};
 pub(crate) use envelope::envelope;
+pub(crate) use marker::{STRUCTURED_MARKER, with_descriptor};
 pub(crate) use shape::string_end;
 pub(crate) use split::split;
 

@@ -60,7 +60,7 @@ pub(super) fn json_shape(minified: &str) -> JsonShape<'_> {
 }
 
 /// [`json_shape`] of `json` (valid JSON) when it is already minified;
-/// `None` when it is not. An object is told minified by the walk that looks
+/// `None` when it is not. An object is detected as minified by the walk that looks
 /// for its record array (it sees every byte outside strings): one walk
 /// where [`minified`] and [`json_shape`] take two. The elements of the
 /// record array are pushed to `records` in that walk too (the walk that
@@ -319,7 +319,7 @@ pub(super) enum TextKind<'t> {
 pub(super) fn classify_text<'t>(text: &'t str, structured_minified: Option<&str>) -> TextKind<'t> {
     let (_, core, _) = trim_parts(text);
     // A known layout of the (valid, minified) structured content is valid
-    // JSON and minifies to it: a copy, told in one compare, without the
+    // JSON and minifies to it: a copy, detected in one compare, without the
     // parse and the minifying compare below.
     if let Some(m) = structured_minified.filter(|_| core.starts_with(['{', '[']))
         && let Some(style) = Style::detect(core, m)
@@ -444,7 +444,7 @@ mod tests {
     proptest! {
         /// Items cross blocks as a parse does: long strings of quotes,
         /// backslashes, commas and brackets, at every offset from a block's
-        /// start; whitespace outside strings is told, inside is not.
+        /// start; whitespace outside strings is detected, inside is not.
         #[test]
         fn items_are_the_elements_a_parse_finds(
             strings in prop::collection::vec("[a,\\[\\]{}\"\\\\ ]{0,150}", 0..12),

@@ -213,7 +213,7 @@ impl Found {
     /// comes first: the structured segment, when there is one, is segment 0.
     fn structured_array<'a>(&mut self, raw: Raw<'a>) -> Option<StructuredArray<'a>> {
         let raw = raw.get();
-        // Servers send compact JSON: told in the walk that finds the array,
+        // Servers send compact JSON: detected in the walk that finds the array,
         // which takes its elements too.
         let start = self.records.len();
         if let Some(shape) = minified_shape(raw, &mut self.records) {

@@ -191,7 +191,7 @@ pub(super) fn find(members: &[Member], key: &[u8]) -> Option<Span> {
 }
 
 /// Whether the message's members make it one JSON-RPC response carrying a
-/// result, as the layer's reader of a held body tells it
+/// result, as the layer's validator of a held body reports it
 /// (`wire::jsonrpc::read_reply`): `id`, `method` and `result` each at most
 /// once, no `method` (a request of the server). A member named with
 /// escapes that spells one of these is not read here: the response passes

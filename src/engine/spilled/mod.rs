@@ -1,5 +1,5 @@
 //! A result too large to hold, offloaded from where it was spilled, in
-//! bounded memory (DESIGN.md, "Any size, bounded memory").
+//! bounded memory.
 //!
 //! The caller (the layer, `lro proxy`) spills a JSON-RPC response to a
 //! private temporary file once it is over its buffer bound, and hands the

@@ -16,7 +16,7 @@ use crate::json::to_quote_or_backslash;
 /// first bytes; no key we look for is that long).
 const MAX_KEY: usize = 256;
 
-/// What a walk tells about the children of the value walked.
+/// What a walk reports about the children of the value walked.
 pub(super) trait Visit {
     /// A member's key (raw JSON string contents, escapes as written; cut
     /// at [`MAX_KEY`] bytes).
@@ -49,7 +49,7 @@ pub(super) trait Visit {
     }
 }
 
-/// Strings this long are told to [`Visit::long_string`], so that a later
+/// Strings this long are reported to [`Visit::long_string`], so that a later
 /// walk over the same bytes can step over them.
 pub(super) const LONG_STRING: u64 = 64 * 1024;
 
@@ -81,7 +81,7 @@ enum At {
 }
 
 /// Walks the object or array in `input` (which holds it, whitespace
-/// around it allowed, nothing else), telling `visit` about each child.
+/// around it allowed, nothing else), reporting each child to `visit`.
 pub(super) fn walk(mut input: impl Read, visit: &mut dyn Visit) -> Result<Outer, NotStreamable> {
     let mut buf = vec![0u8; CHUNK];
     let mut w = Walker {

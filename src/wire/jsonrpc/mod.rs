@@ -79,7 +79,7 @@ pub(super) fn value_of(raw: Raw<'_>) -> Result<Value, serde_json::Error> {
 /// classified). A name given twice is an error, as with a derived struct.
 ///
 /// Read in one pass of the validator ([`validate_nested`], serde's rules for
-/// a skipped value), which is told of each member on the way: about twice
+/// a skipped value), which reports each member on the way: about twice
 /// as fast as serde on a large result. When it refuses, or a name is
 /// given twice, serde reads the object as before and names the error.
 pub(super) fn members<'a, const N: usize>(

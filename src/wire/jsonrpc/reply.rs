@@ -43,7 +43,7 @@ pub(crate) enum Reply<'a> {
     Result {
         id: Value,
         result: Raw<'a>,
-        /// Where the result's members sit in it, when the validator told.
+        /// Where the result's members sit in it, when the validator reported them.
         members: Option<MemberRanges>,
     },
     /// A response without a result (an error response).
@@ -103,7 +103,7 @@ pub(crate) enum Found {
     Result {
         id: Value,
         range: Range<usize>,
-        /// Where the result's members sit in it, when the validator told.
+        /// Where the result's members sit in it, when the validator reported them.
         members: Option<MemberRanges>,
     },
     /// A message claiming to answer `id` that cannot be read (see

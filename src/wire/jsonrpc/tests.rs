@@ -106,13 +106,13 @@ fn the_long_strings_of_the_object_within_are_told() {
     let (found, ranges) = validated_members(&json, NAMES, Some(WITHIN)).expect("read");
     let object = found[WITHIN].expect("result").get();
     assert_eq!(object, result);
-    let told: Vec<&str> = ranges
+    let reported: Vec<&str> = ranges
         .expect("placed")
         .long_strings
         .iter()
         .map(|r| &object[r.clone()])
         .collect();
-    assert_eq!(told, [&text, &deep, &just]);
+    assert_eq!(reported, [&text, &deep, &just]);
 }
 
 /// Objects with the names read, some escaped or repeated, and other keys.

@@ -7,9 +7,8 @@
 //! backslashes and brackets (byte compares the compiler vectorizes, then
 //! gathered word at a time), the escaped characters found from the runs of
 //! backslashes (as simdjson does), so a string dense with escapes costs no
-//! more than any other. On data like the layer bench's 10 MB result: about
-//! 5 GB/s through its escaped text, 3 GB/s through compact JSON (serde's
-//! validating skip: about 1 and 1.6). Skipping keeps no stack: the input
+//! more than any other (its speed against serde's validating skip is in
+//! `benches/README.md`, `layer`). Skipping keeps no stack: the input
 //! is valid, brackets match, a counter is enough (serde reads raw values
 //! at any depth too).
 //!
@@ -25,7 +24,7 @@ use crate::json::blocks::{Escapes, Masks, block_at, prefix_xor, string_end};
 /// The top-level fields and the content blocks' fields of `json`, one
 /// valid JSON value, exactly as `TopFast` reads them (`content` a `[]`
 /// placeholder in place); `None`: anything unusual. `placed`: where the
-/// top-level members and the long strings sit, as the validator told (then
+/// top-level members and the long strings sit, as the validator reported them (then
 /// only `content` is read, the other values taken as they sit, and a long
 /// text stepped over at once).
 pub(super) fn read<'a>(

@@ -214,13 +214,13 @@ fn read(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
     super::read(json, None)
 }
 
-/// [`super::read`] told where the top-level members sit, as the layer's
-/// validator tells it (in a message, as the `result` member's).
+/// [`super::read`] given where the top-level members sit, as the layer's
+/// validator reports it (in a message, as the `result` member's).
 fn read_placed(json: &str) -> Option<(RawObject<'_>, Vec<RawObject<'_>>)> {
     super::read(json, Some(&placed(json)))
 }
 
-/// Where the validator tells the top-level members and long strings sit.
+/// Where the validator reports the top-level members and long strings sit.
 fn placed(json: &str) -> MemberRanges {
     struct Placing(MemberRanges);
     impl crate::json::Visitor for Placing {
@@ -317,7 +317,7 @@ fn deep_nesting_is_read_as_serde_reads_it() {
 }
 
 #[test]
-fn long_texts_are_read_as_told_and_as_found() {
+fn long_texts_are_read_as_reported_and_as_found() {
     use crate::json::LONG_STRING;
     let long = |n: usize, c: &str| Value::String(c.repeat(n));
     let result = json!({
@@ -337,17 +337,17 @@ fn long_texts_are_read_as_told_and_as_found() {
         assert!(placed.is_some());
         assert_eq!(format!("{placed:?}"), format!("{:?}", read(&json)));
     }
-    // The strings it is told are where the validator found them; told of
-    // only some (or of one it never meets), it finds the others.
+    // The strings it is given are where the validator found them; given
+    // only some (or one it never meets), it finds the others.
     let json = result.to_string();
-    let mut told = placed(&json);
+    let mut reported = placed(&json);
     let first = json.find(r#""\"x"#).expect("the first text");
     let end = json[first..].find(r#""}"#).expect("its end") + first + 1;
-    assert_eq!(told.long_strings[0], first..end);
-    assert_eq!(told.long_strings.len(), 4);
-    told.long_strings.remove(2);
-    told.long_strings.insert(0, 0..1);
-    let (_, blocks) = super::read(&json, Some(&told)).expect("read");
+    assert_eq!(reported.long_strings[0], first..end);
+    assert_eq!(reported.long_strings.len(), 4);
+    reported.long_strings.remove(2);
+    reported.long_strings.insert(0, 0..1);
+    let (_, blocks) = super::read(&json, Some(&reported)).expect("read");
     assert_eq!(blocks[0]["text"].get(), &json[first..end]);
     let (_, found) = read(&json).expect("read");
     assert_eq!(format!("{blocks:?}"), format!("{found:?}"));
