@@ -20,7 +20,7 @@ pub(crate) use check::{Check, to_quote_or_backslash};
 #[cfg(test)]
 pub(crate) use corpus::{GRAMMAR_EDGES, escape_heavy_texts};
 pub(crate) use key::Key;
-pub(crate) use style::Style;
+pub(crate) use style::{Style, StyleCheck};
 pub(crate) use unescape::{decode_string, escaped};
 #[cfg(test)]
 pub(crate) use validate::LONG_STRING;

@@ -43,7 +43,11 @@ pub(crate) struct Facts<'a> {
     pub stats: &'a RecordStats,
     pub kind: RecordKind,
     pub recipes: &'a [Recipe],
+    /// The records, or the first of them (a spilled result's sample).
     pub records: RecordsView<'a>,
+    /// All the records joined by newlines, in characters (the preview
+    /// says how many it leaves out).
+    pub data_chars: usize,
     pub preview_chars: usize,
     /// The guidance points at `lro_extract` rather than the shell.
     pub extraction: bool,
@@ -187,7 +191,7 @@ fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
         jq_recipes: recipes::jq_recipes(f.path, f.recipes),
         guidance,
         preview: if d.preview {
-            preview(f.records, f.preview_chars)
+            preview(f.records, f.data_chars, f.preview_chars)
         } else {
             String::new()
         },
@@ -367,8 +371,8 @@ fn custom_example(recipes: &[Recipe]) -> Option<String> {
 }
 
 /// About the first `limit` characters of the data (records joined by
-/// newlines). Only the records shown are walked; the rest is counted.
-fn preview(records: RecordsView<'_>, limit: usize) -> String {
+/// newlines, `total` characters). Only the records shown are walked.
+fn preview(records: RecordsView<'_>, total: usize, limit: usize) -> String {
     if limit == 0 {
         return String::new();
     }
@@ -394,7 +398,6 @@ fn preview(records: RecordsView<'_>, limit: usize) -> String {
             }
         }
     }
-    let total = records.chars();
     if total > taken {
         out.push_str(&format!("...(truncated, {} more chars)", total - taken));
     }

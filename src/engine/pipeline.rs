@@ -116,6 +116,7 @@ pub(super) fn run(
         kind,
         recipes: &recipes,
         records: file.records(),
+        data_chars: file.records().chars(),
         preview_chars: o.config.preview_chars,
         extraction: o.config.extract_guidance_for(call.client.as_deref()),
         estimator,

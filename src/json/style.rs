@@ -157,3 +157,147 @@ impl Style {
         out.put(&minified[literal_start.min(minified.len())..]);
     }
 }
+
+/// Which [`Style`] lays out a JSON text too large to hold, fed a chunk at
+/// a time: the text's whitespace checked against what each style would
+/// put between the same two bytes, the styles that disagree dropped. The
+/// text must be one valid JSON value with no whitespace around it.
+pub(crate) struct StyleCheck {
+    /// The styles still possible, in [`Style::CANDIDATES`] order.
+    alive: Vec<Style>,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// The last byte outside strings and whitespace (`0`: none yet).
+    prev: u8,
+    /// The whitespace since `prev`.
+    run: Vec<u8>,
+}
+
+/// Longest whitespace run looked at (deeper is laid out by no writer).
+const RUN_MAX: usize = 1 << 16;
+
+impl Default for StyleCheck {
+    fn default() -> Self {
+        StyleCheck {
+            alive: Style::CANDIDATES.into_iter().skip(1).collect(),
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            prev: 0,
+            run: Vec::new(),
+        }
+    }
+}
+
+impl StyleCheck {
+    /// The next bytes of the text.
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
+        for &b in chunk {
+            if self.alive.is_empty() {
+                return;
+            }
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                match self.run.len() < RUN_MAX {
+                    true => self.run.push(b),
+                    false => self.alive.clear(),
+                }
+                continue;
+            }
+            self.between(b);
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+            self.prev = b;
+            self.run.clear();
+        }
+    }
+
+    /// Drops the styles that would not put `self.run` between `self.prev`
+    /// and `next`.
+    fn between(&mut self, next: u8) {
+        let (prev, depth, run) = (self.prev, self.depth, &self.run);
+        let empty = matches!((prev, next), (b'{', b'}') | (b'[', b']'));
+        self.alive.retain(|&style| {
+            let pretty = matches!(style, Style::Indent(_) | Style::Tabs);
+            match prev {
+                _ if empty => run.is_empty(),
+                b'{' | b'[' => newline_is(style, run, depth),
+                _ if matches!(next, b'}' | b']') => newline_is(style, run, depth - 1),
+                b',' if pretty => newline_is(style, run, depth),
+                b',' | b':' => run == b" ",
+                _ => run.is_empty(),
+            }
+        });
+    }
+
+    /// The style found: the first candidate that laid out every byte, as
+    /// [`Style::detect`] would find it.
+    pub(crate) fn style(&self) -> Option<Style> {
+        self.alive.first().copied()
+    }
+}
+
+/// Whether `run` is what `style` writes for a new line at `depth`.
+fn newline_is(style: Style, run: &[u8], depth: usize) -> bool {
+    let (unit, n) = match style {
+        Style::Indent(n) => (b' ', n as usize * depth),
+        Style::Tabs => (b'\t', depth),
+        Style::Compact | Style::Spaced => return run.is_empty(),
+    };
+    run.len() == n + 1 && run[0] == b'\n' && run[1..].iter().all(|&b| b == unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every style laid over every value of the grammar corpus is found
+    /// again fed a byte at a time and whole; compact text matches none.
+    #[test]
+    fn the_streamed_check_finds_what_detect_finds() {
+        let values = [
+            r#"{"a":[1,2,{"b":[]}],"c":{},"d":"x, y: {z}","e":[[["deep"]]]}"#,
+            r#"[{"id":1,"tags":["a","b"]},{"id":2,"tags":[]}]"#,
+            r#"{"s":"quote \" and \\ backslash","n":null}"#,
+        ];
+        for minified in values {
+            for style in Style::CANDIDATES.into_iter().skip(1) {
+                let text = style.apply(minified);
+                assert_eq!(Style::detect(&text, minified), Some(style));
+                let mut whole = StyleCheck::default();
+                whole.feed(text.as_bytes());
+                let mut bytes = StyleCheck::default();
+                text.as_bytes().chunks(1).for_each(|c| bytes.feed(c));
+                assert_eq!(
+                    (whole.style(), bytes.style()),
+                    (Some(style), Some(style)),
+                    "{text}"
+                );
+            }
+            let mut compact = StyleCheck::default();
+            compact.feed(minified.as_bytes());
+            assert_eq!(compact.style(), None);
+            let mut odd = StyleCheck::default();
+            odd.feed(
+                Style::Indent(2)
+                    .apply(minified)
+                    .replacen("\n  ", "\n   ", 1)
+                    .as_bytes(),
+            );
+            assert_eq!(odd.style(), None);
+        }
+    }
+}

@@ -240,3 +240,237 @@ fn a_text_that_copies_structured_content_gives_its_records_once() {
     let records = check(&o, &reply, &message, false);
     assert_eq!(records, memories);
 }
+
+/// A JSON text with the volatile parts of one offload (its file's path and
+/// name, times) replaced by placeholders.
+fn normalised(text: &str, off: &tower_lro::offload::Offloaded) -> String {
+    let path = off.file.path.to_string_lossy().into_owned();
+    let name = off
+        .file
+        .path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mut out = text.replace(&path, "PATH").replace(&name, "NAME");
+    // RFC 3339 times (created_at, expires_at, the guidance's expiry).
+    let time = regex_lite_times(&out);
+    for t in time {
+        out = out.replace(&t, "TIME");
+    }
+    out
+}
+
+/// The RFC 3339 timestamps in `text` (`2026-11-28T15:30:03...Z` or `+00:00`).
+fn regex_lite_times(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut found = Vec::new();
+    for i in 0..b.len().saturating_sub(19) {
+        let s = &b[i..i + 19];
+        let digits = |r: std::ops::Range<usize>| s[r].iter().all(u8::is_ascii_digit);
+        if digits(0..4)
+            && s[4] == b'-'
+            && digits(5..7)
+            && s[7] == b'-'
+            && digits(8..10)
+            && s[10] == b'T'
+            && digits(11..13)
+            && s[13] == b':'
+        {
+            let end = text[i..]
+                .find(['"', ' ', ')', ',', '\\'])
+                .map_or(text.len(), |e| i + e);
+            found.push(text[i..end].to_owned());
+        }
+    }
+    found.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    found.dedup();
+    found
+}
+
+/// The same result offloaded from memory and from a spill file: the same
+/// data lines, header, descriptor and rewritten result, names and times
+/// aside, and the original rebuilt byte for byte from either file. For
+/// every record kind a result can hold, and the SDKs' `{"result": text}`.
+#[test]
+fn a_result_gives_the_same_file_and_descriptor_from_memory_and_from_a_spill() {
+    use tower_lro::descriptor::Detail;
+    use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
+    let rows = rows(3_000);
+    let rows_json = serde_json::to_string(&rows).unwrap();
+    let jsonl: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    let log: String = (0..6_000)
+        .map(|i| {
+            format!(
+                "2026-11-28 12:00:{:02} worker {i} finished job {}\n",
+                i % 60,
+                i * 7
+            )
+        })
+        .collect();
+    let memories = MemoryGenerator::new(5).memories(300, Detail::Full);
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "json array text",
+            json!({"content": [{"type": "text", "text": rows_json}]}),
+        ),
+        (
+            "jsonl text",
+            json!({"content": [{"type": "text", "text": jsonl}]}),
+        ),
+        (
+            "plain text",
+            json!({"content": [{"type": "text", "text": log}]}),
+        ),
+        (
+            "pretty json object text",
+            json!({"content": [{"type": "text", "text":
+                serde_json::to_string_pretty(&json!({"items": rows, "next": null})).unwrap()}]}),
+        ),
+        (
+            "structured records with a text copy",
+            memory_tool_result(&memories),
+        ),
+        (
+            "structured records alone",
+            json!({"content": [{"type": "text", "text": "see structuredContent"}],
+                   "structuredContent": {"rows": rows, "total": 3000}}),
+        ),
+        (
+            "a str result (structuredContent {result: text})",
+            json!({"content": [{"type": "text", "text": log}],
+                   "structuredContent": {"result": log}}),
+        ),
+        (
+            "a str result holding JSON",
+            json!({"content": [{"type": "text", "text": rows_json}],
+                   "structuredContent": {"result": rows_json}}),
+        ),
+    ];
+    let mut differ = Vec::new();
+    for (name, result) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let o = offloader(dir.path());
+        let call = ToolCall::new("query_logs", None);
+        let bytes = result.to_string();
+        let Outcome::Offloaded(memory) = o.process(&call, bytes.as_bytes()).unwrap() else {
+            panic!("{name}: not offloaded from memory");
+        };
+        let message = json!({"jsonrpc": "2.0", "id": 1, "result": result});
+        let (reply, _) = run(&o, "query_logs", &message);
+        let Outcome::Offloaded(spilled) = &reply.outcome else {
+            differ.push(format!(
+                "{name}: not offloaded from a spill: {:?}",
+                reply.outcome
+            ));
+            continue;
+        };
+        for (how, off) in [("memory", &memory), ("a spill", spilled)] {
+            if o.rebuild_file(&off.file.path).unwrap() != bytes {
+                differ.push(format!("{name}: rebuilt from {how}: not byte for byte"));
+            }
+        }
+        let file = |off: &tower_lro::offload::Offloaded| {
+            normalised(&std::fs::read_to_string(&off.file.path).unwrap(), off)
+        };
+        let descriptor = |off: &tower_lro::offload::Offloaded| {
+            normalised(&serde_json::to_string(&off.response).unwrap(), off)
+        };
+        let sent: Value = serde_json::from_str(reply.message.as_deref().unwrap()).unwrap();
+        let rewritten = |text: &str, off| normalised(text, off);
+        let parts = [
+            (
+                "data lines",
+                file(&memory).split_once('\n').unwrap().1.to_owned(),
+                file(spilled).split_once('\n').unwrap().1.to_owned(),
+            ),
+            (
+                "header",
+                file(&memory).split_once('\n').unwrap().0.to_owned(),
+                file(spilled).split_once('\n').unwrap().0.to_owned(),
+            ),
+            ("descriptor", descriptor(&memory), descriptor(spilled)),
+            (
+                "rewritten result",
+                rewritten(&memory.result, &memory),
+                rewritten(&sent["result"].to_string(), spilled),
+            ),
+        ];
+        for (part, a, b) in parts {
+            let (a, b): (Value, Value) = match part {
+                "data lines" => (Value::String(a), Value::String(b)),
+                _ => (
+                    serde_json::from_str(&a).unwrap(),
+                    serde_json::from_str(&b).unwrap(),
+                ),
+            };
+            if a != b {
+                differ.push(format!(
+                    "{name}: {part}: {}",
+                    difference(&a, &b, String::new())
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Where `a` and `b` first differ: a JSON path and both values there.
+fn difference(a: &Value, b: &Value, at: String) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if w == v => {}
+                    Some(w) => return difference(v, w, format!("{at}.{k}")),
+                    None => return format!("{at}.{k} only from memory: {}", short(v)),
+                }
+            }
+            let extra: Vec<_> = y.keys().filter(|k| !x.contains_key(*k)).collect();
+            format!("{at}: only from a spill: {extra:?}")
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            let i = (0..x.len()).find(|&i| x[i] != y[i]).unwrap_or(0);
+            difference(&x[i], &y[i], format!("{at}[{i}]"))
+        }
+        (Value::String(x), Value::String(y)) => match (
+            serde_json::from_str::<Value>(x),
+            serde_json::from_str::<Value>(y),
+        ) {
+            (Ok(v @ (Value::Object(_) | Value::Array(_))), Ok(w)) => {
+                difference(&v, &w, format!("{at}(json)"))
+            }
+            _ => {
+                let i = x.bytes().zip(y.bytes()).take_while(|(p, q)| p == q).count();
+                let from = floor(x, i.saturating_sub(80));
+                format!(
+                    "{at}: from byte {i}:\n    memory:  {}\n    spilled: {}",
+                    short(&Value::String(x[from..].to_owned())),
+                    short(&Value::String(y[floor(y, from)..].to_owned()))
+                )
+            }
+        },
+        _ => format!(
+            "{at}:\n    memory:  {}\n    spilled: {}",
+            short(a),
+            short(b)
+        ),
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    match s.len() > 300 {
+        true => format!("{}…", &s[..floor(&s, 300)]),
+        false => s,
+    }
+}
+
+/// The last character boundary of `s` at or before byte `i`.
+fn floor(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}

@@ -320,14 +320,15 @@ pub(crate) struct TextFormat {
 
 impl TextFormat {
     /// The layout of a text too large to hold, learnt as it streamed by:
-    /// its leading and trailing whitespace, and whether the JSON between
-    /// is compact (else it is rebuilt compact: equal as JSON, not byte for
-    /// byte, as for any large text no known layout reproduces).
-    pub(crate) fn streamed(lead: &str, trail: &str, compact: bool) -> TextFormat {
+    /// its leading and trailing whitespace, and the style of the JSON
+    /// between (`None`: no known style; it is rebuilt compact, equal as
+    /// JSON, not byte for byte, as for any large text no known layout
+    /// reproduces).
+    pub(crate) fn streamed(lead: &str, trail: &str, style: Option<Style>) -> TextFormat {
         TextFormat {
             lead: lead.to_owned(),
             trail: trail.to_owned(),
-            style: compact.then_some(Style::Compact),
+            style,
             layout: None,
             verbatim: None,
         }

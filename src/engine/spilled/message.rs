@@ -226,7 +226,7 @@ pub(super) fn one_response(file: &File, message: &[Member]) -> Result<(), NotStr
     Ok(())
 }
 
-fn peek_is(file: &File, span: Span, b: u8) -> Result<bool, NotStreamable> {
+pub(super) fn peek_is(file: &File, span: Span, b: u8) -> Result<bool, NotStreamable> {
     Ok(read_small(file, span.start, 1.min(span.len()))?.as_bytes() == [b])
 }
 

@@ -18,17 +18,22 @@
 //!    statistics, the completeness digest and a sample of the first
 //!    records as they go (`sink`);
 //! 4. the header, the recipes and the descriptor are made as for any
-//!    result; the rebuild layout is the simpler one of a streamed value
-//!    (its whitespace kept when it was compact, else rebuilt compact:
-//!    equal as JSON), the small rest of the result is the envelope;
+//!    result; the rebuild layout is the one of a streamed value (its
+//!    style found as it streams by, `json::StyleCheck`; a text in no known
+//!    style is rebuilt compact: equal as JSON), the small rest of the
+//!    result is the envelope;
 //! 5. the store writes the header and then the data file through
 //!    [`Store::write_from`](crate::store::Store::write_from), streamed.
 //!
 //! Memory: a few buffers of 256 KiB, one record up to 1 MiB (for the
 //! statistics), the sample (256 KiB) and the envelope (at most 1 MiB),
-//! whatever the result's size and shape. Text blocks that copy
-//! `structuredContent` are not recognised here: both give records.
+//! whatever the result's size and shape. A text block that copies
+//! `structuredContent`'s records gives no records of its own (same count
+//! and digest); a `structuredContent` member that copies a text block (the
+//! SDKs' `{"result": text}`, compared byte for byte: `copy`) carries the
+//! descriptor, as from memory.
 
+mod copy;
 mod message;
 mod scan;
 mod sink;
@@ -45,7 +50,7 @@ use super::file::{self, HeaderFacts};
 use super::outcome::{Offloaded, Outcome};
 use super::pipeline::Parts;
 use super::recipes;
-use super::records::{self, FromResult, Rebuild, RecordKind, Segment, Shape};
+use super::records::{self, FromResult, Rebuild, RecordKind, Segment, Shape, StructuredCopy};
 use super::rewrite::{self, Replacement};
 use crate::json::minify;
 use crate::store;
@@ -289,7 +294,16 @@ fn offload(
         .config
         .policy_for_client(&call.name, call.client.as_deref());
     let estimator = o.estimator;
-    let (outline, prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
+    let (outline, mut prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
+    // A text copied in `structuredContent`: the text alone gives records.
+    let text_copy = copy::find(spill, &prepared)?;
+    if text_copy.is_some() {
+        prepared.retain(|p| !matches!(p.source, Source::Structured(_)));
+    }
+    let (copy, emptied) = match text_copy {
+        Some(c) => (Some(c.copy), Some(c.emptied)),
+        None => (None, None),
+    };
     let Split {
         data,
         segments,
@@ -299,15 +313,19 @@ fn offload(
     } = split_sources(spill, outline.blocks.len(), &prepared)?;
     drop(prepared);
     rewrite::structured_fits(slim.as_deref(), call.output_schema).map_err(Stop::Keep)?;
+    // `structuredContent` in the rewritten result and the envelope: its
+    // record array emptied, or its copy of a text emptied.
+    let structured = slim.as_deref().or(emptied.as_deref());
     let shrunk = shrunk_result(
         spill,
         &outline.members,
         &outline.blocks,
         &is_source,
-        slim.as_deref(),
+        structured,
     )?;
     let parsed = RawResult::parse(&shrunk).map_err(|_| NotStreamable("the rest of the result"))?;
-    let rebuild = rebuild_of(&parsed, &is_source, slim.is_some(), segments)?;
+    let copy_key = copy.as_ref().map(|c| c.key.clone());
+    let rebuild = rebuild_of(&parsed, &is_source, structured, segments, copy)?;
     let stats = &data.stats;
     let sample = data.sample();
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, stats);
@@ -335,6 +353,7 @@ fn offload(
         kind,
         recipes: &recipes,
         records: sample,
+        data_chars: data.chars,
         preview_chars: o.config.preview_chars,
         extraction: o.config.extract_guidance_for(call.client.as_deref()),
         estimator,
@@ -386,7 +405,7 @@ fn offload(
             link: link.as_deref(),
             kept_blocks: &kept_blocks,
             structured_slim: slim,
-            structured_copy_key: None,
+            structured_copy_key: copy_key.as_deref(),
         },
     );
     reply.message = Some(message(spill, &outline.message, &result, len)?);
@@ -399,20 +418,25 @@ fn offload(
 }
 
 /// The rebuild layout: the envelope (the small rest of the result,
-/// `parsed`, the sources nulled) and the segments.
+/// `parsed`, the sources nulled, `structuredContent` as `structured` when
+/// it gave records or copied a text) and the segments.
 fn rebuild_of(
     parsed: &RawResult<'_>,
     is_source: &[bool],
-    structured: bool,
+    structured: Option<&str>,
     segments: Vec<Segment>,
+    structured_copy: Option<StructuredCopy>,
 ) -> Result<Rebuild, NotStreamable> {
-    let nulled = structured.then_some("null");
+    let nulled = match structured_copy {
+        Some(_) => structured,
+        None => structured.map(|_| "null"),
+    };
     let (envelope, repeats) = records::envelope(parsed, is_source, nulled, &FromResult::default())
         .map_err(|_| NotStreamable("the envelope"))?;
     Ok(Rebuild {
         result: envelope,
         segments: records::compact_segments(segments),
-        structured_copy: None,
+        structured_copy,
         from_result: None,
         repeats,
     })

@@ -30,6 +30,8 @@ pub(super) struct Sink {
     current: Vec<u8>,
     current_len: u64,
     count: usize,
+    /// Characters written, the newlines included.
+    chars: usize,
 }
 
 impl Sink {
@@ -44,6 +46,7 @@ impl Sink {
             current: Vec::new(),
             current_len: 0,
             count: 0,
+            chars: 0,
         }
     }
 
@@ -58,6 +61,7 @@ impl Sink {
             current: Vec::new(),
             current_len: 0,
             count: 0,
+            chars: 0,
         }
     }
 
@@ -74,6 +78,8 @@ impl Sink {
     /// The next bytes of the current record (compact JSON, no newline).
     pub(super) fn write(&mut self, bytes: &[u8]) -> Result<(), NotStreamable> {
         self.digest.update(bytes, 0);
+        // Characters: every byte but UTF-8's continuation bytes.
+        self.chars += bytes.iter().filter(|&&b| (b as i8) >= -0x40).count();
         let Some(out) = self.out.as_mut() else {
             return Ok(());
         };
@@ -97,6 +103,7 @@ impl Sink {
     pub(super) fn end(&mut self) -> Result<(), NotStreamable> {
         self.digest.update(b"\n", 1);
         self.count += 1;
+        self.chars += 1;
         let Some(out) = self.out.as_mut() else {
             return Ok(());
         };
@@ -130,6 +137,7 @@ impl Sink {
             sample: self.sample,
             sample_count: self.sample_count,
             contract: self.digest.finish(),
+            chars: self.chars.saturating_sub(1),
             file,
         })
     }
@@ -141,6 +149,8 @@ pub(super) struct Finished {
     sample: String,
     sample_count: usize,
     pub contract: DataContract,
+    /// All the records joined by newlines, in characters.
+    pub chars: usize,
     pub file: std::fs::File,
 }
 

@@ -20,7 +20,7 @@ use super::super::records::{Shape, TextFormat};
 use super::scan::{CHUNK, NotStreamable, check_json, minify_copy};
 use super::sink::{FOLD_MAX, Sink};
 use super::walk::{Outer, Visit, walk};
-use crate::json::minify;
+use crate::json::{Style, StyleCheck, minify};
 
 /// A value larger than this (in the spill, or decoded) is a record source;
 /// smaller ones stay in the envelope.
@@ -115,7 +115,11 @@ pub(super) fn json_value(
         } else {
             (String::new(), String::new())
         };
-        Ok(Some(TextFormat::streamed(&l, &t, outer.inner_ws == 0)))
+        let style = match outer.inner_ws {
+            0 => Some(Style::Compact),
+            _ => streamed_style(file, at + outer.lead, len - outer.lead - outer.trail)?,
+        };
+        Ok(Some(TextFormat::streamed(&l, &t, style)))
     };
     match first[0] {
         b'[' => {
@@ -160,6 +164,21 @@ pub(super) fn json_value(
             one_value(file, at, len, sink)?;
             Ok(Shape::Value { format: None })
         }
+    }
+}
+
+/// The style `file[at..at + len]` (valid JSON, no whitespace around it)
+/// is laid out in, read a chunk at a time; `None` when no known one.
+fn streamed_style(file: &File, at: u64, len: u64) -> Result<Option<Style>, NotStreamable> {
+    let mut check = StyleCheck::default();
+    let mut text = range(file, at, len)?;
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = text.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(check.style());
+        }
+        check.feed(&chunk[..n]);
     }
 }
 
