@@ -10,7 +10,7 @@ use super::contract::DataContract;
 use super::descriptor::{Detail, HEADER_TYPE, OffloadHeader, OffloadedResult};
 use super::rebuild::expiry;
 use super::recipes::Recipe;
-use super::records::{Rebuild, Records, RecordsView};
+use super::records::Rebuild;
 use crate::config::OffloadConfig;
 use crate::wire::call::ToolCall;
 
@@ -98,31 +98,10 @@ pub(super) fn written(
     }
 }
 
-/// The file's contents: the header line, then the records, each in its
-/// own buffer. They are written one after the other
-/// ([`Store::write_parts`](crate::store::Store::write_parts)): the records
-/// are neither moved nor copied to make room for the header.
-pub(super) struct File {
-    /// The header line, with its `\n`.
-    pub head: Vec<u8>,
-    records: Records,
-}
-
-impl File {
-    pub(super) fn new(records: Records, header: &OffloadHeader) -> File {
-        // Serialising our own types cannot fail.
-        let mut head = serde_json::to_vec(header).unwrap_or_default();
-        head.push(b'\n');
-        File { head, records }
-    }
-
-    /// The records, as written after the header.
-    pub(super) fn records(&self) -> RecordsView<'_> {
-        self.records.view()
-    }
-
-    /// The bytes written after the header line.
-    pub(super) fn body(&self) -> &[u8] {
-        self.records.view().body().as_bytes()
-    }
+/// The file's header line, with its `\n`.
+pub(super) fn head_line(header: &OffloadHeader) -> Vec<u8> {
+    // Serialising our own types cannot fail.
+    let mut head = serde_json::to_vec(header).unwrap_or_default();
+    head.push(b'\n');
+    head
 }

@@ -15,15 +15,16 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
+use super::contract::DataContract;
 use super::contract::DataDigest;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
 use super::fallback;
-use super::file::{self, File, HeaderFacts};
+use super::file::{self, HeaderFacts};
 use super::outcome::{Offloaded, Outcome};
 use super::recipes;
-use super::records::{self, Extraction};
+use super::records::{self, Extraction, Rebuild, RecordKind, Records, RecordsView};
 use super::rewrite::{self, Replacement};
 use super::stats::RecordStats;
 use crate::config::OffloadConfig;
@@ -31,7 +32,7 @@ use crate::estimate::TokenEstimator;
 use crate::parallel;
 use crate::store::{self, Store};
 use crate::wire::call::ToolCall;
-use crate::wire::mcp::{Input, ResultError};
+use crate::wire::mcp::{Input, RawResult, ResultError};
 
 /// What the pipeline needs of an [`Offloader`](super::Offloader): its
 /// configuration, estimator and store, and the id of the file to write.
@@ -90,8 +91,99 @@ pub(super) fn run(
         || RecordStats::collect(view.iter()),
         || DataDigest::of(body.as_bytes(), view.len()),
     );
+    let split = Split {
+        kind,
+        rebuild,
+        stats,
+        contract,
+        estimated_tokens,
+        kept_blocks,
+        structured_slim,
+        structured_copy_key,
+    };
+    Ok(finish(
+        o,
+        call,
+        policy.threshold_tokens,
+        &parsed,
+        Data::Memory(records),
+        split,
+    ))
+}
+
+/// Where a result's records are once split.
+pub(super) enum Data<'a> {
+    /// In memory, the file's data lines.
+    Memory(Records),
+    /// In a data file (a spilled result's, rewound), with its first records.
+    File {
+        file: &'a std::fs::File,
+        sample: RecordsView<'a>,
+        /// All the records.
+        count: usize,
+        /// All the records joined by newlines, in characters.
+        chars: usize,
+    },
+}
+
+impl Data<'_> {
+    /// The records, or the first of them; all of them; their characters.
+    fn records(&self) -> (RecordsView<'_>, usize, usize) {
+        match self {
+            Data::Memory(records) => {
+                let view = records.view();
+                (view, view.len(), view.chars())
+            }
+            Data::File {
+                sample,
+                count,
+                chars,
+                ..
+            } => (*sample, *count, *chars),
+        }
+    }
+}
+
+/// What the split and the statistics gave, for [`finish`].
+pub(super) struct Split {
+    pub kind: RecordKind,
+    pub rebuild: Rebuild,
+    pub stats: RecordStats,
+    pub contract: DataContract,
+    pub estimated_tokens: usize,
+    /// Blocks that stay in the rewritten result, in order.
+    pub kept_blocks: Vec<usize>,
+    /// `structuredContent` with its record array emptied, when it was a source.
+    pub structured_slim: Option<String>,
+    /// The `structuredContent` member that copied a source block's text.
+    pub structured_copy_key: Option<String>,
+}
+
+/// Steps 4 to 8 for records split already, wherever they are: recipes,
+/// header, descriptor, the store's write or the fallback, the rewritten
+/// result. `parsed`: the result with its sources taken out.
+pub(super) fn finish(
+    o: &Parts<'_>,
+    call: &ToolCall,
+    threshold: usize,
+    parsed: &RawResult<'_>,
+    data: Data<'_>,
+    split: Split,
+) -> Outcome {
+    let Split {
+        kind,
+        rebuild,
+        stats,
+        contract,
+        estimated_tokens,
+        kept_blocks,
+        structured_slim,
+        structured_copy_key,
+    } = split;
+    let estimator = o.estimator;
+    let (records, count, data_chars) = data.records();
     let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
-    let recipes = recipes::build(&stats, kind, detail, records.view());
+    let recipes = recipes::build(&stats, kind, detail, records);
     let id = o.file_id;
     let header = file::header(
         call,
@@ -106,7 +198,6 @@ pub(super) fn run(
         },
     );
     let file_name = store::file_name(&header.operation, id);
-    let file = File::new(records, &header);
     let planned = o.store.dir().join(&file_name);
     let planned = planned.to_string_lossy();
     let facts = Facts {
@@ -115,26 +206,38 @@ pub(super) fn run(
         stats: &stats,
         kind,
         recipes: &recipes,
-        records: file.records(),
-        data_chars: file.records().chars(),
+        records,
+        data_chars,
         preview_chars: o.config.preview_chars,
         extraction: o.config.extract_guidance_for(call.client.as_deref()),
         estimator,
         ttl: Some(o.config.ttl),
     };
-    let response = match describe::fitted(&facts, estimated_tokens, policy.threshold_tokens) {
+    let response = match describe::fitted(&facts, estimated_tokens, threshold) {
         Ok(response) => response,
-        Err(reason) => return Ok(Outcome::Inline(reason)),
+        Err(reason) => return Outcome::Inline(reason),
     };
-    let path = match o.store.write_parts(&file_name, &file.head, file.body()) {
+    let head = file::head_line(&header);
+    let written = match &data {
+        Data::Memory(_) => o
+            .store
+            .write_parts(&file_name, &head, records.body().as_bytes()),
+        Data::File { file, .. } => o.store.write_from(&file_name, &head, &mut &**file),
+    };
+    let path = match written {
         Ok(path) => path,
         Err(error) => {
-            let all = (file.records(), file.records().len());
             let rebuild = header.rebuild.as_ref();
-            let (tokens, threshold) = (estimated_tokens, policy.threshold_tokens);
-            let truncated =
-                fallback::truncate(estimator, &parsed, rebuild, all, error, tokens, threshold);
-            return Ok(truncated);
+            let all = (records, count);
+            return fallback::truncate(
+                estimator,
+                parsed,
+                rebuild,
+                all,
+                error,
+                estimated_tokens,
+                threshold,
+            );
         }
     };
     // A store may write elsewhere than planned: describe the real path.
@@ -148,11 +251,11 @@ pub(super) fn run(
         })
         .0
     };
-    drop(file);
+    drop(data);
     let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
     let link = call.resource_link.then(|| rewrite::link_to(&path));
     let result = rewrite::rewritten(
-        &parsed,
+        parsed,
         Replacement {
             descriptor_json: &descriptor_json,
             link: link.as_deref(),
@@ -162,9 +265,9 @@ pub(super) fn run(
         },
     );
     let file = file::written(path, header, o.config.ttl, id);
-    Ok(Outcome::Offloaded(Box::new(Offloaded {
+    Outcome::Offloaded(Box::new(Offloaded {
         result,
         response,
         file,
-    })))
+    }))
 }

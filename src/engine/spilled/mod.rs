@@ -43,17 +43,14 @@ mod walk;
 use std::fs::File;
 use std::io::{Read, Write};
 
-use super::describe::{self, Facts};
 use super::events::PassReason;
-use super::fallback;
-use super::file::{self, HeaderFacts};
-use super::outcome::{Offloaded, Outcome};
-use super::pipeline::Parts;
-use super::recipes;
-use super::records::{self, FromResult, Rebuild, RecordKind, Segment, Shape, StructuredCopy};
-use super::rewrite::{self, Replacement};
+use super::outcome::Outcome;
+use super::pipeline::{self, Data, Parts, Split};
+use super::records::{
+    self, FromResult, Rebuild, RecordKind, RecordsView, Segment, Shape, StructuredCopy,
+};
+use super::rewrite;
 use crate::json::minify;
-use crate::store;
 use crate::wire::call::ToolCall;
 use crate::wire::mcp::RawResult;
 use message::{Outline, Source, Span, find, outline};
@@ -201,7 +198,7 @@ fn prepare(
 }
 
 /// What splitting the sources gave.
-struct Split {
+struct SplitSources {
     data: sink::Finished,
     segments: Vec<Segment>,
     is_source: Vec<bool>,
@@ -210,7 +207,7 @@ struct Split {
 }
 
 /// Step 3b: every source split into the data file, in order.
-fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<Split, Stop> {
+fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<SplitSources, Stop> {
     // Split every source into the data file.
     let mut sink = Sink::new(tempfile::tempfile()?);
     let mut segments = Vec::new();
@@ -272,7 +269,7 @@ fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<S
     } else {
         RecordKind::Json
     };
-    Ok(Split {
+    Ok(SplitSources {
         data,
         segments,
         is_source,
@@ -281,8 +278,8 @@ fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<S
     })
 }
 
-/// The steps (see the module docs). (About 115 lines: steps 4 and 5 in
-/// order, each a call, and the store's fallback, as in `pipeline::run`.)
+/// The steps (see the module docs); the records once split go through the
+/// same [`pipeline::finish`] as a result held in memory.
 fn offload(
     o: &Parts<'_>,
     call: &ToolCall,
@@ -293,7 +290,6 @@ fn offload(
     let policy = o
         .config
         .policy_for_client(&call.name, call.client.as_deref());
-    let estimator = o.estimator;
     let (outline, mut prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
     // A text copied in `structuredContent`: the text alone gives records.
     let text_copy = copy::find(spill, &prepared)?;
@@ -304,7 +300,7 @@ fn offload(
         Some(c) => (Some(c.copy), Some(c.emptied)),
         None => (None, None),
     };
-    let Split {
+    let SplitSources {
         data,
         segments,
         is_source,
@@ -326,95 +322,41 @@ fn offload(
     let parsed = RawResult::parse(&shrunk).map_err(|_| NotStreamable("the rest of the result"))?;
     let copy_key = copy.as_ref().map(|c| c.key.clone());
     let rebuild = rebuild_of(&parsed, &is_source, structured, segments, copy)?;
-    let stats = &data.stats;
-    let sample = data.sample();
-    let detail = describe::detail_level(call.string_arg("detail"), &call.name, stats);
-    let recipes = recipes::build(stats, kind, detail, sample);
-    let id = o.file_id;
-    let header = file::header(
-        call,
-        o.config,
-        HeaderFacts {
-            id,
-            estimated_tokens,
-            detail,
-            rebuild,
-            recipes: &recipes,
-            contract: &data.contract,
-        },
-    );
-    let file_name = store::file_name(&header.operation, id);
-    let planned = o.store.dir().join(&file_name);
-    let planned = planned.to_string_lossy();
-    let facts = Facts {
-        header: &header,
-        path: &planned,
-        stats,
-        kind,
-        recipes: &recipes,
-        records: sample,
-        data_chars: data.chars,
-        preview_chars: o.config.preview_chars,
-        extraction: o.config.extract_guidance_for(call.client.as_deref()),
-        estimator,
-        ttl: Some(o.config.ttl),
-    };
-    let response =
-        describe::fitted(&facts, estimated_tokens, policy.threshold_tokens).map_err(Stop::Keep)?;
-    let mut head = serde_json::to_vec(&header).unwrap_or_default();
-    head.push(b'\n');
-    let mut body = data.file.try_clone()?;
-    let path = match o.store.write_from(&file_name, &head, &mut body) {
-        Ok(path) => path,
-        Err(error) => {
-            let (threshold, total) = (policy.threshold_tokens, data.contract.count);
-            let truncated = fallback::truncate(
-                estimator,
-                &parsed,
-                header.rebuild.as_ref(),
-                (sample, total),
-                error,
-                estimated_tokens,
-                threshold,
-            );
-            if let Outcome::Truncated(t) = &truncated {
-                reply.message = Some(message(spill, &outline.message, &t.result, len)?);
-            }
-            return Ok(truncated);
-        }
-    };
-    let written = path.to_string_lossy();
-    let response = if written == planned {
-        response
-    } else {
-        describe::describe(&Facts {
-            path: &written,
-            ..facts
-        })
-        .0
-    };
-    let descriptor_json = serde_json::to_string(&response).unwrap_or_default();
-    let link = call.resource_link.then(|| rewrite::link_to(&path));
-    let kept_blocks: Vec<usize> = (0..outline.blocks.len())
+    let kept_blocks = (0..outline.blocks.len())
         .filter(|&i| !is_source[i])
         .collect();
-    let result = rewrite::rewritten(
-        &parsed,
-        Replacement {
-            descriptor_json: &descriptor_json,
-            link: link.as_deref(),
-            kept_blocks: &kept_blocks,
-            structured_slim: slim,
-            structured_copy_key: copy_key.as_deref(),
-        },
-    );
-    reply.message = Some(message(spill, &outline.message, &result, len)?);
-    let file = file::written(path, header, o.config.ttl, id);
-    Ok(Outcome::Offloaded(Box::new(Offloaded {
-        result,
-        response,
+    let sink::Finished {
+        stats,
+        contract,
+        chars,
         file,
-    })))
+        sample,
+        sample_count,
+    } = data;
+    let records = Data::File {
+        file: &file,
+        sample: RecordsView::new(&sample, sample_count),
+        count: contract.count,
+        chars,
+    };
+    let split = Split {
+        kind,
+        rebuild,
+        stats,
+        contract,
+        estimated_tokens,
+        kept_blocks,
+        structured_slim: slim,
+        structured_copy_key: copy_key,
+    };
+    let outcome = pipeline::finish(o, call, policy.threshold_tokens, &parsed, records, split);
+    let result = match &outcome {
+        Outcome::Offloaded(off) => &off.result,
+        Outcome::Truncated(t) => &t.result,
+        Outcome::Inline(reason) => return Err(Stop::Keep(reason.clone())),
+    };
+    reply.message = Some(message(spill, &outline.message, result, len)?);
+    Ok(outcome)
 }
 
 /// The rebuild layout: the envelope (the small rest of the result,

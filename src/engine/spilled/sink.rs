@@ -7,7 +7,6 @@
 use std::io::{BufWriter, Seek, Write};
 
 use super::super::contract::{DataContract, DataDigest};
-use super::super::records::RecordsView;
 use super::super::stats::RecordStats;
 use super::scan::{CHUNK, NotStreamable};
 
@@ -146,17 +145,12 @@ impl Sink {
 /// A finished [`Sink`].
 pub(super) struct Finished {
     pub stats: RecordStats,
-    sample: String,
-    sample_count: usize,
+    /// The first records, each followed by `\n` (for the recipes and
+    /// the preview), `sample_count` of them.
+    pub sample: String,
+    pub sample_count: usize,
     pub contract: DataContract,
     /// All the records joined by newlines, in characters.
     pub chars: usize,
     pub file: std::fs::File,
-}
-
-impl Finished {
-    /// The first records (for the recipes and the preview).
-    pub(super) fn sample(&self) -> RecordsView<'_> {
-        RecordsView::new(&self.sample, self.sample_count)
-    }
 }
