@@ -41,12 +41,7 @@ pub(super) fn decide<'a>(
     result: &'a [u8],
     input: Input<'a>,
 ) -> Result<Decision<'a>, ResultError> {
-    if !policy.enabled {
-        let reason = if enabled {
-            PassReason::Excluded
-        } else {
-            PassReason::Disabled
-        };
+    if let Some(reason) = switched_off(policy, enabled) {
         return Ok(Decision::Inline(reason));
     }
     if under_threshold_by_size(estimator, policy, result.len()) {
@@ -63,15 +58,35 @@ pub(super) fn decide<'a>(
         return Ok(Decision::Inline(PassReason::IsError));
     }
     let estimated_tokens = content_tokens(estimator, &parsed);
-    let over_bytes = policy
-        .max_tool_output_bytes
-        .is_some_and(|b| content_bytes(&parsed) >= b);
-    if estimated_tokens <= policy.threshold_tokens && !over_bytes {
-        return Ok(Decision::Inline(PassReason::UnderThreshold {
-            estimated_tokens,
-        }));
+    if let Some(reason) = under(policy, estimated_tokens, content_bytes(&parsed) as u64) {
+        return Ok(Decision::Inline(reason));
     }
     Ok(Decision::Offload(parsed, estimated_tokens))
+}
+
+/// Why no result of this tool is offloaded, when none is: excluded by
+/// the policy, or offloading is off (`enabled`, the global switch).
+pub(super) fn switched_off(policy: &EffectivePolicy, enabled: bool) -> Option<PassReason> {
+    match (policy.enabled, enabled) {
+        (true, _) => None,
+        (false, true) => Some(PassReason::Excluded),
+        (false, false) => Some(PassReason::Disabled),
+    }
+}
+
+/// Why a result of `estimated_tokens` and `content_bytes` (what a model
+/// would read) stays inline, when it does: under the token threshold and
+/// under the byte trigger, when there is one.
+pub(super) fn under(
+    policy: &EffectivePolicy,
+    estimated_tokens: usize,
+    content_bytes: u64,
+) -> Option<PassReason> {
+    let over_bytes = policy
+        .max_tool_output_bytes
+        .is_some_and(|b| content_bytes >= b as u64);
+    (estimated_tokens <= policy.threshold_tokens && !over_bytes)
+        .then_some(PassReason::UnderThreshold { estimated_tokens })
 }
 
 /// Whether `len` bytes are sure to stay inline, without looking at them.

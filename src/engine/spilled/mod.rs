@@ -43,6 +43,7 @@ mod walk;
 use std::fs::File;
 use std::io::{Read, Write};
 
+use super::decide;
 use super::events::PassReason;
 use super::outcome::Outcome;
 use super::pipeline::{self, Data, Parts, Split};
@@ -132,12 +133,7 @@ fn prepare(
     let policy = o
         .config
         .policy_for_client(&call.name, call.client.as_deref());
-    if !policy.enabled {
-        let reason = if o.config.enabled {
-            PassReason::Excluded
-        } else {
-            PassReason::Disabled
-        };
+    if let Some(reason) = decide::switched_off(&policy, o.config.enabled) {
         return Err(Stop::Keep(reason));
     }
     if !check_json(range(spill, 0, len)?) {
@@ -185,14 +181,11 @@ fn prepare(
         }
     }
     let estimated_tokens = (text_tokens + small_tokens).max(structured_tokens);
-    let over_bytes = policy
-        .max_tool_output_bytes
-        .is_some_and(|b| content_bytes >= b as u64);
     if prepared.is_empty() {
         return Err(Stop::Keep(PassReason::NoRecords));
     }
-    if estimated_tokens <= policy.threshold_tokens && !over_bytes {
-        return Err(Stop::Keep(PassReason::UnderThreshold { estimated_tokens }));
+    if let Some(reason) = decide::under(&policy, estimated_tokens, content_bytes) {
+        return Err(Stop::Keep(reason));
     }
     Ok((outline, prepared, estimated_tokens))
 }
