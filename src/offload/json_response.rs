@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 
 use super::body::OffloadBody;
 use super::budget::Lease;
-use super::spill::{SPILL_AT, read_spilled};
+use super::spill::{SPILL_AT, broke_off, failed_calls, read_spilled};
 use super::state::{Shared, Watch};
 use crate::wire::jsonrpc::{Found, created_task_id, find_results};
 
@@ -51,7 +51,17 @@ where
         }
     };
     if error.is_some() {
-        // Cut short: sent as it came, the error after it.
+        if parts.status.is_success() && !watched.is_empty() {
+            // Held back and cut short before a byte was sent: each call
+            // fails alone, with an error the client can read, instead of
+            // a 200 whose body breaks off (and the connection with it).
+            tracing::warn!(
+                received = data.len(),
+                "an upstream answer broke off before its end"
+            );
+            return failed_calls(parts, &watched, &broke_off(data.len() as u64));
+        }
+        // Sent as it came, the error after it.
         return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
     }
     let data = if shared.passes_unread(&watched, data.len()) {

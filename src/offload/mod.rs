@@ -278,9 +278,13 @@
 //!   temporary file as it arrives and offloaded from there in streaming
 //!   passes ([`Offloader::process_spilled`]): a 1 GB result costs tens of
 //!   MiB. What stays inline after all (not a result, under the threshold)
-//!   is played back from the spill byte for byte. An upstream that fails
-//!   mid-body has its error passed on, after the same bytes as without the
-//!   layer, and nothing is published.
+//!   is played back from the spill byte for byte. An upstream whose JSON
+//!   answer to watched calls breaks off mid-body (the layer held it back,
+//!   so nothing of it was sent) gets each of those calls a JSON-RPC error
+//!   (-32603, "broke off") in a whole `200` answer: the call fails alone,
+//!   not the client's connection. Any other answer that breaks off (an
+//!   event stream, already flowing) has its error passed on after the same
+//!   bytes as without the layer. Nothing is published either way.
 //! * Files expire: the layer runs the spec's `offload_cleanup` task itself
 //!   (see [`cleanup`](crate::cleanup)), and [`rebuild_file`] and
 //!   `lro_extract` refuse an expired file even before it is deleted.

@@ -68,6 +68,15 @@ where
         Err(Failed::Untouched(frames, rest)) => return Err((parts, frames, rest)),
         Err(Failed::Lost) => return Ok(lost(parts, watched)),
     };
+    if spilled.error.is_some() && parts.status.is_success() && !watched.is_empty() {
+        // Held back and cut short before a byte was sent: each call fails
+        // alone instead of a 200 whose body breaks off.
+        tracing::warn!(
+            received = spilled.len,
+            "an upstream answer broke off before its end"
+        );
+        return Ok(failed_calls(parts, watched, &broke_off(spilled.len)));
+    }
     let watch = watched.iter().find(|w| w.kind == WatchKind::Result);
     let (Some(w), None) = (watch, &spilled.error) else {
         // Cut short (sent as it came, the error after it), or nothing to offload.
@@ -133,15 +142,53 @@ fn own<B: Body>(
 /// full disk): a JSON-RPC error for the watched request, never a response
 /// with bytes missing.
 fn lost<B: Body>(parts: http::response::Parts, watched: &[Watch]) -> Response<OffloadBody<B>> {
-    let id = watched
-        .first()
-        .map_or(serde_json::Value::Null, |w| w.id.clone());
-    let message = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": -32603, "message": "The result was too large to hold and could not be spilled to disk."}
-    });
-    own(parts, Bytes::from(message.to_string()), None)
+    let message = "The result was too large to hold and could not be spilled to disk.";
+    failed_calls(parts, watched, message)
+}
+
+/// The answer to the watched calls of a response whose body cannot be
+/// passed on whole (it broke off, or could not be held): a JSON-RPC
+/// "internal error" (-32603) with `message` for each call (one object, or
+/// an array for several), `application/json`, so each call fails alone
+/// and the client's connection and session go on.
+pub(super) fn failed_calls<B: Body>(
+    mut parts: http::response::Parts,
+    watched: &[Watch],
+    message: &str,
+) -> Response<OffloadBody<B>> {
+    let errors: Vec<serde_json::Value> = watched
+        .iter()
+        .map(|w| {
+            serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": w.id,
+                "error": {"code": -32603, "message": message},
+            })
+        })
+        .collect();
+    let body = match errors.as_slice() {
+        [one] => one.to_string(),
+        [] => serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603, "message": message}}).to_string(),
+        _ => serde_json::Value::Array(errors).to_string(),
+    };
+    parts.headers.remove(TRANSFER_ENCODING);
+    parts.headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts
+        .headers
+        .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    Response::from_parts(parts, OffloadBody::own_with(Bytes::from(body), None))
+}
+
+/// What a call whose upstream answer broke off after `received` bytes is
+/// answered (see [`failed_calls`]).
+pub(super) fn broke_off(received: u64) -> String {
+    format!(
+        "The upstream server's answer broke off after {received} bytes, before its end; \
+         the call may be retried."
+    )
 }
 
 /// Why a body was not spilled.

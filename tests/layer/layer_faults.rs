@@ -493,11 +493,16 @@ async fn observe(addr: SocketAddr, body: &Value) -> (u16, Vec<u8>, bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upstream_errors_mid_body_reach_the_client_unchanged() {
+async fn upstream_errors_mid_body_reach_the_client_unchanged_or_fail_the_call_alone() {
     let dir = tempfile::tempdir().unwrap();
     let large = json!({"jsonrpc": "2.0", "id": 1, "result": memory_tool_result(&memories(100, Detail::Full))})
         .to_string();
     let half = &large[..large.len() / 2];
+    // Past the spill size: held in a file, not in memory.
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [
+        {"type": "text", "text": "log line\n".repeat(4 << 20)}
+    ]}})
+    .to_string();
     let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#;
     let sse_event = format!("event: message\ndata: {progress}\n\n");
     let cases: Vec<(&str, Vec<u8>)> = vec![
@@ -506,6 +511,15 @@ async fn upstream_errors_mid_body_reach_the_client_unchanged() {
             format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{half}",
                 large.len()
+            )
+            .into_bytes(),
+        ),
+        (
+            "JSON cut short of its Content-Length, past the spill size",
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{}",
+                huge.len(),
+                &huge[..huge.len() * 3 / 4]
             )
             .into_bytes(),
         ),
@@ -543,6 +557,19 @@ async fn upstream_errors_mid_body_reach_the_client_unchanged() {
         let without = forwarder(upstream, dir.path(), false).await;
         let a = observe(with, &call).await;
         let b = observe(without, &call).await;
+        if name.starts_with("JSON cut short") {
+            // Without the layer the client gets a 200 whose body breaks
+            // off; the layer, which held it back, fails that call alone.
+            assert!(b.2, "{name}: without the layer the body breaks off");
+            assert_eq!(a.0, 200, "{name}: status");
+            assert!(!a.2, "{name}: a whole body");
+            let answer: Value = serde_json::from_slice(&a.1).expect("JSON");
+            assert_eq!(answer["id"], 1);
+            assert_eq!(answer["error"]["code"], -32603);
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains("broke off"), "{message}");
+            continue;
+        }
         assert_eq!(a.0, b.0, "{name}: status");
         assert_eq!(a.2, b.2, "{name}: the error reaches the client");
         // The same bytes before it. How many of them reach the client
