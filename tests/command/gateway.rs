@@ -1331,6 +1331,8 @@ struct Faulty {
     gap: Duration,
     die: bool,
     silent: bool,
+    /// A JSON answer's head and half its body, then silence.
+    half_json: bool,
 }
 
 async fn faulty_upstream(f: Faulty) -> SocketAddr {
@@ -1343,6 +1345,17 @@ async fn faulty_upstream(f: Faulty) -> SocketAddr {
                 let mut buf = vec![0u8; 65536];
                 let _ = tcp.read(&mut buf).await;
                 if f.silent {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    return;
+                }
+                if f.half_json {
+                    let body = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"half"}]}}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = tcp.write_all(head.as_bytes()).await;
+                    let _ = tcp.write_all(&body.as_bytes()[..body.len() / 2]).await;
                     tokio::time::sleep(Duration::from_secs(60)).await;
                     return;
                 }
@@ -1376,6 +1389,7 @@ impl Faulty {
             gap,
             die,
             silent: false,
+            half_json: false,
         }
     }
 
@@ -1385,6 +1399,16 @@ impl Faulty {
         gap: Duration::ZERO,
         die: false,
         silent: true,
+        half_json: false,
+    };
+
+    /// Sends a JSON answer's head and half its body, then nothing.
+    const HALF_THEN_SILENT: Faulty = Faulty {
+        events: 0,
+        gap: Duration::ZERO,
+        die: false,
+        silent: false,
+        half_json: true,
     };
 }
 
@@ -1406,7 +1430,8 @@ async fn call_via_gateway(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_stream_outlives_the_response_timeout_and_a_silent_upstream_gets_504() {
     let dir = tempfile::tempdir().unwrap();
-    let timeout = ["--response-timeout", "1"];
+    // Events 0.7 s apart: within the idle timeout, so never cut.
+    let timeout = ["--response-timeout", "1", "--body-idle-timeout", "1"];
     let long = Faulty::stream(4, Duration::from_millis(700), false);
     let (_gw, _, _, r) = call_via_gateway(long, dir.path(), &timeout).await;
     assert_eq!(r.status(), 200);
@@ -1459,6 +1484,174 @@ async fn an_upstream_dying_mid_stream_ends_the_answer_and_nothing_hangs() {
             .contains("broke off"),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_silent_mid_body_fails_the_call_alone_after_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let idle = ["--body-idle-timeout", "1"];
+    let started = std::time::Instant::now();
+    let (_gw, addr, _, r) = call_via_gateway(Faulty::HALF_THEN_SILENT, dir.path(), &idle).await;
+    assert_eq!(r.status(), 200);
+    let answer: Value = tokio::time::timeout(Duration::from_secs(20), r.json())
+        .await
+        .expect("an answer, not a hang")
+        .expect("a whole JSON answer");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broke off"),
+        "{answer}"
+    );
+    let health = http()
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "the gateway lives on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_bodies_sent_a_byte_at_a_time_do_not_hold_the_slots() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let (_gw, addr) = gateway_with(
+        "http://127.0.0.1:1/mcp",
+        dir.path(),
+        &["--max-connections", "4", "--request-body-timeout", "1"],
+    );
+    // Eight clients (twice the slots) sending a body a byte a second.
+    let mut slow = Vec::new();
+    for _ in 0..8 {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        slow.push(tokio::spawn(async move {
+            let head = "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+            if tcp.write_all(head.as_bytes()).await.is_err() {
+                return true;
+            }
+            for _ in 0..100 {
+                if tcp.write_all(b" ").await.is_err() {
+                    return true;
+                }
+                let mut buf = [0u8; 512];
+                match tokio::time::timeout(Duration::from_secs(1), tcp.read(&mut buf)).await {
+                    // An answer, or the connection closed: let go.
+                    Ok(_) => return true,
+                    Err(_) => continue,
+                }
+            }
+            false
+        }));
+    }
+    // A normal client is served once the deadlines free the slots.
+    let health = tokio::time::timeout(
+        Duration::from_secs(15),
+        http().get(format!("http://{addr}/healthz")).send(),
+    )
+    .await
+    .expect("healthz answers while slow bodies trickle")
+    .unwrap();
+    assert_eq!(health.status(), 200);
+    for client in slow {
+        let let_go = tokio::time::timeout(Duration::from_secs(30), client).await;
+        assert!(
+            matches!(let_go, Ok(Ok(true))),
+            "a slow body is let go: {let_go:?}"
+        );
+    }
+}
+
+/// An upstream answering every request with the same large JSON answer.
+async fn large_answer_upstream(bytes: usize) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#,
+        "x".repeat(bytes)
+    );
+    let body: &'static str = Box::leak(body.into_boxed_str());
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let _ = tcp.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                let _ = tcp.write_all(head.as_bytes()).await;
+                let _ = tcp.write_all(body.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_reading_at_1_kb_a_second_loses_its_slot_and_a_fast_one_does_not() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!("http://{}/mcp", large_answer_upstream(16 << 20).await);
+    let (gw, addr) = gateway_with(
+        &upstream,
+        dir.path(),
+        &["--min-send-rate", "65536", "--max-connections", "1"],
+    );
+    // A fast client: the whole 16 MB answer (a `ping`, passed through);
+    // its connection closed after (a client of its own, dropped).
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let fast = reqwest::Client::new();
+    let whole = fast
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(whole.bytes().await.unwrap().len(), (16 << 20) + 44);
+    drop(fast);
+    // A client that reads 1 KB a second takes the only slot.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = ping.to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let slow = tokio::spawn(async move {
+        for _ in 0..60 {
+            let mut buf = [0u8; 1024];
+            if matches!(tcp.read(&mut buf).await, Ok(0) | Err(_)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    // Another client is served once the slow one is cut off (its reading
+    // stayed under the minimum rate for the grace period).
+    let started = std::time::Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(40),
+        reqwest::Client::new()
+            .get(format!("http://{addr}/healthz"))
+            .send(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the slow reader kept the slot: {}", gw.stderr()))
+    .unwrap();
+    assert_eq!(health.status(), 200);
+    println!("served after {:?}", started.elapsed());
+    assert!(
+        gw.stderr().contains("read its answer too slowly"),
+        "{}",
+        gw.stderr()
+    );
+    slow.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

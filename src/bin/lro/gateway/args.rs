@@ -126,6 +126,17 @@ struct ServeArgs {
     /// stream then runs as long as it lasts).
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     response_timeout: u64,
+    /// Seconds a client gets to send a whole request body, from its head.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    request_body_timeout: u64,
+    /// Seconds the upstream may go silent in the body of an answer (not
+    /// in its own GET event stream).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    body_idle_timeout: u64,
+    /// Bytes a second a client must at least read its answers at, once
+    /// they waited on it 10 s (its connection is closed under it; 0: off).
+    #[arg(long, value_name = "BYTES", default_value_t = 8192)]
+    min_send_rate: u64,
     /// On SIGINT/SIGTERM, seconds requests in flight get to finish.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     shutdown_grace: u64,
@@ -292,6 +303,10 @@ fn apply_serve(serve: ServeArgs, options: &mut GatewayOptions) -> Result<(), Str
     options.limits.max_connections = serve.max_connections.max(1);
     options.limits.header_read_timeout = seconds("--header-timeout", serve.header_timeout)?;
     options.limits.response_head_timeout = seconds("--response-timeout", serve.response_timeout)?;
+    options.limits.request_body_timeout =
+        seconds("--request-body-timeout", serve.request_body_timeout)?;
+    options.limits.body_idle_timeout = seconds("--body-idle-timeout", serve.body_idle_timeout)?;
+    options.limits.min_send_rate = serve.min_send_rate;
     options.limits.shutdown_grace = Duration::from_secs(serve.shutdown_grace);
     options.health_path = serve.health_path;
     options.ready_path = serve.ready_path;

@@ -1,8 +1,9 @@
 //! The innermost service of the gateway: forwards a request to the upstream
 //! and streams the answer back. It drops hop-by-hop headers, adds the
 //! configured ones, registers as an LRO proxy (when asked), waits at most
-//! the response-head timeout for the answer's head (never for its body: an
-//! event stream runs as long as it lasts), and answers `502`/`504` itself,
+//! the response-head timeout for the answer's head, then at most the body
+//! idle timeout between two pieces of its body (not for the server's own
+//! `GET` event stream, which may rest as long as it likes), and answers `502`/`504` itself,
 //! with a body that names no address and no OS error (those are logged).
 
 use std::convert::Infallible;
@@ -18,6 +19,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use tower_service::Service;
 
+use super::deadline::{Clock, Timed};
 use super::{BoxError, GatewayBody, text_response};
 use crate::announce::{announce_in_headers, announce_in_initialize, may_be_initialize};
 use crate::connect::{UpstreamClient, error_chain, failure_kind};
@@ -37,6 +39,8 @@ pub(crate) struct Upstream {
     /// under its upstream's) rather than the upstream URL's.
     pub(crate) keep_path: bool,
     pub(crate) response_head_timeout: Duration,
+    /// The longest silence in an answer's body (see [`Limits`](super::Limits)).
+    pub(crate) body_idle_timeout: Duration,
     /// The upstream latency histogram (to the answer's head).
     pub(crate) latency: prometheus_client::metrics::histogram::Histogram,
 }
@@ -71,6 +75,8 @@ impl Upstream {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
+        // The server's own event stream (GET) may rest as long as it likes.
+        let idle = (request.method() != Method::GET).then_some(self.body_idle_timeout);
         let request = match self.upstream_request(request).await {
             Ok(request) => request,
             Err(response) => return response,
@@ -83,7 +89,11 @@ impl Upstream {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
-                Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
+                let body = match idle {
+                    Some(idle) => Timed::new(body, Clock::Idle(idle)).boxed_unsync(),
+                    None => body.map_err(Into::into).boxed_unsync(),
+                };
+                Response::from_parts(parts, body)
             }
             Ok(Err(e)) => self.failed(&e),
             Err(_) => {

@@ -20,8 +20,11 @@
 //!
 //! Client sockets get `TCP_NODELAY`; at most [`Limits::max_connections`]
 //! are served at once; a connection that does not deliver a request head
-//! within [`Limits::header_read_timeout`] (slow or idle) is closed. The
-//! upstream gets [`Limits::response_head_timeout`] to start its answer.
+//! within [`Limits::header_read_timeout`] (slow or idle) is closed, and a
+//! request body must arrive whole within [`Limits::request_body_timeout`].
+//! The upstream gets [`Limits::response_head_timeout`] to start its answer
+//! and may then go silent at most [`Limits::body_idle_timeout`] at a time
+//! ([`deadline`]).
 //! Failures answer `502` or `504` with a body that names no address; the
 //! details go to the log. `GET` on the health path answers `200`; on the
 //! readiness path, `200` while every route's store can be written, else
@@ -35,12 +38,13 @@
 //! `TCP_NODELAY`, the connection cap), [`limits`], [`routes`] (the routes
 //! file), [`route`] (health, readiness, metrics, the served paths, `404`),
 //! [`metrics`] (their names and labels), [`forward`] (the request upstream
-//! and its answer back), [`serve`] (hyper's connections, the graceful
+//! and its answer back), [`deadline`] (bodies with a clock), [`serve`] (hyper's connections, the graceful
 //! end), [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway
 //! of their own put `tower_lro::offload::OffloadLayer` in front of their
 //! proxy.
 
 pub mod args;
+mod deadline;
 mod forward;
 mod limits;
 mod listen;
@@ -251,6 +255,7 @@ impl Gateway {
                 announce: options.announce && route.history.is_none(),
                 keep_path: route.history.is_some(),
                 response_head_timeout: options.limits.response_head_timeout,
+                body_idle_timeout: options.limits.body_idle_timeout,
                 latency: metrics.upstream_duration(&path),
             };
             let forward = Forward(Arc::new(upstream));

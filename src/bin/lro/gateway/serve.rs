@@ -3,14 +3,18 @@
 //! task.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
 use super::Gateway;
+use super::deadline::{Clock, Metered, SendMeter, SlowReader, Timed};
 use super::listen::Accepted;
 use tower_lro::cleanup::CleanupHandle;
 
@@ -66,18 +70,77 @@ impl Gateway {
         let router = self.router.clone();
         let open = OpenConnection::new(self.router.metrics.connections_open.clone());
         let peer = accepted.peer;
-        let service = hyper::service::service_fn(move |request| {
+        let body_deadline = Clock::Deadline(self.limits.request_body_timeout);
+        let meter = Arc::new(SendMeter::default());
+        let metered = meter.clone();
+        let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
             let router = router.clone();
-            async move { Ok::<_, std::convert::Infallible>(router.handle(peer, request).await) }
+            let meter = metered.clone();
+            let request = request.map(|body| Timed::new(body, body_deadline));
+            async move {
+                let response = router.handle(peer, request).await;
+                Ok::<_, std::convert::Infallible>(response.map(|body| Metered::new(body, meter)))
+            }
         });
-        let served = graceful.watch(http.serve_connection(TokioIo::new(accepted.stream), service));
+        let min_rate = self.limits.min_send_rate;
+        let (stream, cutter) = match min_rate {
+            0 => (Some(accepted.stream), None),
+            _ => with_cutter(accepted.stream),
+        };
         let slot = accepted._slot;
+        let served = stream
+            .map(|stream| graceful.watch(http.serve_connection(TokioIo::new(stream), service)));
         async move {
-            if let Err(e) = served.await {
-                tracing::debug!(target: "gateway", %peer, "connection ended: {e}");
+            let Some(served) = served else { return };
+            tokio::select! {
+                ended = served => {
+                    if let Err(e) = ended {
+                        tracing::debug!(target: "gateway", %peer, "connection ended: {e}");
+                    }
+                }
+                () = too_slow(&meter, min_rate) => {
+                    tracing::warn!(target: "gateway", %peer, min_rate, "a client read its answer too slowly: its connection is reset");
+                    // What the socket still holds is dropped, not sent.
+                    if let Some(cutter) = cutter {
+                        let _ = cutter.set_zero_linger();
+                    }
+                }
             }
             drop(slot);
             drop(open);
+        }
+    }
+}
+
+/// `stream`, and a second handle on its socket to reset it by (closing
+/// both with a zero linger drops what the kernel still holds for a slow
+/// reader, where a plain close would send it on). `None` for the stream
+/// when the socket cannot be handed back; no cutter when it cannot be
+/// cloned (the connection is then closed the plain way).
+fn with_cutter(stream: TcpStream) -> (Option<TcpStream>, Option<TcpStream>) {
+    let Ok(std) = stream.into_std() else {
+        return (None, None);
+    };
+    let dup = std
+        .try_clone()
+        .ok()
+        .and_then(|d| TcpStream::from_std(d).ok());
+    (TcpStream::from_std(std).ok(), dup)
+}
+
+/// Ends once the connection's client reads under `min_rate` bytes a second
+/// (never with `0`), looked at every second.
+async fn too_slow(meter: &SendMeter, min_rate: u64) {
+    if min_rate == 0 {
+        return std::future::pending().await;
+    }
+    let mut judge = SlowReader::new(min_rate);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if judge.too_slow(meter) {
+            return;
         }
     }
 }
