@@ -300,7 +300,7 @@ impl Shared {
             .await;
             return Ok(Response::builder()
                 .header(CONTENT_TYPE, "application/json")
-                .body(AwaitedAnswer::new(answer).boxed_unsync())
+                .body(AwaitedAnswer::new(answer, key.clone().unwrap_or_default()).boxed_unsync())
                 .unwrap_or_default());
         }
         Err(LegacyError::Closed)
