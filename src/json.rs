@@ -80,6 +80,32 @@ pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
     bytes.len()
 }
 
+/// Whether arrays and objects in `bytes` nest more than `max` levels deep,
+/// brackets inside strings not counted; stopped as soon as it knows. Any
+/// bytes will do: a closing bracket with none open counts nothing.
+pub(crate) fn nests_deeper(bytes: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                i = string_end(bytes, i + 1);
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
 /// Where [`Style::write`] puts its output.
 trait Sink {
     fn put(&mut self, s: &str);
@@ -211,6 +237,15 @@ mod tests {
         assert!(!minifies_to(src, "{\"a b\":[1]}"));
         assert!(!minifies_to(src, &(minify(src) + " ")));
         assert!(minifies_to("[]", "[]"));
+    }
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        assert!(!nests_deeper(br#"[["]]]]]\"[[[["]]"#, 2));
+        assert!(nests_deeper(b"[[[1]]]", 2));
+        assert!(!nests_deeper(b"[[1]]", 2));
+        assert!(!nests_deeper(b"[\"[[[", 2));
+        assert!(!nests_deeper(b"]]][[", 2));
     }
 
     #[test]
