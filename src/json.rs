@@ -63,154 +63,6 @@ fn minify_to(src: &str, sink: &mut impl Sink) {
     sink.put(&src[run_start.min(len)..]);
 }
 
-/// Where the top-level values sit in a minified JSON text, found while
-/// minifying it (see [`minify_outline`]). Ranges are byte ranges of the
-/// minified text.
-// The engine walks records without an outline now; the fuzz tests still check it.
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Debug, Default)]
-pub(crate) struct Outline {
-    /// `b'['`, `b'{'`, or 0 for a scalar.
-    pub top: u8,
-    /// The elements of a top-level array.
-    pub elements: Vec<std::ops::Range<usize>>,
-    /// The members of a top-level object, in order.
-    pub members: Vec<Member>,
-}
-
-/// One member of a top-level object.
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Debug)]
-pub(crate) struct Member {
-    /// The key, quotes included, as written.
-    pub key: std::ops::Range<usize>,
-    /// The value.
-    pub value: std::ops::Range<usize>,
-    /// The elements of the value, when it is an array.
-    pub elements: Vec<std::ops::Range<usize>>,
-}
-
-/// [`minify`] that also outlines the top-level container: one pass instead
-/// of a minification and two parses. `src` must be valid JSON.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn minify_outline(src: &str) -> (String, Outline) {
-    let bytes = src.as_bytes();
-    let len = bytes.len();
-    let mut out = String::with_capacity(len);
-    let mut outliner = Outliner::default();
-    let mut run_start = 0;
-    let mut i = 0;
-    while i < len {
-        match bytes[i] {
-            b'"' => {
-                i = string_end(bytes, i + 1);
-                continue;
-            }
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                out.push_str(&src[run_start..i]);
-                i += 1;
-                while i < len && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
-                    i += 1;
-                }
-                run_start = i;
-                continue;
-            }
-            // Minified position of byte i (the run since run_start has no whitespace).
-            b => outliner.structural(b, out.len() + (i - run_start)),
-        }
-        i += 1;
-    }
-    out.push_str(&src[run_start..]);
-    (out, outliner.outline)
-}
-
-/// What [`minify_outline`] knows at a point of the text: the depth, and
-/// where (in the minified text) the current top-level item started.
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Default)]
-struct Outliner {
-    outline: Outline,
-    depth: usize,
-    /// Start of the current element of a top-level array.
-    elem_start: usize,
-    /// Start of the current member of a top-level object, and end of its key.
-    member_start: usize,
-    key_end: usize,
-    /// Inside an array that is the value of a top-level member, whose
-    /// current element starts at `member_elem_start`.
-    member_array: bool,
-    member_elem_start: usize,
-    member_elems: Vec<std::ops::Range<usize>>,
-}
-
-#[cfg_attr(not(test), allow(dead_code))]
-impl Outliner {
-    /// Takes in byte `b`, outside strings and whitespace, at minified
-    /// position `pos`.
-    fn structural(&mut self, b: u8, pos: usize) {
-        match b {
-            b'[' | b'{' => self.open(b, pos),
-            b']' | b'}' => self.close(b, pos),
-            b',' => self.comma(pos),
-            b':' if self.depth == 1 => self.key_end = pos,
-            _ => {}
-        }
-    }
-
-    fn open(&mut self, b: u8, pos: usize) {
-        self.depth += 1;
-        if self.depth == 1 {
-            self.outline.top = b;
-            self.elem_start = pos + 1;
-            self.member_start = pos + 1;
-        } else if self.depth == 2 && self.outline.top == b'{' && b == b'[' {
-            self.member_array = true;
-            self.member_elem_start = pos + 1;
-            self.member_elems.clear();
-        }
-    }
-
-    /// An empty container or array value ends with no item to record.
-    fn close(&mut self, b: u8, pos: usize) {
-        if self.depth == 1 {
-            if self.outline.top == b'[' && pos > self.elem_start {
-                self.outline.elements.push(self.elem_start..pos);
-            }
-            if self.outline.top == b'{' && pos > self.member_start {
-                self.end_member(pos);
-            }
-        } else if self.depth == 2 && self.member_array && b == b']' {
-            if pos > self.member_elem_start {
-                self.member_elems.push(self.member_elem_start..pos);
-            }
-            self.member_array = false;
-        }
-        self.depth = self.depth.saturating_sub(1);
-    }
-
-    fn comma(&mut self, pos: usize) {
-        if self.depth == 1 && self.outline.top == b'[' {
-            self.outline.elements.push(self.elem_start..pos);
-            self.elem_start = pos + 1;
-        } else if self.depth == 1 {
-            self.end_member(pos);
-            self.member_start = pos + 1;
-        } else if self.depth == 2 && self.member_array {
-            self.member_elems.push(self.member_elem_start..pos);
-            self.member_elem_start = pos + 1;
-        }
-    }
-
-    /// The member that started at `member_start` ends at `pos`.
-    fn end_member(&mut self, pos: usize) {
-        self.outline.members.push(Member {
-            key: self.member_start..self.key_end,
-            value: self.key_end + 1..pos,
-            elements: std::mem::take(&mut self.member_elems),
-        });
-    }
-}
-
 /// The position just after the string literal whose contents start at
 /// `from` (after its opening quote); the end of `bytes` if it is not closed.
 pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
@@ -226,6 +78,32 @@ pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
         from = at + 2;
     }
     bytes.len()
+}
+
+/// Whether arrays and objects in `bytes` nest more than `max` levels deep,
+/// brackets inside strings not counted; stopped as soon as it knows. Any
+/// bytes will do: a closing bracket with none open counts nothing.
+pub(crate) fn nests_deeper(bytes: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                i = string_end(bytes, i + 1);
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Where [`Style::write`] puts its output.
@@ -353,35 +231,21 @@ mod tests {
     }
 
     #[test]
-    fn outline_finds_members_and_elements() {
-        let src = " { \"a\" : [ 1 , {\"x\":[2,3]} , \"s,]\" ] , \"b\":{\"c\":[4]}, \"e\":[] } ";
-        let (min, o) = minify_outline(src);
-        assert_eq!(min, minify(src));
-        assert_eq!(o.top, b'{');
-        let keys: Vec<&str> = o.members.iter().map(|m| &min[m.key.clone()]).collect();
-        assert_eq!(keys, ["\"a\"", "\"b\"", "\"e\""]);
-        let a = &o.members[0];
-        assert_eq!(&min[a.value.clone()], "[1,{\"x\":[2,3]},\"s,]\"]");
-        let els: Vec<&str> = a.elements.iter().map(|r| &min[r.clone()]).collect();
-        assert_eq!(els, ["1", "{\"x\":[2,3]}", "\"s,]\""]);
-        assert!(o.members[1].elements.is_empty());
-        assert_eq!(&min[o.members[2].value.clone()], "[]");
-        assert!(o.members[2].elements.is_empty());
-        let (min, o) = minify_outline("[ [1,2] , 3 ]");
-        let els: Vec<&str> = o.elements.iter().map(|r| &min[r.clone()]).collect();
-        assert_eq!(els, ["[1,2]", "3"]);
-        assert!(minify_outline(" [ ] ").1.elements.is_empty());
-        assert_eq!(minify_outline("\"x\"").1.top, 0);
-        assert!(minify_outline("{}").1.members.is_empty());
-    }
-
-    #[test]
     fn minifies_to_compares_without_building() {
         let src = " { \"a b\" : [ 1 , \"x \\\" y\" ] } ";
         assert!(minifies_to(src, &minify(src)));
         assert!(!minifies_to(src, "{\"a b\":[1]}"));
         assert!(!minifies_to(src, &(minify(src) + " ")));
         assert!(minifies_to("[]", "[]"));
+    }
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        assert!(!nests_deeper(br#"[["]]]]]\"[[[["]]"#, 2));
+        assert!(nests_deeper(b"[[[1]]]", 2));
+        assert!(!nests_deeper(b"[[1]]", 2));
+        assert!(!nests_deeper(b"[\"[[[", 2));
+        assert!(!nests_deeper(b"]]][[", 2));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use jaq_json::{Num, Rc, Val};
 
 use super::print::num_f64;
 use super::value::Jv;
+use crate::json::nests_deeper;
 
 /// jq 1.6's `MAX_PARSING_DEPTH`.
 const MAX_DEPTH: usize = 256;
@@ -54,7 +55,7 @@ pub(crate) fn after_header(file: &[u8]) -> &[u8] {
 
 /// Every JSON value of `text`, in order.
 pub(crate) fn values(text: &[u8]) -> Result<Vec<Val>, InputError> {
-    if !depth_within(text, MAX_DEPTH) {
+    if nests_deeper(text, MAX_DEPTH) {
         return Err(InputError::TooDeep);
     }
     jaq_json::read::parse_many(text)
@@ -72,7 +73,7 @@ pub(crate) fn values(text: &[u8]) -> Result<Vec<Val>, InputError> {
 
 /// Exactly one JSON value (`fromjson`).
 pub(crate) fn parse_one(text: &[u8]) -> Result<Jv, InputError> {
-    if !depth_within(text, MAX_DEPTH) {
+    if nests_deeper(text, MAX_DEPTH) {
         return Err(InputError::TooDeep);
     }
     let mut v = jaq_json::read::parse_single(text).map_err(|e| InputError::Invalid {
@@ -99,50 +100,9 @@ fn normalize(v: &mut Val) {
     }
 }
 
-/// Whether arrays and objects in `text` nest at most `max` deep (strings
-/// skipped, so brackets in them do not count).
-fn depth_within(text: &[u8], max: usize) -> bool {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < text.len() {
-        match text[i] {
-            b'"' => i = string_end(text, i + 1),
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    return false;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    true
-}
-
-/// The index of the quote that closes the string starting at `i`.
-fn string_end(text: &[u8], mut i: usize) -> usize {
-    while let Some(j) = memchr::memchr2(b'"', b'\\', &text[i.min(text.len())..]) {
-        let at = i + j;
-        if text[at] == b'"' {
-            return at;
-        }
-        i = at + 2;
-    }
-    text.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn depth_counts_brackets_outside_strings_only() {
-        assert!(depth_within(br#"[["]]]]]\"[[[["]]"#, 2));
-        assert!(!depth_within(b"[[[1]]]", 2));
-        assert!(depth_within(b"[[1]]", 2));
-    }
 
     #[test]
     fn the_header_line_is_skipped() {

@@ -13,6 +13,8 @@
 //! level, an object or an array) capped at [`MAX_DEPTH`] levels, where
 //! `serde_json`'s skipping keeps a byte per level without a cap.
 
+use super::swar::{WORD, controls, first, marks};
+
 /// Nesting this check follows (128 KiB of bit stack); deeper is refused.
 pub(crate) const MAX_DEPTH: usize = 1 << 20;
 
@@ -324,9 +326,6 @@ enum Step {
     Bad,
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
 /// The number of bytes at the start of `bytes` that a string holds as they
 /// are: no `"`, no backslash, no control character.
 fn plain_run(bytes: &[u8]) -> usize {
@@ -344,19 +343,18 @@ pub(crate) fn to_quote_or_backslash(bytes: &[u8]) -> usize {
 /// character, eight at a time: the lowest byte flagged in a word is exact
 /// (a borrow only runs upwards from a byte that is flagged).
 fn run<const CONTROL: bool>(bytes: &[u8]) -> usize {
-    let mut chunks = bytes.chunks_exact(8);
+    let mut chunks = bytes.chunks_exact(WORD);
     let mut n = 0;
     for chunk in &mut chunks {
         let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-        let mut special = zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')));
+        let mut special = marks(w, b'"') | marks(w, b'\\');
         if CONTROL {
-            special |= w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+            special |= controls(w);
         }
         if special != 0 {
-            return n + (special.trailing_zeros() / 8) as usize;
+            return n + first(special);
         }
-        n += 8;
+        n += WORD;
     }
     n + chunks
         .remainder()

@@ -26,6 +26,12 @@ pub(super) fn marks(word: u64, byte: u8) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
+/// The high bit of each byte of `word` below `0x20` (a control
+/// character), exact up to the first one, as [`marks`] is.
+pub(super) fn controls(word: u64) -> u64 {
+    word.wrapping_sub(ONES * 0x20) & !word & HIGHS
+}
+
 /// The index in its word of the first marked byte; `marks` not 0.
 pub(super) fn first(marks: u64) -> usize {
     (marks.trailing_zeros() / 8) as usize
@@ -48,5 +54,8 @@ mod tests {
         // later marks are false.
         let word = u64::from_le_bytes(*b"\"#\"#####");
         assert_eq!(first(marks(word, b'"')), 0);
+        let word = u64::from_le_bytes(*b" ~\x7f\x80\xff\n\x00\x1f");
+        assert_eq!(first(controls(word)), 5);
+        assert_eq!(controls(u64::from_le_bytes(*b" ~\x7f\x80\xffabc")), 0);
     }
 }

@@ -23,7 +23,7 @@
 use std::ops::Range;
 
 use super::blocks::{Escapes, block_at, gather};
-use super::swar::{WORD, first, marks, word_at};
+use super::swar::{WORD, controls, first, marks, word_at};
 
 /// The text is not one JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,18 +315,13 @@ fn number(b: &[u8], mut i: usize) -> Result<usize, Invalid> {
     Ok(i)
 }
 
-/// `0x01` in every byte of a word.
-const ONES: u64 = u64::from_ne_bytes([0x01; WORD]);
-/// `0x80` in every byte of a word.
-const HIGHS: u64 = u64::from_ne_bytes([0x80; WORD]);
 /// Past the closing quote of the string whose text starts at `at`, its
 /// characters and escapes checked: eight bytes at a time up to its first
 /// escape (most strings have none), 64 at a time from there.
 fn string(b: &[u8], at: usize) -> Result<usize, Invalid> {
     let mut i = at;
     while let Some(w) = word_at(b, i) {
-        let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
-        let special = marks(w, b'"') | marks(w, b'\\') | control;
+        let special = marks(w, b'"') | marks(w, b'\\') | controls(w);
         if special != 0 {
             let k = i + first(special);
             if b[k] == b'"' {

@@ -1,5 +1,5 @@
-//! The byte-level JSON helpers of `json`: `minify`, `minify_outline`,
-//! `minifies_to` and `Style`, on generated JSON text (checked against
+//! The byte-level JSON helpers of `json`: `minify`, `minifies_to`,
+//! `is_minified` and `Style`, on generated JSON text (checked against
 //! `serde_json`'s reading, [`Json`]) and on arbitrary text (no panic).
 
 use proptest::prelude::*;
@@ -8,77 +8,22 @@ use proptest::test_runner::TestCaseError;
 use super::bounds::{config, timed};
 use super::model::{Json, same_json};
 use super::values::json_text;
-use crate::json::{Outline, Style, is_minified, minifies_to, minify, minify_outline};
+use crate::json::{Style, is_minified, minifies_to, minify};
 
-/// `minify`, `minify_outline`, `minifies_to` and `Style` on valid JSON.
+/// `minify`, `minifies_to` and `Style` on valid JSON.
 fn check_minify(text: &str) -> Result<(), TestCaseError> {
     let Some(original) = Json::read(text) else {
         return Ok(());
     };
     let m = minify(text);
     same_json(&m, text)?;
+    // Every value as written (numbers, escapes), in order.
+    prop_assert_eq!(Json::read(&m), Some(original), "minify keeps each value");
     prop_assert_eq!(minify(&m), m.clone(), "minified twice");
     prop_assert!(minifies_to(text, &m));
     let longer = format!("{m} ");
     prop_assert!(!minifies_to(text, &longer));
-    let (m2, outline) = minify_outline(text);
-    prop_assert_eq!(&m2, &m, "minify_outline minifies");
-    check_outline(&original, &m, &outline)?;
     check_styles(text, &m)
-}
-
-/// The ranges of `outline` (of the minified text `m`) hold what `original`
-/// holds, in order: the top-level elements, or each member's key, value
-/// and (for an array) elements.
-fn check_outline(original: &Json, m: &str, outline: &Outline) -> Result<(), TestCaseError> {
-    let slice = |r: &std::ops::Range<usize>| -> Result<Json, TestCaseError> {
-        prop_assert!(
-            r.start <= r.end && r.end <= m.len(),
-            "range {:?} out of {}",
-            r,
-            m.len()
-        );
-        prop_assert!(m.is_char_boundary(r.start) && m.is_char_boundary(r.end));
-        let t = Json::read(&m[r.clone()]);
-        prop_assert!(
-            t.is_some(),
-            "range {:?} is not JSON: {:.200}",
-            r,
-            &m[r.clone()]
-        );
-        Ok(t.unwrap_or(Json::Lit(String::new())))
-    };
-    match original {
-        Json::Arr(items) => {
-            prop_assert_eq!(outline.top, b'[');
-            let got = outline
-                .elements
-                .iter()
-                .map(slice)
-                .collect::<Result<Vec<_>, _>>()?;
-            prop_assert_eq!(&got, items, "top-level elements");
-        }
-        Json::Obj(members) => {
-            prop_assert_eq!(outline.top, b'{');
-            prop_assert_eq!(outline.members.len(), members.len());
-            for (member, (k, v)) in outline.members.iter().zip(members) {
-                prop_assert_eq!(&slice(&member.key)?, &Json::Str(k.clone()), "key");
-                let value = slice(&member.value)?;
-                prop_assert_eq!(&value, v, "value");
-                let elements = member
-                    .elements
-                    .iter()
-                    .map(slice)
-                    .collect::<Result<Vec<_>, _>>()?;
-                match v {
-                    Json::Arr(items) => prop_assert_eq!(&elements, items, "member elements"),
-                    _ => prop_assert!(elements.is_empty()),
-                }
-            }
-        }
-        _ => prop_assert_eq!(outline.top, 0),
-    }
-    Ok(())
 }
 
 /// The detected style lays the minified text `m` out as `text` was; each
@@ -163,7 +108,6 @@ proptest! {
     #[test]
     fn fuzz_minify_arbitrary(text in "\\PC{0,80}|[\" \\\\\\[\\]{},:\n]{0,40}") {
         let _ = minify(&text);
-        let _ = minify_outline(&text);
         let _ = minifies_to(&text, "[]");
         let _ = is_minified(&text);
         for style in [Style::Spaced, Style::Indent(2), Style::Tabs] {

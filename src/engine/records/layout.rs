@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::shape::string_end;
+use crate::json::string_end;
 
 /// Depths past this one share its entries.
 const MAX_DEPTH: usize = 64;

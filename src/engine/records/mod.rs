@@ -73,7 +73,6 @@ pub(crate) use assemble::{KeptSource, assemble};
 pub(crate) use buffer::{Records, RecordsView};
 pub(crate) use envelope::envelope;
 pub(crate) use marker::{STRUCTURED_MARKER, with_descriptor};
-pub(crate) use shape::string_end;
 pub(crate) use split::split;
 
 /// The part of a file header that lets the original result be rebuilt.

@@ -12,8 +12,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::Records;
-pub(crate) use crate::json::string_end;
-use crate::json::{Style, is_minified, minifies_to, minify, trim_parts, validate};
+use crate::json::{Style, is_minified, minifies_to, minify, string_end, trim_parts, validate};
 
 /// The shape of one JSON text or structured value.
 pub(super) enum JsonShape<'a> {

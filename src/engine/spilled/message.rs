@@ -89,7 +89,7 @@ pub(super) fn children(
                 self.long.0.insert(self.base + start, self.base + end);
             }
         }
-        fn string_end(&mut self, start: u64) -> Option<u64> {
+        fn known_string_end(&mut self, start: u64) -> Option<u64> {
             let end = self.long.0.get(&(self.base + start))?;
             end.checked_sub(self.base)
         }

@@ -7,7 +7,7 @@
 
 use std::io::{self, Read, Write};
 
-use crate::json::{Check, to_quote_or_backslash};
+use crate::json::{Check, escaped, to_quote_or_backslash};
 
 /// Bytes read at a time.
 pub(super) const CHUNK: usize = 256 * 1024;
@@ -131,23 +131,16 @@ pub(super) fn decode_string(
 /// clears it); leaves it while more bytes are needed.
 fn finish_escape(escape: &mut Vec<u8>, plain: &mut Vec<u8>) -> Result<(), NotStreamable> {
     let bad = || NotStreamable("a bad escape");
-    let simple = match escape.get(1) {
-        None => return Ok(()),
-        Some(b'"') => Some(b'"'),
-        Some(b'\\') => Some(b'\\'),
-        Some(b'/') => Some(b'/'),
-        Some(b'n') => Some(b'\n'),
-        Some(b't') => Some(b'\t'),
-        Some(b'r') => Some(b'\r'),
-        Some(b'b') => Some(0x08),
-        Some(b'f') => Some(0x0c),
-        Some(b'u') => None,
-        Some(_) => return Err(bad()),
+    let Some(&after) = escape.get(1) else {
+        return Ok(());
     };
-    if let Some(c) = simple {
-        plain.push(c);
+    if let Some(c) = escaped(Some(after)) {
+        plain.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
         escape.clear();
         return Ok(());
+    }
+    if after != b'u' {
+        return Err(bad());
     }
     if escape.len() < 6 {
         return Ok(());
@@ -174,7 +167,7 @@ mod tests {
 
     #[test]
     fn strings_decode_across_any_cut() {
-        let text = "a\"b\\c\n\u{1F600} é \u{7}end";
+        let text = "a\"b\\c\n\r\t\u{8}\u{c}\u{1F600} é \u{7}end";
         let literal = serde_json::to_string(text).unwrap();
         for cut in [1usize, 2, 3, 5, 7] {
             // A reader that gives `cut` bytes at a time.
@@ -191,6 +184,10 @@ mod tests {
             decode_string(Slow(literal.as_bytes(), cut), &mut out).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), text);
         }
+        let mut out = Vec::new();
+        decode_string(&b"\"\\/\""[..], &mut out).unwrap();
+        assert_eq!(out, b"/");
+        assert!(decode_string(&b"\"\\x\""[..], &mut Vec::new()).is_err());
         assert!(decode_string(&b"\"\\ud800x\""[..], &mut Vec::new()).is_err());
         assert!(decode_string(&b"\"open"[..], &mut Vec::new()).is_err());
     }

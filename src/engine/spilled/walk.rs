@@ -9,7 +9,7 @@
 use std::io::Read;
 
 use super::scan::{CHUNK, NotStreamable};
-use crate::json::blocks::string_end as closing_quote;
+use crate::json::blocks::string_end;
 use crate::json::to_quote_or_backslash;
 
 /// Longest key kept of an object member (longer ones are named by their
@@ -42,9 +42,10 @@ pub(super) trait Visit {
     /// literal from `start` to just before `end` (quotes included).
     fn long_string(&mut self, _start: u64, _end: u64) {}
     /// Where the string inside a child whose literal starts at `start`
-    /// ends (just after its closing quote), when known: the walk then
-    /// takes its bytes without looking at them.
-    fn string_end(&mut self, _start: u64) -> Option<u64> {
+    /// ends (just after its closing quote), when an earlier walk reported
+    /// it to [`long_string`](Self::long_string): the walk then takes its
+    /// bytes without looking at them.
+    fn known_string_end(&mut self, _start: u64) -> Option<u64> {
         None
     }
 }
@@ -131,7 +132,7 @@ struct Walker {
     /// Position just after the last byte of the current child.
     child_end: u64,
     /// The string being read inside a child: where it started, and where
-    /// it ends when the visitor knew ([`Visit::string_end`]).
+    /// it ends when the visitor knew ([`Visit::known_string_end`]).
     str_start: u64,
     known_end: Option<u64>,
 }
@@ -211,7 +212,7 @@ impl Walker {
     /// `i` (not escaped) to its closing quote or the end of `buf`, 64 bytes
     /// at a time; where it stopped.
     fn skip_string(&mut self, buf: &[u8], i: usize) -> usize {
-        let to = match closing_quote(buf, i) {
+        let to = match string_end(buf, i) {
             Some(quote) => quote,
             None => {
                 // An odd run of backslashes at the end escapes the next
@@ -280,7 +281,7 @@ impl Walker {
     fn string_starts(&mut self, here: u64, visit: &mut dyn Visit) {
         self.in_str = true;
         self.str_start = here;
-        self.known_end = visit.string_end(here).filter(|&e| e > self.pos);
+        self.known_end = visit.known_string_end(here).filter(|&e| e > self.pos);
     }
 
     /// A byte outside strings that is no whitespace.

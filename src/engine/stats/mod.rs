@@ -22,7 +22,7 @@
 use serde_json::Value;
 
 use super::descriptor::Detail;
-use super::records::string_end;
+use crate::json::nests_deeper;
 
 mod field;
 mod fold;
@@ -291,8 +291,9 @@ impl RecordStats {
 }
 
 /// Whether `record` may nest deeper than jq 1.6 parses: more than
-/// [`JQ_SAFE_DEPTH`] levels. A byte walk, stopped as soon as it knows;
-/// records too short to nest that deep are not walked.
+/// [`JQ_SAFE_DEPTH`] levels. Records too short to nest that deep (a valid
+/// value closes each bracket it opens), or with too few opening brackets,
+/// are not walked.
 fn too_deep_for_jq(record: &str) -> bool {
     let bytes = record.as_bytes();
     if bytes.len() <= 2 * JQ_SAFE_DEPTH {
@@ -305,29 +306,7 @@ fn too_deep_for_jq(record: &str) -> bool {
         .iter()
         .map(|&b| usize::from(b == b'[' || b == b'{'))
         .sum::<usize>();
-    if opening <= JQ_SAFE_DEPTH {
-        return false;
-    }
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i = string_end(bytes, i + 1);
-                continue;
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > JQ_SAFE_DEPTH {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    false
+    opening > JQ_SAFE_DEPTH && nests_deeper(bytes, JQ_SAFE_DEPTH)
 }
 
 #[cfg(test)]
