@@ -58,7 +58,7 @@
 //!
 //! 0. `parallel` — two independent pieces of work at once on kept threads,
 //!    for large results (the records' statistics and their digest).
-//! 1. `json` — byte-level JSON helpers: minify, outline, lay out again,
+//! 1. `json` — byte-level JSON helpers: validate, minify, lay out again,
 //!    never re-serialising a literal; `json::key`, the one object-key reader.
 //! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
 //!    classification of requests and replies (`jsonrpc`: `request`, `call`,
