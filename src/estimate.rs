@@ -73,7 +73,7 @@ pub trait TokenEstimator: Send + Sync + 'static {
 
     /// [`estimate`](Self::estimate) of `text` with `spaces` more ASCII
     /// whitespace bytes laid into it (JSON text indented: line breaks,
-    /// spaces, tabs), when it can be told without that text: a text block
+    /// spaces, tabs), when it can be known without that text: a text block
     /// that copies `structuredContent` is then estimated from
     /// `structuredContent`, never decoded. `None` (the default): the
     /// laid-out text is built and estimated.

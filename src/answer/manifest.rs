@@ -89,7 +89,7 @@ pub(crate) struct Shadowed {
 }
 
 /// Each listed tool's name and what its `outputSchema` admits, as the
-/// client was told it (a closed schema taken out is [`OutputSchema::Undeclared`]).
+/// client saw it (a closed schema taken out is [`OutputSchema::Undeclared`]).
 pub(crate) type OutputSchemas = Vec<(String, OutputSchema)>;
 
 /// What [`add_tools`] does to a `tools/list` result.

@@ -79,7 +79,7 @@ pub(super) fn header(call: &ToolCall, config: &OffloadConfig, h: HeaderFacts<'_>
     }
 }
 
-/// What the caller is told about the file written at `path`: the header
+/// What the caller learns of the file written at `path`: the header
 /// without its rebuild section (which is for the file alone).
 pub(super) fn written(
     path: PathBuf,

@@ -225,7 +225,7 @@ impl Offloader {
     ///
     /// If this future is dropped while the file is being written (the
     /// client went away), the file is deleted once written: nothing is left
-    /// that no one was told about.
+    /// that no one ever heard of.
     pub async fn process_async(
         &self,
         call: &ToolCall,

@@ -100,7 +100,7 @@ pub(crate) struct Invalid {
     pub at: u64,
 }
 
-/// The check, fed a piece at a time ([`feed`](Self::feed)), then told the
+/// The check, fed a piece at a time ([`feed`](Self::feed)), then given the
 /// input ended ([`finish`](Self::finish)).
 #[derive(Debug)]
 pub(crate) struct Check {

@@ -1,4 +1,4 @@
-//! Whether a text is exactly minified JSON laid out in a [`Style`], told
+//! Whether a text is exactly minified JSON laid out in a [`Style`], found
 //! in one walk of both texts side by side, nothing built.
 //!
 //! A text block that copies `structuredContent` can be megabytes; this is
@@ -7,7 +7,7 @@
 //! bytes one by one, with no call per byte.
 //!
 //! [`lays_out_escaped`] compares the text as it stands in the result, a
-//! JSON string escaped as `serde_json` escapes it, so that a copy is told
+//! JSON string escaped as `serde_json` escapes it, so that a copy is found
 //! without decoding it first.
 
 use super::{Style, to_quote_or_backslash};

@@ -269,7 +269,7 @@
 //!   boundaries to fit the threshold, with a warning block first (the
 //!   spec's fallback); the request succeeds.
 //! * **A client that goes away** while its file is being written: the file
-//!   is deleted once written, so nothing is left that no one was told
+//!   is deleted once written, so nothing is left that no one heard
 //!   about.
 //! * Memory is bounded whatever the result's size: a JSON response over
 //!   16 MiB, or one that would pass `max_buffered_bytes` (default 512 MiB,

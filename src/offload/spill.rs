@@ -114,7 +114,7 @@ where
         }
         _ => {
             if let Outcome::Offloaded(o) = &reply.outcome {
-                // Another message than the one watched: no one was told of this file.
+                // Another message than the one watched: no one ever heard of this file.
                 let _ = std::fs::remove_file(&o.file.path);
             }
             Ok(Response::from_parts(parts, OffloadBody::spilled(spilled)))

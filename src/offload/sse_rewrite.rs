@@ -504,7 +504,7 @@ impl<E> SseRewriter<E> {
                 Ok(Some((id, event, _))) if ids.contains(&id) => SpillDone::Event(id, event),
                 Ok(Some((_, _, outcome))) => {
                     if let Outcome::Offloaded(o) = &outcome {
-                        // Not a watched answer: no one is told of this file.
+                        // Not a watched answer: no one hears of this file.
                         let _ = std::fs::remove_file(&o.file.path);
                     }
                     SpillDone::Replay(Some(back), len)

@@ -40,7 +40,7 @@ pub(crate) struct Shared {
     pub max_request_bytes: usize,
     pub sessions: ProxySessions,
     pub tasks: TaskCalls,
-    /// What each tool's `outputSchema` admits, as the client was told it
+    /// What each tool's `outputSchema` admits, as the client saw it
     /// (from `tools/list`).
     pub output_schemas: Memo<OutputSchema>,
     /// The client name each session gave in `initialize` (`clientInfo.name`).

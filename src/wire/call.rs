@@ -21,7 +21,7 @@ pub struct ToolCall {
     /// client's protocol version knows the block; default false).
     pub resource_link: bool,
     /// What the tool declared as its `outputSchema` in `tools/list`, as the
-    /// client was told it (the layer remembers it per tool name, and takes
+    /// client saw it (the layer remembers it per tool name, and takes
     /// closed schemas out of every `tools/list` it passes on); `None`: not
     /// known, taken as no schema. It decides whether records in
     /// `structuredContent` may be offloaded (see the

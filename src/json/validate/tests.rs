@@ -110,10 +110,10 @@ fn members_are_told_with_their_ranges() {
             ("\"n\"", "null")
         ]
     );
-    let mut told = 0;
-    validate_with("[{\"a\":1}]", |_, _| told += 1).unwrap();
-    validate_with("{}", |_, _| told += 1).unwrap();
-    assert_eq!(told, 0);
+    let mut seen = 0;
+    validate_with("[{\"a\":1}]", |_, _| seen += 1).unwrap();
+    validate_with("{}", |_, _| seen += 1).unwrap();
+    assert_eq!(seen, 0);
 }
 
 /// A valid JSON value, compact or pretty, with strings rich in escapes.

@@ -63,7 +63,7 @@
 //!   handed to the layer as the answers of their requests
 //!   ([`upstream_body`]), so they are offloaded the same way.
 //! * [`answer`] — the server's answer to the agent: a JSON body, or an
-//!   event stream event by event; [`refusal`] — what the agent is told of
+//!   event stream event by event; [`refusal`] — what the agent learns of
 //!   an HTTP error.
 //! * [`session`] — the session's life: remembered at `initialize`, its GET
 //!   stream, renewed when the server drops it, ended with `DELETE`;

@@ -1,4 +1,4 @@
-//! What the agent is told about an HTTP error answer: the server's own
+//! What the agent learns of an HTTP error answer: the server's own
 //! JSON-RPC error message when it sent one (read bounded in size and
 //! time), and what a demand for the 2026-07-28 revision means to an agent
 //! that negotiated an earlier one.
@@ -17,7 +17,7 @@ const MAX_REFUSAL_BYTES: usize = 64 << 10;
 /// How long an error answer's body may take.
 const REFUSAL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What the agent is told about an HTTP error answer: the server's own
+/// What the agent learns of an HTTP error answer: the server's own
 /// JSON-RPC error message when it sent one, and, when the server demands
 /// the 2026-07-28 revision of an agent that speaks an earlier one, what
 /// that means.

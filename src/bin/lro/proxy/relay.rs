@@ -29,7 +29,7 @@ const MAX_RECOVERIES: usize = 2;
 /// carried one), a new session is made with the agent's `initialize`; when
 /// it wants a (new) token (`401`), one is got; either way the message is
 /// sent once more, so the agent never notices. A call of a hidden tool is
-/// refused here. `taken` is told once the server has taken the message
+/// refused here. `taken` is sent once the server has taken the message
 /// (its answer's status is in; for `initialize`, once the answer is
 /// relayed, since later requests need its session and version), so the
 /// reading of stdin never waits for room on stdout.

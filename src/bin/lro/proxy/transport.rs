@@ -166,7 +166,7 @@ impl Shared {
     }
 }
 
-/// What the agent is told when the HTTP+SSE transport fails.
+/// What the agent learns when the HTTP+SSE transport fails.
 fn legacy_error(e: LegacyError) -> UpstreamError {
     match e {
         LegacyError::Upstream(e) => e,

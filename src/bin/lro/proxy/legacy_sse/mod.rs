@@ -204,7 +204,7 @@ impl LegacySse {
         if state.open.as_ref().map(|(_, g)| *g) != Some(generation) {
             return Err(NoWait::Gone);
         }
-        // An id in use: the answers to the two requests could not be told
+        // An id in use: the answers to the two requests could not be distinguished
         // apart (the first stays the one waiting).
         if state.pending.contains_key(key) {
             return Err(NoWait::InUse);
@@ -226,7 +226,7 @@ impl LegacySse {
     }
 
     /// The stream of `generation` is gone: the next message opens another,
-    /// and every request waiting on it is told its answer cannot come.
+    /// and every request waiting on it learns its answer cannot come.
     fn dropped(&self, generation: u64) {
         let mut state = self.lock();
         if state.open.as_ref().map(|(_, g)| *g) == Some(generation) {
@@ -495,7 +495,7 @@ mod tests {
                 waiting.try_recv(),
                 Err(oneshot::error::TryRecvError::Closed)
             ),
-            "told: its sender is gone"
+            "notified: its sender is gone"
         );
         assert!(legacy.lock().pending.is_empty());
         assert_eq!(

@@ -1,6 +1,6 @@
 //! An event over the cap on the HTTP+SSE stream: skipped to its end,
 //! holding only its first and last bytes, from which the id of the answer
-//! it was is read, so that the request waiting for it is told at once
+//! it was is read, so that the request waiting for it learns at once
 //! instead of waiting for ever. Servers write the answer's `id` before its
 //! `result` (the Python SDK: `{"jsonrpc":"2.0","id":4,"result":…}`) or
 //! after it (the TypeScript SDK: `{"result":…,"jsonrpc":"2.0","id":4}`);

@@ -84,7 +84,7 @@ async fn relay(shared: &Shared, (mut body, mut splitter): (Incoming, EventSplitt
 }
 
 /// A dropped event: when it was the answer a request waits for, the
-/// request is told.
+/// request learns of it.
 fn dropped(shared: &Shared, oversized: &Oversized) {
     let waiter = oversized
         .answer_id()
