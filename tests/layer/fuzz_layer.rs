@@ -34,8 +34,8 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::TestCaseError;
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 use tower::{Layer, ServiceExt, service_fn};
 use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::OffloadResponse;
@@ -929,6 +929,7 @@ struct Tally {
     identical: AtomicUsize,
     json_rewritten: AtomicUsize,
     events_rewritten: AtomicUsize,
+    calls_failed_alone: AtomicUsize,
 }
 
 static TALLY: Tally = Tally {
@@ -936,6 +937,7 @@ static TALLY: Tally = Tally {
     identical: AtomicUsize::new(0),
     json_rewritten: AtomicUsize::new(0),
     events_rewritten: AtomicUsize::new(0),
+    calls_failed_alone: AtomicUsize::new(0),
 };
 
 fn count(n: &AtomicUsize) {
@@ -1215,12 +1217,34 @@ async fn run(case: Case, dir: &std::path::Path) -> Result<(), TestCaseError> {
             prop_assert_eq!(len.to_str().ok(), Some(expected.as_str()), "Content-Length");
         }
     }
+    // A JSON answer to calls the layer watched (a valid `tools/call`,
+    // not a proxy's) that breaks off was held back whole: each call gets a
+    // JSON-RPC error instead, in a whole answer. An answer it did not
+    // watch passes with its error.
+    let proxy = case.proxy_header || case.proxy_flag;
+    let held_back = matches!(case.answer, Answer::Json { .. }) && !proxy && case.reads_request;
+    if case.error && held_back && !got.error {
+        let answer: Value = serde_json::from_slice(&got.data).expect("a JSON answer");
+        let errors = match &answer {
+            Value::Array(all) => all.clone(),
+            one => vec![one.clone()],
+        };
+        prop_assert!(!errors.is_empty());
+        for e in &errors {
+            prop_assert_eq!(&e["error"]["code"], &json!(-32603), "{}", e);
+            let message = e["error"]["message"].as_str().unwrap_or_default();
+            prop_assert!(message.contains("broke off"), "{}", e);
+        }
+        let id: Value = serde_json::from_str(case.id).expect("an id");
+        prop_assert_eq!(&errors[0]["id"], &id, "{}", answer);
+        count(&TALLY.calls_failed_alone);
+        return Ok(());
+    }
     prop_assert_eq!(got.error, case.error, "the upstream error passed on");
     if case.trailers && !case.error {
         prop_assert_eq!(got.trailers.as_ref(), Some(&trailers), "trailers passed on");
     }
     // Proxies get the inner bytes.
-    let proxy = case.proxy_header || case.proxy_flag;
     if proxy || !case.reads_request {
         prop_assert!(
             got.data == sent,
@@ -1263,11 +1287,12 @@ fn fuzz_layer() {
         }
     });
     eprintln!(
-        "fuzz_layer: {} runs, {} byte-identical, {} JSON results and {} events rewritten",
+        "fuzz_layer: {} runs, {} byte-identical, {} JSON results and {} events rewritten, {} broken answers failing their calls alone",
         TALLY.cases.load(Ordering::Relaxed),
         TALLY.identical.load(Ordering::Relaxed),
         TALLY.json_rewritten.load(Ordering::Relaxed),
         TALLY.events_rewritten.load(Ordering::Relaxed),
+        TALLY.calls_failed_alone.load(Ordering::Relaxed),
     );
 }
 
