@@ -65,6 +65,10 @@ fn minify_to(src: &str, sink: &mut impl Sink) {
 
 /// The position just after the string literal whose contents start at
 /// `from` (after its opening quote); the end of `bytes` if it is not closed.
+/// The scanner of the byte walks over minified records and the texts they
+/// come from, where strings are short: one `memchr2` call from escape to
+/// escape. [`blocks::string_end`] is the other one, 64 bytes at a time,
+/// for the readers that cross long strings.
 pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
     while let Some(p) = bytes
         .get(from..)

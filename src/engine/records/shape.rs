@@ -397,7 +397,7 @@ mod tests {
     }
 
     #[test]
-    fn minified_shape_tells_minified_text_in_its_walk() {
+    fn minified_shape_detects_minified_text_in_its_walk() {
         for json in [
             r#"{"count":2,"memories":[{"id":1},{"id":2}]}"#,
             r#"{"count":2, "memories":[{"id":1},{"id":2}]}"#,

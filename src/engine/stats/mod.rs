@@ -395,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn the_walk_tells_depth_as_the_bracket_count_does() {
+    fn the_walk_reports_depth_as_the_bracket_count_does() {
         let nest =
             |n: usize, inner: &str| format!("{}{inner}{}", "[{\"a\":".repeat(n), "}]".repeat(n));
         let records = [

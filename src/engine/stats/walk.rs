@@ -12,8 +12,7 @@
 use super::fold::{Fold, tracked};
 use super::memory::MemoryFields;
 use super::{RecordStats, ty};
-use crate::json::blocks::string_end;
-use crate::json::decode_string;
+use crate::json::{decode_string, to_quote_or_backslash};
 
 /// Why a record cannot be folded in whole (what serde would refuse).
 pub(super) struct Opaque;
@@ -95,13 +94,27 @@ impl<'a> Cursor<'a> {
     }
 
     /// The string literal at the cursor, raw (quotes included), and
-    /// whether it holds an escape.
+    /// whether it holds an escape: both from one pass, eight bytes at a
+    /// time (keys and values are short), where a `string_end` would need
+    /// a second pass for the escape.
     fn literal(&mut self) -> Result<(&'a str, bool), Opaque> {
         let start = self.i;
-        let quote = string_end(self.b, start + 1).ok_or(Opaque)?;
-        self.i = quote + 1;
-        let raw = self.s.get(start..=quote).ok_or(Opaque)?;
-        Ok((raw, raw.contains('\\')))
+        let mut j = start + 1;
+        let mut escaped = false;
+        loop {
+            j += to_quote_or_backslash(self.b.get(j..).unwrap_or_default());
+            match self.b.get(j) {
+                Some(b'"') => break,
+                Some(_) => {
+                    escaped = true;
+                    j += 2;
+                }
+                None => return Err(Opaque),
+            }
+        }
+        self.i = j + 1;
+        let raw = self.s.get(start..=j).ok_or(Opaque)?;
+        Ok((raw, escaped))
     }
 
     /// The string literal at the cursor, decoded as serde decodes it.
