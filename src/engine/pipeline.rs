@@ -170,31 +170,21 @@ pub(super) fn finish(
     data: Data<'_>,
     split: Split,
 ) -> Outcome {
-    let Split {
-        kind,
-        rebuild,
-        stats,
-        contract,
-        estimated_tokens,
-        kept_blocks,
-        structured_slim,
-        structured_copy_key,
-    } = split;
     let estimator = o.estimator;
     let (records, count, data_chars) = data.records();
-    let detail = describe::detail_level(call.string_arg("detail"), &call.name, &stats);
-    let recipes = recipes::build(&stats, kind, detail, records);
+    let detail = describe::detail_level(call.string_arg("detail"), &call.name, &split.stats);
+    let recipes = recipes::build(&split.stats, split.kind, detail, records);
     let id = o.file_id;
     let header = file::header(
         call,
         o.config,
         HeaderFacts {
             id,
-            estimated_tokens,
+            estimated_tokens: split.estimated_tokens,
             detail,
-            rebuild,
+            rebuild: split.rebuild,
             recipes: &recipes,
-            contract: &contract,
+            contract: &split.contract,
         },
     );
     let file_name = store::file_name(&header.operation, id);
@@ -203,8 +193,8 @@ pub(super) fn finish(
     let facts = Facts {
         header: &header,
         path: &planned,
-        stats: &stats,
-        kind,
+        stats: &split.stats,
+        kind: split.kind,
         recipes: &recipes,
         records,
         data_chars,
@@ -213,7 +203,7 @@ pub(super) fn finish(
         estimator,
         ttl: Some(o.config.ttl),
     };
-    let response = match describe::fitted(&facts, estimated_tokens, threshold) {
+    let response = match describe::fitted(&facts, split.estimated_tokens, threshold) {
         Ok(response) => response,
         Err(reason) => return Outcome::Inline(reason),
     };
@@ -235,7 +225,7 @@ pub(super) fn finish(
                 rebuild,
                 all,
                 error,
-                estimated_tokens,
+                split.estimated_tokens,
                 threshold,
             );
         }
@@ -259,9 +249,9 @@ pub(super) fn finish(
         Replacement {
             descriptor_json: &descriptor_json,
             link: link.as_deref(),
-            kept_blocks: &kept_blocks,
-            structured_slim,
-            structured_copy_key: structured_copy_key.as_deref(),
+            kept_blocks: &split.kept_blocks,
+            structured_slim: split.structured_slim,
+            structured_copy_key: split.structured_copy_key.as_deref(),
         },
     );
     let file = file::written(path, header, o.config.ttl, id);
