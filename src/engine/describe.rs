@@ -3,27 +3,35 @@
 //! **Budget.** A descriptor aims at [`DESCRIPTOR_BUDGET_TOKENS`]
 //! estimated tokens whatever the records hold: recipes quote only short
 //! field names, values and words (see `recipes`), and when the descriptor
-//! is over the budget it is built again with less: the line schema
-//! described less deeply, then without the preview, then the records' type
-//! only and one namespace, then guidance that names the path once, then
-//! three lines of guidance. The path stays in `file_path` and in each of
-//! the ten recipes (the spec's), so a long output directory can still
-//! leave the smallest descriptor over the target; it is used as long as it
-//! is within its hard bounds: at most the threshold (or the budget, when
-//! the threshold is lower) and smaller than the result it replaces. Past
-//! those (a path thousands of characters long, a threshold below the
+//! is over the budget it is built again with less (`DETAILINGS`): first
+//! the guidance names the path once (its `lro_extract` examples say
+//! `file_path=FILE`, and one line points at `jq_recipes` instead of
+//! listing the recipes' short names), then without the preview, then the
+//! line schema one level deep and fewer namespaces, then the records' type
+//! only, then three lines of guidance. The path stays in `file_path` and
+//! in each of the ten recipes (the spec's), so a long output directory can
+//! still leave the smallest descriptor over the target; it is used as long
+//! as it is within its hard bounds: at most the threshold (or the budget,
+//! when the threshold is lower) and smaller than the result it replaces.
+//! Past those (a path thousands of characters long, a threshold below the
 //! descriptor's size) the result stays inline
 //! ([`PassReason::DescriptorTooLarge`]).
 //!
 //! **Guidance.** When the layer serves extraction (`lro_extract`, the
 //! default), the guidance is the spec's native template; otherwise the
 //! spec's shell template. For records that are not memories both name the
-//! recipes that really browse, filter, search and analyze.
+//! recipes that really browse, filter, search and analyze. The spec says
+//! implementations SHOULD use its templates and that the implementation
+//! serving `lro_extract` owns the prompt: the native template repeats the
+//! path in four examples (about 75 tokens with a 70-character path), so a
+//! descriptor over the budget uses the compact form above, which keeps
+//! every example's form and every field the spec requires.
 //!
 //! [`PassReason::DescriptorTooLarge`]: crate::offload::PassReason::DescriptorTooLarge
 
 use super::descriptor::{
-    Detail, OffloadHeader, OffloadResponse, OffloadSummary, extract_guidance_with, guidance,
+    Detail, FILE_LINE, OffloadHeader, OffloadResponse, OffloadSummary, RECIPES_ARE_JQ_RECIPES,
+    extract_guidance_with, guidance,
 };
 use super::events::PassReason;
 use super::paging;
@@ -32,8 +40,14 @@ use super::records::{RecordKind, RecordsView};
 use super::stats::RecordStats;
 use crate::estimate::TokenEstimator;
 
-/// Largest descriptor, in estimated tokens.
-pub(crate) const DESCRIPTOR_BUDGET_TOKENS: usize = 1200;
+/// The descriptor's target, in estimated tokens. It trades what the
+/// descriptor tells (the spec's templates verbatim, a preview, a deeper
+/// schema) against what every offloaded result costs the model's
+/// context: at 850, 200 full memories (a 70-character path) get the
+/// compact guidance and a one-level schema, and reach a client as at most
+/// 900 tokens with their `resource_link` (benches/README.md, "Descriptor
+/// size").
+pub(crate) const DESCRIPTOR_BUDGET_TOKENS: usize = 850;
 
 /// What a descriptor is made of.
 #[derive(Clone, Copy)]
@@ -79,48 +93,35 @@ enum Guidance {
 }
 
 /// From the most detailed to the least; the first within the budget is
-/// used. The schema and the preview go first, then the guidance is
-/// shortened; the file path in `file_path` and in each of the ten recipes
-/// always stays. Nested objects are described two levels down at most:
-/// deeper levels rarely matter to a query and cost the most.
-const DETAILINGS: [Detailing; 6] = [
-    Detailing {
-        schema_depth: 2,
-        preview: true,
-        namespaces: 5,
-        guidance: Guidance::Full,
-    },
-    Detailing {
-        schema_depth: 1,
-        preview: true,
-        namespaces: 5,
-        guidance: Guidance::Full,
-    },
-    Detailing {
-        schema_depth: 1,
-        preview: false,
-        namespaces: 3,
-        guidance: Guidance::Full,
-    },
-    Detailing {
-        schema_depth: 0,
-        preview: false,
-        namespaces: 1,
-        guidance: Guidance::Full,
-    },
-    Detailing {
-        schema_depth: 0,
-        preview: false,
-        namespaces: 1,
-        guidance: Guidance::PathOnce,
-    },
-    Detailing {
-        schema_depth: 0,
-        preview: false,
-        namespaces: 1,
-        guidance: Guidance::Short,
-    },
+/// used. The path goes first (named once in the guidance instead of in
+/// every `lro_extract` example, and the recipe list left to `jq_recipes`),
+/// then the preview (the line schema names the fields), then the schema's
+/// depth and the namespaces; the file path in `file_path` and in each of
+/// the ten recipes always stays. Nested objects are described two levels
+/// down at most: deeper levels rarely matter to a query and cost the most.
+const DETAILINGS: [Detailing; 7] = [
+    detailing(2, true, 5, Guidance::Full),
+    detailing(2, true, 5, Guidance::PathOnce),
+    detailing(2, false, 5, Guidance::PathOnce),
+    detailing(1, false, 5, Guidance::PathOnce),
+    detailing(1, false, 3, Guidance::PathOnce),
+    detailing(0, false, 1, Guidance::PathOnce),
+    detailing(0, false, 1, Guidance::Short),
 ];
+
+const fn detailing(
+    schema_depth: usize,
+    preview: bool,
+    namespaces: usize,
+    guidance: Guidance,
+) -> Detailing {
+    Detailing {
+        schema_depth,
+        preview,
+        namespaces,
+        guidance,
+    }
+}
 
 /// The descriptor, when it fits: within its target
 /// ([`DESCRIPTOR_BUDGET_TOKENS`]) when it can be, else the smallest one,
@@ -164,22 +165,13 @@ pub(crate) fn describe(f: &Facts<'_>) -> (OffloadResponse, usize) {
 fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
     let (count, tokens, detail) = (f.header.count, f.header.estimated_tokens, f.header.detail);
     let memories = recipes::is_memory(f.stats, f.kind, detail);
-    let path_arg = match d.guidance {
-        Guidance::Full => serde_json::to_string(f.path).unwrap_or_default(),
-        Guidance::PathOnce | Guidance::Short => "FILE".to_owned(),
-    };
+    let path = (d.guidance == Guidance::Full).then_some(f.path);
     let guidance = match (d.guidance, memories, f.extraction) {
         (Guidance::Short, _, _) => short_guidance(count, tokens, memories, f.extraction, detail),
-        (_, true, true) => with_file_line(
-            extract_guidance_with(count, tokens, &path_arg, detail),
-            d.guidance,
-        ),
-        (Guidance::Full, true, false) => guidance(count, tokens, f.path, detail),
-        (_, true, false) => guidance(count, tokens, "(the file_path above)", detail),
-        (_, false, true) => with_file_line(
-            generic_extract_guidance(count, tokens, &path_arg, f.recipes, d.guidance),
-            d.guidance,
-        ),
+        (_, true, true) => extract_guidance_with(count, tokens, path, detail),
+        // The shell template names the path once already.
+        (_, true, false) => guidance(count, tokens, f.path, detail),
+        (_, false, true) => generic_extract_guidance(count, tokens, path, f.recipes),
         (_, false, false) => generic_guidance(count, tokens, f.recipes),
     };
     let tool = f.header.tool.as_deref().unwrap_or(&f.header.operation);
@@ -197,18 +189,6 @@ fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
         },
         expires_after_seconds: f.ttl.map(|t| t.as_secs()),
         page: paging::page_info(f.header.rebuild.as_ref(), count, tool),
-    }
-}
-
-/// `lro_extract` guidance whose examples say `file_path=FILE`: a line
-/// after the first says what FILE is.
-fn with_file_line(guidance: String, mode: Guidance) -> String {
-    if mode == Guidance::Full {
-        return guidance;
-    }
-    match guidance.split_once('\n') {
-        Some((first, rest)) => format!("{first}\nFILE below is the file_path above.\n{rest}"),
-        None => guidance,
     }
 }
 
@@ -295,39 +275,54 @@ pub(crate) fn generic_guidance(count: usize, tokens: usize, recipes: &[Recipe]) 
 
 /// `lro_extract` guidance for records that are not memories: examples with
 /// recipes that really browse, filter and search (with their parameters),
-/// a custom filter (left out when long, unless `mode` is `Full`), and the
-/// list of the ten recipes. `path` is the `file_path` argument as written
-/// in the examples (a JSON string, or `FILE`).
+/// a custom filter, and the list of the ten recipes. With no `path`, the
+/// compact form of [`extract_guidance_with`]: `file_path=FILE`, no search
+/// example, no long custom filter, no list.
 fn generic_extract_guidance(
     count: usize,
     tokens: usize,
-    path: &str,
+    path: Option<&str>,
     recipes: &[Recipe],
-    mode: Guidance,
 ) -> String {
-    let mut g = format!(
-        "Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n\
-         Use the `lro_extract` tool to query this result set. Examples:\n"
+    let file = path.map_or_else(
+        || "FILE".to_owned(),
+        |p| serde_json::to_string(p).unwrap_or_default(),
     );
+    let mut g = format!("Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n");
+    if path.is_none() {
+        g.push_str(FILE_LINE);
+    }
+    g.push_str("Use the `lro_extract` tool to query this result set. Examples:\n");
+    let mut filtered = false;
     for (label, role) in [
         ("Browse", Role::Browse),
         ("Filter", Role::Filter),
         ("Search", Role::Search),
     ] {
+        // The compact form shows a search only when no filter was shown:
+        // both are a recipe with `params`.
+        if role == Role::Search && filtered && path.is_none() {
+            continue;
+        }
         let Some((n, _)) = recipes::first_of(recipes, role) else {
             continue;
         };
+        filtered |= role == Role::Filter;
         let params = example_params(&recipes[n - 1], role);
         g.push_str(&format!(
-            "- {label}: lro_extract(file_path={path}, recipe={n}{params})\n"
+            "- {label}: lro_extract(file_path={file}, recipe={n}{params})\n"
         ));
     }
-    let custom = custom_example(recipes).filter(|q| mode == Guidance::Full || q.len() <= 80);
+    let custom = custom_example(recipes).filter(|q| path.is_some() || q.len() <= 80);
     if let Some(query) = custom {
         let query = serde_json::to_string(&query).unwrap_or_default();
         g.push_str(&format!(
-            "- Custom filter: lro_extract(file_path={path}, query={query})\n"
+            "- Custom filter: lro_extract(file_path={file}, query={query})\n"
         ));
+    }
+    if path.is_none() {
+        g.push_str(RECIPES_ARE_JQ_RECIPES);
+        return g;
     }
     let list: Vec<String> = recipes
         .iter()

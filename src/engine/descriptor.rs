@@ -43,8 +43,7 @@
 //!  "jq_recipes": [{"description": "List titles with namespaces",
 //!                  "command": "tail -n +2 /tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl | jq -r '[.title, .namespace] | @tsv'"},
 //!                 "… 10 in all"],
-//!  "guidance": "Results offloaded to JSONL (200 memories, ~64553 tokens saved).\nDetail level: full\nUse the `lro_extract` tool to query this result set. Examples:\n- Browse: lro_extract(file_path=\"/tmp/tower-lro-quickstart/atlatl-recall-01M8759JFJ7KFTTDA47R3A1X0M.jsonl\", recipe=1)\n…",
-//!  "preview": "{\"id\":\"mem_00000_91948d23\",\"title\":\"The reporting job now depends on\",\"namespace\":\"_procedural/runbooks\",…",
+//!  "guidance": "Results offloaded to JSONL (200 memories, ~64553 tokens saved).\nFILE below is the file_path above.\nDetail level: full\nUse the `lro_extract` tool to query this result set. Examples:\n- Browse: lro_extract(file_path=FILE, recipe=1)\n…\nrecipe=N runs the Nth of the jq_recipes above.",
 //!  "expires_after_seconds": 3600}
 //! ```
 //!
@@ -431,16 +430,25 @@ pub fn guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> Stri
 /// custom-filter example uses the confidence field the records have at
 /// `detail` (none at light).
 pub fn extract_guidance(count: usize, tokens: usize, path: &str, detail: Detail) -> String {
-    let path = serde_json::to_string(path).unwrap_or_default();
-    extract_guidance_with(count, tokens, &path, detail)
+    extract_guidance_with(count, tokens, Some(path), detail)
 }
 
-/// [`extract_guidance`] with the `file_path` argument of the examples
-/// written as `path` (a JSON string, or a name the guidance explains).
+/// The compact form of [`extract_guidance`], used when the descriptor
+/// would be over its budget with the template verbatim: the path is named
+/// once, in `file_path`.
+pub fn compact_extract_guidance(count: usize, tokens: usize, detail: Detail) -> String {
+    extract_guidance_with(count, tokens, None, detail)
+}
+
+/// [`extract_guidance`]; with no `path`, its compact form: the examples
+/// say `file_path=FILE` and a line says FILE is the descriptor's
+/// `file_path`, the keyword-search example (the filter's form again) is
+/// left out, and one line points at `jq_recipes` instead of listing the
+/// recipes' short names.
 pub(crate) fn extract_guidance_with(
     count: usize,
     tokens: usize,
-    path: &str,
+    path: Option<&str>,
     detail: Detail,
 ) -> String {
     let custom = match detail {
@@ -448,18 +456,43 @@ pub(crate) fn extract_guidance_with(
         Detail::Medium => "select(.confidence > 0.8)",
         Detail::Full => "select(.provenance.confidence > 0.8)",
     };
-    format!(
-        "Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n\
-         Detail level: {detail}\n\
+    let file = path.map_or_else(|| "FILE".to_owned(), json_string);
+    let mut g = format!("Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n");
+    if path.is_none() {
+        g.push_str(FILE_LINE);
+    }
+    g.push_str(&format!(
+        "Detail level: {detail}\n\
          Use the `lro_extract` tool to query this result set. Examples:\n\
-         - Browse: lro_extract(file_path={path}, recipe=1)\n\
-         - Filter by namespace: lro_extract(file_path={path}, recipe=2, params={{\"namespace\": \"_semantic\"}})\n\
-         - Search by keyword: lro_extract(file_path={path}, recipe=3, params={{\"keyword\": \"your term\"}})\n\
-         - Custom filter: lro_extract(file_path={path}, query=\"{custom}\")\n\
-         Available recipes: 1=titles+namespaces, 2=filter namespace, 3=search titles,\n\
+         - Browse: lro_extract(file_path={file}, recipe=1)\n\
+         - Filter by namespace: lro_extract(file_path={file}, recipe=2, params={{\"namespace\": \"_semantic\"}})\n"
+    ));
+    if path.is_some() {
+        g.push_str(&format!(
+            "- Search by keyword: lro_extract(file_path={file}, recipe=3, params={{\"keyword\": \"your term\"}})\n"
+        ));
+    }
+    g.push_str(&format!(
+        "- Custom filter: lro_extract(file_path={file}, query=\"{custom}\")\n"
+    ));
+    g.push_str(if path.is_some() {
+        "Available recipes: 1=titles+namespaces, 2=filter namespace, 3=search titles,\n\
          4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date,\n\
          9=detail-adaptive, 10=detail-adaptive."
-    )
+    } else {
+        RECIPES_ARE_JQ_RECIPES
+    });
+    g
+}
+
+/// The compact guidance's second line: what `FILE` in its examples is.
+pub(crate) const FILE_LINE: &str = "FILE below is the file_path above.\n";
+
+/// The compact guidance's last line, in place of the recipe list.
+pub(crate) const RECIPES_ARE_JQ_RECIPES: &str = "recipe=N runs the Nth of the jq_recipes above.";
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
 }
 
 impl std::fmt::Debug for OffloadHeader {

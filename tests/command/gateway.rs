@@ -333,6 +333,92 @@ async fn rmcp_client_through_the_gateway_small_inline_large_offloaded() {
     assert!(log.contains("tool result offloaded"), "{log}");
 }
 
+/// The quickstart's 200 full memories reach a client of `lro gateway` as
+/// at most 900 estimated tokens: the descriptor and its `resource_link`,
+/// every block the client is given, estimated as the layer estimates.
+/// The descriptor still has every field the spec requires, and its recipe
+/// and its `lro_extract` example give the true counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quickstart_memories_reach_a_client_in_at_most_900_tokens() {
+    use tower_lro::estimate::{ScriptAwareEstimator, TokenEstimator};
+    let upstream =
+        common::mcp::serve_mcp(common::mcp::mcp_service(Mode::StatelessJson), None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_gateway, addr) = gateway_with(&format!("http://{upstream}/mcp"), dir.path(), &[]);
+    let url = format!("http://{addr}/mcp");
+    let args = json!({"query": "cache design", "count": 200, "detail": "full"});
+    let result = rmcp_call(&url, None, "recall_memories", args.clone()).await;
+    let v = serde_json::to_value(&result).unwrap();
+    let blocks = v["content"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2, "{v:.400}");
+    assert_eq!(blocks[1]["type"], "resource_link");
+    let tokens: usize = blocks
+        .iter()
+        .map(|b| match b["text"].as_str() {
+            Some(text) => ScriptAwareEstimator.estimate(text),
+            None => ScriptAwareEstimator.estimate(&b.to_string()),
+        })
+        .sum();
+    let d = checked_descriptor(&result, "200 memories");
+    println!(
+        "200 full memories (~{} tokens) reach the client as ~{tokens} tokens",
+        d.summary.estimated_tokens
+    );
+    assert!(tokens <= 900, "~{tokens} tokens: {v}");
+    let raw: Value = serde_json::from_str(blocks[0]["text"].as_str().unwrap()).unwrap();
+    for field in [
+        "offloaded",
+        "summary",
+        "file_path",
+        "line_schema",
+        "jq_recipes",
+        "guidance",
+    ] {
+        assert!(raw.get(field).is_some(), "{field}");
+    }
+    for field in [
+        "count",
+        "estimated_tokens",
+        "operation",
+        "top_namespaces",
+        "score_range",
+        "detail",
+    ] {
+        assert!(raw["summary"].get(field).is_some(), "summary.{field}");
+    }
+    assert!(raw["summary"]["data_sha256"].is_string());
+    assert!(raw["line_schema"]["properties"]["namespace"].is_object());
+    let records = memories(200, Detail::Full);
+    check_recipe6(&d.jq_recipes[5].command, &records, "recipe 6");
+    // The guidance's example, with FILE the file_path, through the gateway.
+    assert!(
+        d.guidance.contains("lro_extract(file_path=FILE, recipe=1)"),
+        "{}",
+        d.guidance
+    );
+    let page = rmcp_call(
+        &url,
+        None,
+        "lro_extract",
+        json!({"file_path": d.file_path, "recipe": 6}),
+    )
+    .await;
+    let page = serde_json::to_value(&page).unwrap();
+    let text = page["content"][0]["text"].as_str().unwrap();
+    let mut counts = BTreeMap::new();
+    for m in &records {
+        *counts
+            .entry(m["namespace"].as_str().unwrap().to_owned())
+            .or_insert(0u64) += 1;
+    }
+    for (namespace, count) in counts {
+        assert!(
+            text.contains(&format!("\"namespace\":\"{namespace}\",\"count\":{count}")),
+            "{namespace}: {text}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_and_headers_are_forwarded_both_ways() {
     let Some(s) = stack() else {
