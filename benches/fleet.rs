@@ -208,6 +208,34 @@ fn main() {
     let name = file_path(&rt.block_on(roundtrip(&shared, answer.clone(), &call)))
         .trim_start_matches("lro://files/")
         .to_owned();
+    // A 100 MB result, offloaded once into each store; its first page
+    // (recipe 1) read from the directory, by the replica that wrote it
+    // (its kept upload) and by another replica (ranged GETs, every time:
+    // ranged reads are not cached).
+    let other = OffloadLayer::builder()
+        .config(OffloadConfig::default().auto_cleanup(false))
+        .store(SharedStore(Arc::new(
+            BucketStore::from_url("s3://bench/fleet").unwrap(),
+        )))
+        .build();
+    let big = Bytes::from(support::response(
+        1,
+        &support::memory_result(support::memories_for_bytes(100_000_000)),
+    ));
+    let first_page = |file: String| {
+        support::tools_call(3, "lro_extract", json!({"file_path": file, "recipe": 1}))
+    };
+    let big_local = first_page(file_path(&rt.block_on(roundtrip(
+        &local,
+        big.clone(),
+        &call,
+    ))));
+    let big_shared = first_page(file_path(&rt.block_on(roundtrip(
+        &shared,
+        big.clone(),
+        &call,
+    ))));
+    drop(big);
 
     let quick = support::quick();
     let mut c = Criterion::default()
@@ -241,6 +269,29 @@ fn main() {
                 }
                 let took = start.elapsed();
                 record(&page, iters, took);
+                took
+            })
+        });
+    }
+    for (case, layer, extract) in [
+        ("first page of 100 MB / local", &local, &big_local),
+        ("first page of 100 MB / s3 writer", &shared, &big_shared),
+        (
+            "first page of 100 MB / s3 other replica",
+            &other,
+            &big_shared,
+        ),
+    ] {
+        group.bench_function(case, |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let page = rt.block_on(roundtrip(layer, Bytes::new(), extract));
+                    assert!(!String::from_utf8_lossy(&page).contains("isError"));
+                    std::hint::black_box(page);
+                }
+                let took = start.elapsed();
+                record(case, iters, took);
                 took
             })
         });
@@ -295,15 +346,20 @@ impl Store for SharedStore {
 fn summary(get: &str) {
     let rt = median_ns(get).unwrap_or(f64::NAN);
     let mut rows = Vec::new();
-    for case in ["offload 1 MB", "extract page"] {
+    for (case, s3_case) in [
+        ("offload 1 MB", "s3"),
+        ("extract page", "s3"),
+        ("first page of 100 MB", "s3 writer"),
+        ("first page of 100 MB", "s3 other replica"),
+    ] {
         let (Some(local), Some(s3)) = (
             median_ns(&format!("{case} / local")),
-            median_ns(&format!("{case} / s3")),
+            median_ns(&format!("{case} / {s3_case}")),
         ) else {
             continue;
         };
         rows.push(vec![
-            case.to_owned(),
+            format!("{case} ({s3_case})"),
             fmt_ns(local),
             fmt_ns(s3),
             format!("{:.2}x", s3 / local),

@@ -189,6 +189,14 @@ fn hex(mac: &[u8]) -> String {
     mac.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
+/// Where the data of a file comes from, for `lro_extract`.
+pub(crate) enum Input {
+    /// A file of this machine.
+    Path(PathBuf),
+    /// A reader of the whole file, and its size.
+    Reader(Box<dyn std::io::Read + Send>, u64),
+}
+
 /// An offload file the caller may read: its path and header.
 #[derive(Debug)]
 pub(crate) struct Readable {
@@ -216,6 +224,22 @@ impl Readable {
                 })
             }
             _ => Ok(self.path.clone()),
+        }
+    }
+
+    /// What `lro_extract` reads: the file itself, or a shared store's
+    /// cached copy, or a reader of its object that fetches as it is read.
+    /// Blocking.
+    pub(crate) fn input(&self, offloader: &Offloader) -> Result<Input, AccessError> {
+        match (&self.manifest, offloader.store().shared()) {
+            (Some(manifest), Some(shared)) => shared
+                .open(&self.name, manifest)
+                .map(|reader| Input::Reader(reader, manifest.size))
+                .map_err(|e| {
+                    tracing::warn!(target: "tower_lro", file = %self.name, error = %e, "cannot read an offloaded file from the store");
+                    AccessError::Unavailable(quoted(&self.name))
+                }),
+            _ => Ok(Input::Path(self.path.clone())),
         }
     }
 

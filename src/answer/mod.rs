@@ -50,7 +50,7 @@ pub(crate) use manifest::{EXTRACT_TOOL, LIST_TOOL, Shadowed};
 use crate::engine::Offloader;
 use crate::extract::{ExtractError, Extractor, Query};
 use crate::store::resource_uri;
-use access::{Readable, list_readable, open_readable, read_capped};
+use access::{Input, Readable, list_readable, open_readable, read_capped};
 use args::{ExtractArgs, Wanted, custom_query, recipe_query};
 
 /// Files `lro_list` shows at most.
@@ -127,7 +127,7 @@ pub(crate) async fn extract(
         Ok(a) => a,
         Err(e) => return ToolAnswer::error(e.0),
     };
-    let (file, local) = match open_blocking(offloader, &args.file, owner).await {
+    let (file, input) = match open_blocking(offloader, &args.file, owner).await {
         Ok(f) => f,
         Err(e) => return ToolAnswer::error(e.to_string()),
     };
@@ -136,7 +136,15 @@ pub(crate) async fn extract(
         Err(message) => return ToolAnswer::error(message),
     };
     let query = query.compact(true).by_value(true);
-    match extractor.extract(&local, &query, args.paging).await {
+    let page = match input {
+        Input::Path(path) => extractor.extract(&path, &query, args.paging).await,
+        Input::Reader(reader, size) => {
+            extractor
+                .extract_reader(reader, size, &query, args.paging)
+                .await
+        }
+    };
+    match page {
         Ok(page) => {
             let budget = offloader.config().threshold_tokens;
             let spread = spread_hint(&query);
@@ -182,13 +190,13 @@ fn spread_hint(query: &Query) -> Option<String> {
     Some(format!("query={filter}{slurp}"))
 }
 
-/// [`open_readable`] on the blocking pool, with a local path of the
-/// whole file (a shared store's is fetched into its cache).
+/// [`open_readable`] on the blocking pool, with what to read: the file,
+/// or a reader of a shared store's object.
 async fn open_blocking(
     offloader: &Offloader,
     reference: &str,
     owner: Option<&str>,
-) -> Result<(Readable, std::path::PathBuf), AccessError> {
+) -> Result<(Readable, Input), AccessError> {
     let (o, r, w) = (
         offloader.clone(),
         reference.to_owned(),
@@ -197,8 +205,8 @@ async fn open_blocking(
     let unavailable = AccessError::Unavailable(quoted(reference));
     tokio::task::spawn_blocking(move || {
         let file = open_readable(&o, &r, w.as_deref(), Utc::now())?;
-        let local = file.local_path(&o)?;
-        Ok((file, local))
+        let input = file.input(&o)?;
+        Ok((file, input))
     })
     .await
     .unwrap_or(Err(unavailable))

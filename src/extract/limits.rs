@@ -9,7 +9,9 @@ use std::time::Duration;
 pub struct ExtractLimits {
     /// Time one evaluation may take, parsing the file included.
     pub time_limit: Duration,
-    /// Largest file read.
+    /// Largest file a slurping query reads (it holds every value). Other
+    /// queries read a file of any size a chunk at a time; a chunk grows
+    /// past 1 MiB only to end on a line break, up to this size.
     pub max_input_bytes: u64,
     /// Longest filter.
     pub max_filter_bytes: usize,
@@ -110,8 +112,9 @@ pub enum ExtractError {
     /// The file is not one of this server's offload files, or expired.
     #[error("not an offloaded file of this server, or it has expired")]
     NotOffloaded,
-    /// The file is larger than [`ExtractLimits::max_input_bytes`].
-    #[error("the file is larger than the extraction limit ({max} bytes)")]
+    /// The file is larger than [`ExtractLimits::max_input_bytes`] (for a
+    /// slurping query), or one of its lines is.
+    #[error("the file (or one of its lines) is larger than the extraction limit ({max} bytes)")]
     InputTooLarge {
         /// The limit.
         max: u64,

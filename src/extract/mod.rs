@@ -66,7 +66,10 @@
 //!   any operator or builtin) is charged to a budget *before* it is built
 //!   ([`ExtractLimits::max_alloc_bytes`], default 256 MiB, counted over the
 //!   whole evaluation, so it bounds what is alive as well); the input is
-//!   bounded by [`ExtractLimits::max_input_bytes`] (64 MiB). `"x" * 1e12`
+//!   read a chunk of lines at a time as the evaluation asks for it, so a
+//!   query that does not slurp holds about 1 MiB of it whatever the
+//!   file's size, and one that slurps reads a file of at most
+//!   [`ExtractLimits::max_input_bytes`] (64 MiB). `"x" * 1e12`
 //!   stops before allocating. Arrays and objects are charged 256 bytes
 //!   more than they hold, so the budget also bounds how deeply values can
 //!   nest (one million levels at most), which bounds the stack that
@@ -143,6 +146,7 @@ mod project;
 mod query;
 mod recipe;
 mod run;
+mod stream;
 mod traits;
 mod update;
 mod value;
@@ -201,6 +205,33 @@ impl Extractor {
         query: &Query,
         paging: Paging,
     ) -> Result<Page, ExtractError> {
+        self.extract_from(Source::Path(file.as_ref().to_owned()), query, paging)
+            .await
+    }
+
+    /// [`extract`](Self::extract) over `reader`, the whole offload file
+    /// (header line first) of `size` bytes, read as the evaluation goes:
+    /// a shared store's object through ranged reads, for example. A query
+    /// that does not slurp reads only as far as its page needs, and one
+    /// line further (so the page says whether more follows, not how much:
+    /// counting would read the rest).
+    pub async fn extract_reader(
+        &self,
+        reader: Box<dyn std::io::Read + Send>,
+        size: u64,
+        query: &Query,
+        paging: Paging,
+    ) -> Result<Page, ExtractError> {
+        self.extract_from(Source::Reader(reader, size), query, paging)
+            .await
+    }
+
+    async fn extract_from(
+        &self,
+        file: Source,
+        query: &Query,
+        paging: Paging,
+    ) -> Result<Page, ExtractError> {
         query.validate(&self.limits)?;
         let permit =
             tokio::time::timeout(self.limits.queue_wait, self.slots.clone().acquire_owned())
@@ -209,7 +240,7 @@ impl Extractor {
                 .map_err(|_| ExtractError::Internal)?;
         let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let job = self.job(file.as_ref(), query, paging, permit, &cancel.0);
+        let job = self.job(file, query, paging, permit, &cancel.0);
         spawn(job, self.limits.stack_bytes, move |r| {
             let _ = tx.send(r);
         })?;
@@ -233,7 +264,13 @@ impl Extractor {
         let permit = self.wait_for_slot()?;
         let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
         let (tx, rx) = std::sync::mpsc::channel();
-        let job = self.job(file.as_ref(), query, paging, permit, &cancel.0);
+        let job = self.job(
+            Source::Path(file.as_ref().to_owned()),
+            query,
+            paging,
+            permit,
+            &cancel.0,
+        );
         spawn(job, self.limits.stack_bytes, move |r| {
             let _ = tx.send(r);
         })?;
@@ -261,14 +298,14 @@ impl Extractor {
 
     fn job(
         &self,
-        file: &Path,
+        file: Source,
         query: &Query,
         paging: Paging,
         permit: OwnedSemaphorePermit,
         cancel: &Arc<AtomicBool>,
     ) -> Job {
         Job {
-            file: file.to_owned(),
+            file,
             query: query.clone(),
             paging,
             limits: self.limits.clone(),
@@ -290,7 +327,7 @@ impl Drop for CancelOnDrop {
 
 /// Everything one evaluation thread needs; it holds its slot until it ends.
 struct Job {
-    file: PathBuf,
+    file: Source,
     query: Query,
     paging: Paging,
     limits: Arc<ExtractLimits>,
@@ -313,27 +350,43 @@ fn spawn(
 }
 
 impl Job {
-    fn run(self) -> Result<Page, ExtractError> {
+    fn run(mut self) -> Result<Page, ExtractError> {
         if !cfg!(panic = "unwind") {
             return Err(ExtractError::Unsupported);
         }
         let deadline = Instant::now() + self.limits.time_limit;
-        let bytes = read_capped(&self.file, self.limits.max_input_bytes)?;
         let compiled = run::compile(&self.query)?;
-        let inputs = read_inputs(bytes, compiled.needs());
+        let max = self.limits.max_input_bytes;
+        let mut pager = Pager::new(self.paging, &self.limits, self.query.by_value);
+        let (reader, size) = match self.file {
+            Source::Path(ref path) => open_file(path)?,
+            Source::Reader(ref mut reader, size) => {
+                // Each byte past the page would be fetched to count lines.
+                pager.count_one_past_the_page();
+                (std::mem::replace(reader, Box::new(std::io::empty())), size)
+            }
+        };
+        // A slurping query holds every value; others one chunk at a time.
+        if self.query.jq_flags().slurp && size > max {
+            return Err(ExtractError::InputTooLarge { max });
+        }
+        let mut inputs = stream::Chunks::new(reader, compiled.needs(), max);
         let budget = Budget {
             deadline,
             alloc_bytes: self.limits.max_alloc_bytes,
             stack_bytes: self.limits.stack_bytes.saturating_sub(STACK_MARGIN),
             cancel: self.cancel.clone(),
         };
-        let mut pager = Pager::new(self.paging, &self.limits, self.query.by_value);
-        let stopped =
-            match guard::run_guarded(budget, || run::evaluate(&compiled, inputs, &mut pager)) {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => return Err(ExtractError::BadInput(e.to_string())),
-                Err(stop) => Some(stop),
-            };
+        let stopped = match guard::run_guarded(budget, || {
+            run::evaluate(&compiled, &mut inputs, &mut pager)
+        }) {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => return Err(ExtractError::BadInput(e.to_string())),
+            Err(stop) => Some(stop),
+        };
+        if let Some(failure) = inputs.failure.take() {
+            return Err(failure);
+        }
         self.page(pager, stopped)
     }
 
@@ -380,31 +433,20 @@ impl Job {
     }
 }
 
-/// The input values after the header line, read as the evaluation asks
-/// for them, each only as far as the filter reads it.
-fn read_inputs(file: Vec<u8>, need: project::Need) -> fast::Records {
-    let file = bytes::Bytes::from(file);
-    let after = file.slice_ref(input::after_header(&file));
-    fast::Records::new(after, need)
+/// Where a query's input comes from.
+enum Source {
+    /// A file of this machine.
+    Path(PathBuf),
+    /// A reader of the whole file, and its size in bytes.
+    Reader(Box<dyn std::io::Read + Send>, u64),
 }
 
-/// The file's bytes, if it is a regular file no larger than `max`.
-fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, ExtractError> {
-    use std::io::Read;
+/// The regular file at `path`, opened, and its size.
+fn open_file(path: &Path) -> Result<(Box<dyn std::io::Read + Send>, u64), ExtractError> {
     let file = std::fs::File::open(path).map_err(|_| ExtractError::Unreadable)?;
     let meta = file.metadata().map_err(|_| ExtractError::Unreadable)?;
     if !meta.is_file() {
         return Err(ExtractError::Unreadable);
     }
-    if meta.len() > max {
-        return Err(ExtractError::InputTooLarge { max });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|_| ExtractError::Unreadable)?;
-    if bytes.len() as u64 > max {
-        return Err(ExtractError::InputTooLarge { max });
-    }
-    Ok(bytes)
+    Ok((Box::new(file), meta.len()))
 }

@@ -236,6 +236,12 @@ impl Pager {
         }
     }
 
+    /// Counts one line past the page, no more: enough to know more
+    /// follows, without reading the rest of the input for a total.
+    pub fn count_one_past_the_page(&mut self) {
+        self.count_until = self.end.saturating_add(1);
+    }
+
     /// Lines printed so far (the total, once the evaluation finished).
     pub fn lines_seen(&self) -> usize {
         self.line

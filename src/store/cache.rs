@@ -131,6 +131,12 @@ impl Cache {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
+        self.indexed(name, size);
+        Ok(path)
+    }
+
+    /// Counts `name` (`size` bytes, in place) as cached and just used.
+    fn indexed(&self, name: &str, size: u64) {
         let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
         index.clock += 1;
         let used = index.clock;
@@ -138,7 +144,23 @@ impl Cache {
             index.total -= old.size;
         }
         index.total += size;
-        Ok(path)
+    }
+
+    /// A copy of `name` being written as it is uploaded: cached by
+    /// [`Pending::commit`], dropped otherwise (or when it grows past the
+    /// cache's size, or the disk refuses it: a cache is best effort).
+    pub(super) fn pending(&self, name: &str) -> Pending<'_> {
+        let tmp = self.dir.join(format!(".{name}.{}.part", ulid::Ulid::new()));
+        let mut options = fs::OpenOptions::new();
+        private_file(options.write(true).create_new(true));
+        let file = options.open(&tmp).ok().map(io::BufWriter::new);
+        Pending {
+            cache: self,
+            name: name.to_owned(),
+            tmp,
+            file,
+            n: 0,
+        }
     }
 
     /// Evicts the least recently used files until `incoming` more bytes fit.
@@ -164,6 +186,61 @@ impl Cache {
     #[cfg(test)]
     fn total(&self) -> u64 {
         self.index.lock().unwrap().total
+    }
+}
+
+/// A file of the cache being written ([`Cache::pending`]).
+pub(super) struct Pending<'c> {
+    cache: &'c Cache,
+    name: String,
+    tmp: PathBuf,
+    /// `None` once given up.
+    file: Option<io::BufWriter<fs::File>>,
+    n: u64,
+}
+
+impl Pending<'_> {
+    /// Appends `bytes`; past the cache's size or on a write error, the
+    /// copy is given up.
+    pub(super) fn write(&mut self, bytes: &[u8]) {
+        let Some(file) = &mut self.file else { return };
+        let n = self.n + bytes.len() as u64;
+        if n > self.cache.max_bytes || file.write_all(bytes).is_err() {
+            self.give_up();
+            return;
+        }
+        self.n = n;
+    }
+
+    /// Puts the copy in the cache, if it was written whole.
+    pub(super) fn commit(mut self) {
+        let Some(mut file) = self.file.take() else {
+            return;
+        };
+        if file.flush().is_err() {
+            drop(file);
+            let _ = fs::remove_file(&self.tmp);
+            return;
+        }
+        drop(file);
+        self.cache.make_room(self.n);
+        if fs::rename(&self.tmp, self.cache.dir.join(&self.name)).is_ok() {
+            self.cache.indexed(&self.name, self.n);
+        } else {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+
+    fn give_up(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.give_up();
     }
 }
 

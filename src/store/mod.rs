@@ -152,6 +152,8 @@ mod local;
 mod object;
 #[cfg(all(test, feature = "object-store"))]
 mod object_tests;
+#[cfg(feature = "object-store")]
+mod ranged;
 pub mod shared;
 #[cfg(feature = "object-store")]
 mod transport;

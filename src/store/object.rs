@@ -14,8 +14,12 @@
 //! multipart upload (which the bucket's lifecycle rule aborts).
 //!
 //! Readers ([`SharedFiles`]) read the manifest (one round trip: header,
-//! binding, expiry, size), then the data from a bounded local cache, which
-//! fetches it in one streamed `GET` the first time a replica reads it.
+//! binding, expiry, size), then the data: from a bounded local cache when
+//! it holds the file (the replica that wrote a file keeps what it
+//! uploaded; a whole read, such as `resources/read`, fills it), else
+//! through ranged `GET`s as far as the reader reads (a first range of
+//! 256 KiB, each next one twice as large up to 8 MiB, one ahead), so a
+//! page of `lro_extract` fetches about what its records take.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
@@ -33,7 +37,8 @@ use object_store::{
 };
 
 use super::bridge::Bridge;
-use super::cache::{Cache, DEFAULT_MAX_BYTES};
+use super::cache::{Cache, DEFAULT_MAX_BYTES, Pending};
+use super::ranged::Ranged;
 use super::shared::{MAX_MANIFEST_BYTES, Manifest, SharedFiles, Sweep};
 use super::{RESOURCE_URI_PREFIX, Store, StoreError, parse_file_name, redact};
 
@@ -76,7 +81,7 @@ pub struct BucketStore {
     prefix: Path,
     url: String,
     dir: PathBuf,
-    bridge: Bridge,
+    bridge: Arc<Bridge>,
     cache: Cache,
 }
 
@@ -150,10 +155,10 @@ impl BucketStore {
             url: redact(prefix),
             reason: e.to_string(),
         })?;
-        let bridge = Bridge::new().map_err(|source| StoreError::Directory {
+        let bridge = Arc::new(Bridge::new().map_err(|source| StoreError::Directory {
             path: PathBuf::from("lro-store runtime"),
             source,
-        })?;
+        })?);
         Ok(BucketStore {
             url: format!("{store}/{prefix}"),
             store,
@@ -192,7 +197,13 @@ impl BucketStore {
 
     /// Uploads the data of `name`: all `reader` reads. Returns its size
     /// and its first line (the header).
-    fn upload(&self, name: &str, reader: &mut dyn Read) -> Result<(u64, String), StoreError> {
+    /// What it uploads is also written to `keep`.
+    fn upload(
+        &self,
+        name: &str,
+        reader: &mut dyn Read,
+        keep: &mut Pending<'_>,
+    ) -> Result<(u64, String), StoreError> {
         let key = self.data_key(name);
         let read_err = |e: io::Error| StoreError::Write {
             path: self.dir.join(name),
@@ -206,6 +217,7 @@ impl BucketStore {
             )));
         };
         let header = String::from_utf8_lossy(&first[..end]).into_owned();
+        keep.write(&first);
         if first.len() < PART_BYTES {
             let size = first.len() as u64;
             let (store, k) = (self.store.clone(), key.clone());
@@ -242,6 +254,7 @@ impl BucketStore {
                 Ok(c) => c,
                 Err(e) => break Err(read_err(e)),
             };
+            keep.write(&chunk);
         };
         let parts = parts.and_then(|()| {
             while let Some(h) = in_flight.pop_front() {
@@ -386,7 +399,9 @@ impl Store for BucketStore {
             return Err(StoreError::InvalidName(file_name.to_owned()));
         }
         let mut reader = head.chain(body);
-        let (size, header) = self.upload(file_name, &mut reader)?;
+        // The writer keeps its upload: its first read costs no download.
+        let mut keep = self.cache.pending(file_name);
+        let (size, header) = self.upload(file_name, &mut reader, &mut keep)?;
         let manifest = Manifest::new(file_name, size, &header);
         let bytes = serde_json::to_vec(&manifest).unwrap_or_default();
         let (store, key) = (self.store.clone(), self.manifest_key(file_name));
@@ -405,6 +420,7 @@ impl Store for BucketStore {
             let _ = self.delete_key(&self.data_key(file_name));
             return Err(e);
         }
+        keep.commit();
         Ok(self.dir.join(file_name))
     }
 
@@ -488,6 +504,26 @@ impl SharedFiles for BucketStore {
                 }
             }
         })
+    }
+
+    /// The cached copy when there is one, else ranged `GET`s of the data
+    /// object as it is read.
+    fn open(
+        &self,
+        file_name: &str,
+        manifest: &Manifest,
+    ) -> Result<Box<dyn Read + Send>, StoreError> {
+        if let Some(path) = self.cache.get(file_name, manifest.size)
+            && let Ok(file) = std::fs::File::open(path)
+        {
+            return Ok(Box::new(file));
+        }
+        Ok(Box::new(Ranged::new(
+            self.store.clone(),
+            self.data_key(file_name),
+            manifest.size,
+            self.bridge.clone(),
+        )))
     }
 
     fn committed(&self) -> Result<Vec<String>, StoreError> {

@@ -208,3 +208,53 @@ fn urls_pick_the_backend_and_bad_ones_say_why() {
         "s3://bucket/p"
     );
 }
+
+#[test]
+fn the_writer_keeps_its_upload_and_other_replicas_read_ranges() {
+    let (memory, writer, _cache) = store();
+    let name = name_at(SystemTime::now());
+    let head = b"{\"type\":\"lro_header\"}\n";
+    let size = 3 << 20;
+    let mut body = Records {
+        left: size,
+        fail_after: None,
+    };
+    writer.write_from(&name, head, &mut body).unwrap();
+    let manifest = writer.manifest(&name).unwrap().unwrap();
+    let whole = |mut r: Box<dyn Read + Send>| {
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).map(|_| out)
+    };
+    // Another replica: ranged reads, the whole object or a part of it.
+    let cache_b = tempfile::tempdir().unwrap();
+    let other = BucketStore::new(memory.clone(), "fleet/a")
+        .unwrap()
+        .with_cache(Some(&cache_b.path().join("c")), 64 << 20)
+        .unwrap();
+    let from_other = whole(other.open(&name, &manifest).unwrap()).unwrap();
+    assert_eq!(from_other.len() as u64, manifest.size);
+    assert!(from_other.starts_with(head));
+    let mut first = [0u8; 100];
+    other
+        .open(&name, &manifest)
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    assert_eq!(&first[..], &from_other[..100]);
+    // The writer reads what it uploaded with the data object gone.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let data = Path::from(format!("fleet/a/{name}"));
+    rt.block_on(memory.delete(&data)).unwrap();
+    assert_eq!(
+        whole(writer.open(&name, &manifest).unwrap()).unwrap(),
+        from_other
+    );
+    // An object shorter than its manifest says is an error, not a short
+    // file.
+    rt.block_on(memory.put(&data, PutPayload::from(from_other[..1 << 20].to_vec())))
+        .unwrap();
+    let e = whole(other.open(&name, &manifest).unwrap()).unwrap_err();
+    assert!(!e.to_string().is_empty());
+}

@@ -81,6 +81,23 @@ pub trait SharedFiles: Send + Sync {
     /// cache, else fetched into it.
     fn local_copy(&self, file_name: &str, manifest: &Manifest) -> Result<PathBuf, StoreError>;
 
+    /// A reader of the committed file `file_name` (described by
+    /// `manifest`), from its start, that fetches only what is read: a
+    /// page of `lro_extract` reads the records it needs. By default, the
+    /// whole [`local_copy`](Self::local_copy).
+    fn open(
+        &self,
+        file_name: &str,
+        manifest: &Manifest,
+    ) -> Result<Box<dyn std::io::Read + Send>, StoreError> {
+        let path = self.local_copy(file_name, manifest)?;
+        let file = std::fs::File::open(&path).map_err(|e| StoreError::Remote {
+            object: file_name.to_owned(),
+            message: format!("its cached copy: {e}"),
+        })?;
+        Ok(Box::new(file))
+    }
+
     /// The names of the committed files (those with a manifest), in no
     /// particular order.
     fn committed(&self) -> Result<Vec<String>, StoreError>;

@@ -23,6 +23,28 @@ pub(crate) const BUCKET: &str = "lro-fleet";
 pub(crate) struct Moto {
     child: Child,
     pub(crate) port: u16,
+    /// Its request log (stderr: a line per request, method, path, status).
+    log: tempfile::NamedTempFile,
+}
+
+impl Moto {
+    /// The statuses of the `GET`s of object `key` logged so far.
+    fn gets_of(&self, key: &str) -> Vec<u16> {
+        let needle = format!("GET /{BUCKET}/{key} ");
+        std::fs::read_to_string(self.log.path())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&needle))
+            .filter_map(|l| {
+                l.rsplit('"')
+                    .next()?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    }
 }
 
 impl Drop for Moto {
@@ -44,14 +66,15 @@ fn free_port() -> u16 {
 /// Starts moto from the interop venv and makes the bucket (a plain PUT).
 pub(crate) async fn moto(interop: &Path) -> Moto {
     let port = free_port();
+    let log = tempfile::NamedTempFile::new().unwrap();
     let child = Command::new(interop.join(".venv/bin/moto_server"))
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log.reopen().unwrap())
         .spawn()
         .expect("moto_server (tests/interop/setup.sh installs it)");
-    let moto = Moto { child, port };
+    let moto = Moto { child, port, log };
     wait_for_port(SocketAddr::from(([127, 0, 0, 1], port)));
     let made = http()
         .put(format!("http://127.0.0.1:{port}/{BUCKET}"))
@@ -357,7 +380,7 @@ async fn replicas_share_offloaded_results_through_object_storage() {
         "probe files left"
     );
 
-    a_result_over_one_part(&addrs, moto.port).await;
+    a_result_over_one_part(&addrs, &moto).await;
 
     let killed = replicas[2].take().expect("replica 2");
     let written = concurrent_calls_with_a_replica_killed(&addrs, killed).await;
@@ -376,9 +399,11 @@ async fn replicas_share_offloaded_results_through_object_storage() {
 }
 
 /// A result over one 8 MiB part: a multipart upload (its size checked in
-/// the bucket), read through another replica (fetched whole into its
-/// cache).
-async fn a_result_over_one_part(addrs: &[SocketAddr], moto_port: u16) {
+/// the bucket). The replica that wrote it reads it without a `GET` of its
+/// data (it kept its upload); another answers a first page with a few
+/// ranged `GET`s (206) of its start, not the object; a third counts every
+/// record, reading it all through ranges.
+async fn a_result_over_one_part(addrs: &[SocketAddr], moto: &Moto) {
     let url = format!("http://{}/auto/mcp", addrs[0]);
     let big_args = json!({"query": "big", "count": 12000});
     let v = call(&url, "erin", 1, "recall_memories", big_args)
@@ -392,7 +417,7 @@ async fn a_result_over_one_part(addrs: &[SocketAddr], moto_port: u16) {
     );
     let listing = format!(
         "http://127.0.0.1:{}/{BUCKET}?list-type=2&prefix={key}",
-        moto_port
+        moto.port
     );
     let xml = http()
         .get(listing)
@@ -408,8 +433,35 @@ async fn a_result_over_one_part(addrs: &[SocketAddr], moto_port: u16) {
         .and_then(|s| s.split("</Size>").next()?.parse().ok())
         .unwrap_or_else(|| panic!("{xml}"));
     assert!(size > 8 << 20, "{size} bytes: one part only");
-    let other = format!("http://{}/auto/mcp", addrs[1]);
+    let page = json!({"file_path": big, "recipe": 1});
+    let first_page = |addr: SocketAddr| {
+        let page = page.clone();
+        async move {
+            let url = format!("http://{addr}/auto/mcp");
+            let v = call(&url, "erin", 8, "lro_extract", page).await.unwrap();
+            let (text, err) = text_of(&v);
+            assert!(!err && text.lines().count() > 10, "{text:.300}");
+        }
+    };
+    first_page(addrs[0]).await;
+    assert_eq!(
+        moto.gets_of(&key),
+        [] as [u16; 0],
+        "the writer fetched its own file"
+    );
+    first_page(addrs[1]).await;
+    let gets = moto.gets_of(&key);
+    assert!(
+        !gets.is_empty() && gets.len() <= 3 && gets.iter().all(|s| *s == 206),
+        "a first page on another replica: {gets:?}"
+    );
+    println!(
+        "a first page on another replica: {} ranged GETs",
+        gets.len()
+    );
+    let other = format!("http://{}/auto/mcp", addrs[2]);
     assert_eq!(count_via(&other, "erin", big).await, Ok(12000));
+    assert!(moto.gets_of(&key).iter().all(|s| *s == 206));
 }
 
 /// 100 concurrent calls, call i on replica i % 3 with its own token and

@@ -437,14 +437,21 @@ fn bad_queries_are_typed_errors_without_paths() {
         .unwrap_err();
     assert_eq!(e, ExtractError::Unreadable);
     assert!(!e.to_string().contains(&dir.path().display().to_string()));
+    // A slurping query holds the whole file: the limit applies. Others
+    // read it a chunk at a time, whatever its size.
     let small = Extractor::new(ExtractLimits::default().max_input_bytes(100));
+    let slurp = Query::new("length").slurp(true);
     let e = small
-        .extract_blocking(&off.file.path, &Query::new("."), Paging::default())
+        .extract_blocking(&off.file.path, &slurp, Paging::default())
         .unwrap_err();
     assert!(
         matches!(e, ExtractError::InputTooLarge { max: 100 }),
         "{e:?}"
     );
+    let page = small
+        .extract_blocking(&off.file.path, &Query::new(".id"), Paging::default())
+        .unwrap();
+    assert!(!page.lines.is_empty());
 }
 
 /// Limits for hostile queries: one second, small outputs.
