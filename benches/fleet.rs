@@ -363,7 +363,11 @@ fn summary(get: &str) {
             fmt_ns(local),
             fmt_ns(s3),
             format!("{:.2}x", s3 / local),
-            fmt_ns(s3 - local),
+            if s3 >= local {
+                fmt_ns(s3 - local)
+            } else {
+                format!("-{}", fmt_ns(local - s3))
+            },
             format!("{:.1}", (s3 - local) / rt),
         ]);
     }

@@ -39,6 +39,7 @@ use super::recipes::{self, Recipe, Role};
 use super::records::{RecordKind, RecordsView};
 use super::stats::RecordStats;
 use crate::estimate::TokenEstimator;
+use crate::store::RESOURCE_URI_PREFIX;
 
 /// The descriptor's target, in estimated tokens. It trades what the
 /// descriptor tells (the spec's templates verbatim, a preview, a deeper
@@ -65,6 +66,8 @@ pub(crate) struct Facts<'a> {
     pub preview_chars: usize,
     /// The guidance points at `lro_extract` rather than the shell.
     pub extraction: bool,
+    /// The shared store's URL (`lro --store`), when the file is in one.
+    pub store_url: Option<&'a str>,
     pub estimator: &'a dyn TokenEstimator,
     /// The file's time to live, when it has one.
     pub ttl: Option<std::time::Duration>,
@@ -173,6 +176,18 @@ fn build(f: &Facts<'_>, d: Detailing) -> OffloadResponse {
         (_, true, false) => guidance(count, tokens, f.path, detail),
         (_, false, true) => generic_extract_guidance(count, tokens, path, f.recipes),
         (_, false, false) => generic_guidance(count, tokens, f.recipes),
+    };
+    let guidance = match f
+        .store_url
+        .filter(|_| f.path.starts_with(RESOURCE_URI_PREFIX))
+    {
+        Some(url) => format!(
+            "{guidance}\nThe file is in a shared store, not on this machine: from a shell with \
+             the store's credentials, `lro extract --store {url} {} --recipe N` (or --query \
+             FILTER) runs a recipe.",
+            f.path
+        ),
+        None => guidance,
     };
     let tool = f.header.tool.as_deref().unwrap_or(&f.header.operation);
     OffloadResponse {

@@ -200,6 +200,7 @@ pub(super) fn finish(
         data_chars,
         preview_chars: o.config.preview_chars,
         extraction: o.config.extract_guidance_for(call.client.as_deref()),
+        store_url: o.store.url(),
         estimator,
         ttl: Some(o.config.ttl),
     };

@@ -60,10 +60,15 @@
 //! every replica resolves (the shell recipes in it assume a local file:
 //! over MCP, use `lro_extract`). `lro_extract`, `lro_list` and
 //! `resources/read` read the manifest first (one round trip: expiry and
-//! binding are checked on every read, by every replica), then the data
-//! from a bounded private local cache (1 GiB, least recently used
-//! evicted), fetched in one streamed `GET` the first time a replica reads
-//! the file. A large result is uploaded in 8 MiB parts, two in flight, so
+//! binding are checked on every read, by every replica), then the data.
+//! `lro_extract` reads it as its query goes: from a bounded private local
+//! cache (1 GiB, least recently used evicted) when it holds the file (the
+//! replica that wrote it keeps its upload there), else through ranged
+//! `GET`s of what the query reads (a page of browsing: the object's first
+//! MiB or two, whatever its size; a count: all of it); such a page
+//! says whether more follows, not how many (the rest is not fetched to
+//! count it). `resources/read` fetches the whole file into the cache. A
+//! large result is uploaded in 8 MiB parts, two in flight, so
 //! memory stays bounded whatever its size.
 //!
 //! The credentials need, on the prefix: `GetObject`, `PutObject`,
@@ -300,6 +305,14 @@ pub trait Store: Send + Sync + 'static {
     /// which readers and the cleanup reach through it rather than in
     /// [`Store::dir`]; `None` (the default): they are in `dir()`.
     fn shared(&self) -> Option<&dyn SharedFiles> {
+        None
+    }
+
+    /// A URL naming this store that `lro --store` takes (without secrets),
+    /// for a shared store made from one: descriptors of its files say how
+    /// to read them from a shell with it. `None` (the default): no such
+    /// URL, or files on this machine.
+    fn url(&self) -> Option<&str> {
         None
     }
 }

@@ -18,7 +18,7 @@
 //! it holds the file (the replica that wrote a file keeps what it
 //! uploaded; a whole read, such as `resources/read`, fills it), else
 //! through ranged `GET`s as far as the reader reads (a first range of
-//! 256 KiB, each next one twice as large up to 8 MiB, one ahead), so a
+//! 1 MiB, each next one twice as large up to 8 MiB, one ahead), so a
 //! page of `lro_extract` fetches about what its records take.
 
 use std::collections::{HashMap, VecDeque};
@@ -80,6 +80,8 @@ pub struct BucketStore {
     store: Arc<dyn ObjectStore>,
     prefix: Path,
     url: String,
+    /// The URL it was made from, without secrets (`from_url`).
+    location: Option<String>,
     dir: PathBuf,
     bridge: Arc<Bridge>,
     cache: Cache,
@@ -145,6 +147,7 @@ impl BucketStore {
         };
         let mut this = Self::new(store, prefix.as_ref())?;
         this.url = redact(url);
+        this.location = Some(this.url.clone());
         Ok(this)
     }
 
@@ -163,6 +166,7 @@ impl BucketStore {
             url: format!("{store}/{prefix}"),
             store,
             prefix,
+            location: None,
             dir: PathBuf::from(RESOURCE_URI_PREFIX.trim_end_matches('/')),
             bridge,
             cache: Cache::new(None, DEFAULT_MAX_BYTES)?,
@@ -450,6 +454,10 @@ impl Store for BucketStore {
 
     fn shared(&self) -> Option<&dyn SharedFiles> {
         Some(self)
+    }
+
+    fn url(&self) -> Option<&str> {
+        self.location.as_deref()
     }
 }
 

@@ -1,7 +1,10 @@
-//! A shared store's object read as a stream of ranged `GET`s: the first
-//! range small (a first page needs the first records only), each next one
-//! twice as large up to [`MAX_RANGE`], the next always requested while the
-//! reader consumes the current one. A reader that stops early (a page
+//! A shared store's object read as a stream of ranged `GET`s: a first
+//! range of [`FIRST_RANGE`], each next one twice as large up to
+//! [`MAX_RANGE`], the next always requested while the reader consumes the
+//! current one. A `GET` costs about a round trip whether it asks for
+//! 64 KiB or 1 MiB (moto, which reads the whole object for each, costs in
+//! proportion to the object), so the first range is 1 MiB: the first page
+//! of most results in one `GET`. A reader that stops early (a page
 //! complete) has fetched about what it read; memory holds two ranges.
 
 use std::io::{self, Read};
@@ -15,7 +18,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use super::bridge::Bridge;
 
 /// The first range requested.
-pub(super) const FIRST_RANGE: u64 = 256 << 10;
+pub(super) const FIRST_RANGE: u64 = 1 << 20;
 /// The largest range requested.
 pub(super) const MAX_RANGE: u64 = 8 << 20;
 

@@ -464,6 +464,68 @@ async fn a_result_over_one_part(addrs: &[SocketAddr], moto: &Moto) {
     assert!(moto.gets_of(&key).iter().all(|s| *s == 206));
 }
 
+/// The descriptor of a file in the store says how to read it from a
+/// shell; that command, run as written (through `sh`, with the store's
+/// credentials in the environment), gives the recipe's output, and
+/// `inspect` and `rebuild` read the file through `--store` too.
+fn from_a_shell(moto_port: u16, d: &Value, file: &str) {
+    let guidance = d["guidance"].as_str().unwrap();
+    let command = guidance
+        .split('`')
+        .find(|part| part.starts_with("lro extract --store "))
+        .unwrap_or_else(|| panic!("{guidance}"));
+    let command = command
+        .replacen("lro ", "\"$LRO\" ", 1)
+        .replace("--recipe N", "--recipe 4");
+    let mut sh = lro(moto_port);
+    let lro_path = sh.get_program().to_owned();
+    let out = Command::new("sh")
+        .args(["-c", &format!("{command} --limit 3")])
+        .env("LRO", lro_path)
+        .envs(sh.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first: Value = serde_json::from_str(text.lines().next().unwrap_or_default()).unwrap();
+    assert!(
+        first["id"].is_string() && first["title"].is_string(),
+        "{text}"
+    );
+    let url = command.split_whitespace().nth(3).unwrap();
+    let inspect = sh.args(["inspect", "--store", url, file]).output().unwrap();
+    let shown = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        inspect.status.success() && shown.contains("12000"),
+        "{shown}"
+    );
+    let rebuilt = lro(moto_port)
+        .args(["rebuild", "--store", url, file])
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&rebuilt.stdout).unwrap();
+    assert_eq!(
+        result["structuredContent"]["memories"]
+            .as_array()
+            .map(Vec::len),
+        Some(12000)
+    );
+    // Without --store, one line that says what to give.
+    let refused = lro(moto_port)
+        .args(["extract", file, "--recipe", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("--store") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
 /// 100 concurrent calls, call i on replica i % 3 with its own token and
 /// 60 + i records; replica 2 (`killed`) is killed with SIGKILL once 30 have
 /// answered. Every answered call is committed: its file, read through

@@ -12,24 +12,82 @@ use tower_lro::cleanup::Custodian;
 use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::{OffloadHeader, RecipeProgram};
 use tower_lro::extract::{ExtractLimits, Extractor, JqFlags, Paging, Query};
+use tower_lro::store::{RESOURCE_URI_PREFIX, Store};
 
 /// The longest header line read (headers are a few KB).
 const MAX_HEADER_BYTES: u64 = 1 << 20;
 /// How many records `inspect` looks at for their fields.
 const SAMPLED_RECORDS: usize = 1000;
 
+/// The file a tool reads, on this machine or in a shared store.
+#[derive(Debug, Args)]
+struct FileArg {
+    /// The offloaded JSONL file (with --store: `lro://files/NAME`, as in
+    /// its descriptor, or NAME).
+    file: PathBuf,
+    /// Read FILE from this shared store: s3://bucket/prefix (gs://, az://;
+    /// configured by the AWS_* / GOOGLE_* / AZURE_* variables), as a
+    /// gateway given `--store` writes it.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+}
+
+/// A local copy of the file a tool reads, and the store whose private
+/// cache holds it (removed with the store).
+struct Local {
+    path: PathBuf,
+    _store: Option<std::sync::Arc<dyn Store>>,
+}
+
+impl FileArg {
+    /// The file itself, or, with `--store`, its copy fetched from the store.
+    fn local(&self) -> Result<Local, String> {
+        let shown = self.file.display().to_string();
+        let Some(url) = self.store.as_deref() else {
+            if shown.starts_with(RESOURCE_URI_PREFIX) {
+                return Err(format!(
+                    "{shown} is in a shared store: give --store URL (the gateway's --store)"
+                ));
+            }
+            return Ok(Local {
+                path: self.file.clone(),
+                _store: None,
+            });
+        };
+        let name = shown.strip_prefix(RESOURCE_URI_PREFIX).unwrap_or(&shown);
+        let store = tower_lro::store::from_url(url, &std::env::temp_dir(), false)
+            .map_err(|e| format!("--store: {e}"))?;
+        let shared = store.shared().ok_or_else(|| {
+            format!("--store {url}: not a shared store (a directory: give its file's path)")
+        })?;
+        let manifest = shared
+            .manifest(name)
+            .map_err(|e| format!("{shown}: {e}"))?
+            .ok_or_else(|| {
+                format!("{shown}: no such file in the store (never written, or expired and swept)")
+            })?;
+        let path = shared
+            .local_copy(name, &manifest)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        Ok(Local {
+            path,
+            _store: Some(store),
+        })
+    }
+}
+
 /// `lro inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The offloaded JSONL file.
-    file: PathBuf,
+    #[command(flatten)]
+    file: FileArg,
 }
 
 /// `lro rebuild`.
 #[derive(Debug, Args)]
 pub struct RebuildArgs {
-    /// The offloaded JSONL file.
-    file: PathBuf,
+    #[command(flatten)]
+    file: FileArg,
     /// The rewritten result the client received (CallToolResult JSON), for
     /// files that leave large parts (an image, a large `_meta`) to it.
     #[arg(long, value_name = "RESULT_JSON_FILE")]
@@ -40,8 +98,8 @@ pub struct RebuildArgs {
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["recipe", "query"]))]
 pub struct ExtractArgs {
-    /// The offloaded JSONL file.
-    file: PathBuf,
+    #[command(flatten)]
+    file: FileArg,
     /// The number of one of the file's recipes (1-10, as in its descriptor).
     #[arg(long)]
     recipe: Option<usize>,
@@ -125,7 +183,9 @@ fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
 
 /// Prints the header, the records' fields and the recipes.
 pub fn inspect(args: &InspectArgs) -> Result<(), String> {
-    let (header, size) = read_header(&args.file)?;
+    let local = args.file.local()?;
+    let file = &local.path;
+    let (header, size) = read_header(file)?;
     let now = Utc::now();
     let mut out = String::new();
     let line = |out: &mut String, label: &str, value: String| {
@@ -134,7 +194,7 @@ pub fn inspect(args: &InspectArgs) -> Result<(), String> {
     line(
         &mut out,
         "File",
-        format!("{} ({size} bytes)", args.file.display()),
+        format!("{} ({size} bytes)", args.file.file.display()),
     );
     let tool = header.tool.as_deref().unwrap_or("?");
     let written = format!(
@@ -161,7 +221,7 @@ pub fn inspect(args: &InspectArgs) -> Result<(), String> {
             format!("{} ({state}{when})", at.to_rfc3339()),
         );
     }
-    line(&mut out, "Fields", fields(&args.file)?);
+    line(&mut out, "Fields", fields(file)?);
     for (n, recipe) in header.recipes.iter().enumerate() {
         let label = if n == 0 { "Recipes" } else { "" };
         line(
@@ -229,9 +289,11 @@ fn kind(v: &Value) -> &'static str {
 
 /// Prints the original result.
 pub fn rebuild(args: &RebuildArgs) -> Result<(), String> {
-    let shown = args.file.display();
+    let local = args.file.local()?;
+    let file = &local.path;
+    let shown = args.file.file.display();
     let json = match &args.with {
-        None => tower_lro::offload::rebuild_file(&args.file).map_err(|e| match e {
+        None => tower_lro::offload::rebuild_file(file).map_err(|e| match e {
             tower_lro::offload::RebuildError::NeedsRewrittenResult => {
                 format!("{shown}: {e}: pass it with --with RESULT_JSON_FILE")
             }
@@ -240,7 +302,7 @@ pub fn rebuild(args: &RebuildArgs) -> Result<(), String> {
         Some(with) => {
             let read =
                 |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-            tower_lro::offload::rebuild_with(&read(&args.file)?, &read(with)?)
+            tower_lro::offload::rebuild_with(&read(file)?, &read(with)?)
                 .map_err(|e| format!("{shown}: {e}"))?
         }
     };
@@ -249,9 +311,10 @@ pub fn rebuild(args: &RebuildArgs) -> Result<(), String> {
 
 /// Runs a recipe or a query and prints the page.
 pub fn extract(args: &ExtractArgs) -> Result<(), String> {
-    let (header, _) = read_header(&args.file)?;
+    let local = args.file.local()?;
+    let (header, _) = read_header(&local.path)?;
     if let Some(at) = expires_at(&header).filter(|at| *at <= Utc::now()) {
-        let shown = args.file.display();
+        let shown = args.file.file.display();
         return Err(format!(
             "{shown}: expired at {} (lro inspect still reads it)",
             at.to_rfc3339()
@@ -271,7 +334,7 @@ pub fn extract(args: &ExtractArgs) -> Result<(), String> {
         limit: args.limit,
     };
     let page = Extractor::new(ExtractLimits::default())
-        .extract_blocking(&args.file, &query, paging)
+        .extract_blocking(&local.path, &query, paging)
         .map_err(|e| e.to_string())?;
     for error in &page.errors {
         eprintln!("jq: error: {error}");
