@@ -462,6 +462,7 @@ async fn a_result_over_one_part(addrs: &[SocketAddr], moto: &Moto) {
     let other = format!("http://{}/auto/mcp", addrs[2]);
     assert_eq!(count_via(&other, "erin", big).await, Ok(12000));
     assert!(moto.gets_of(&key).iter().all(|s| *s == 206));
+    from_a_shell(moto.port, &d, big);
 }
 
 /// The descriptor of a file in the store says how to read it from a
@@ -480,7 +481,7 @@ fn from_a_shell(moto_port: u16, d: &Value, file: &str) {
     let mut sh = lro(moto_port);
     let lro_path = sh.get_program().to_owned();
     let out = Command::new("sh")
-        .args(["-c", &format!("{command} --limit 3")])
+        .args(["-c", &format!("{command} --limit 10")])
         .env("LRO", lro_path)
         .envs(sh.get_envs().filter_map(|(k, v)| Some((k, v?))))
         .output()
@@ -491,7 +492,11 @@ fn from_a_shell(moto_port: u16, d: &Value, file: &str) {
         "{command}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let first: Value = serde_json::from_str(text.lines().next().unwrap_or_default()).unwrap();
+    let first: Value = serde_json::Deserializer::from_str(&text)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{text}"))
+        .unwrap();
     assert!(
         first["id"].is_string() && first["title"].is_string(),
         "{text}"
