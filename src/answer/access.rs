@@ -24,6 +24,7 @@ use crate::engine::Offloader;
 use crate::engine::descriptor::{HEADER_TYPE, OffloadHeader};
 use crate::engine::events::OffloadEvent;
 use crate::engine::rebuild::expiry;
+use crate::store::StoreError;
 use crate::store::{Manifest, RESOURCE_URI_PREFIX, SharedFiles, no_follow, parse_file_name};
 
 /// Longest header line read (headers keep the rebuild layout, which can
@@ -184,6 +185,18 @@ impl BindingKey {
     }
 }
 
+/// The refusal of `file`, found damaged (`detail`), after its event.
+pub(crate) fn damaged(offloader: &Offloader, file: &Readable, detail: String) -> AccessError {
+    offloader.events().emit(OffloadEvent::OffloadFileDamaged {
+        path: file.path.clone(),
+        detail: detail.clone(),
+    });
+    AccessError::Damaged {
+        name: file.name.clone(),
+        detail,
+    }
+}
+
 /// The first 128 bits of a MAC, in hex: what a header's `owner` holds.
 fn hex(mac: &[u8]) -> String {
     mac.iter().take(16).map(|b| format!("{b:02x}")).collect()
@@ -218,9 +231,12 @@ impl Readable {
     pub(crate) fn local_path(&self, offloader: &Offloader) -> Result<PathBuf, AccessError> {
         match (&self.manifest, offloader.store().shared()) {
             (Some(manifest), Some(shared)) => {
-                shared.local_copy(&self.name, manifest).map_err(|e| {
-                    tracing::warn!(target: "tower_lro", file = %self.name, error = %e, "cannot fetch an offloaded file from the store");
-                    AccessError::Unavailable(quoted(&self.name))
+                shared.local_copy(&self.name, manifest).map_err(|e| match e {
+                    StoreError::Damaged { detail, .. } => damaged(offloader, self, detail),
+                    e => {
+                        tracing::warn!(target: "tower_lro", file = %self.name, error = %e, "cannot fetch an offloaded file from the store");
+                        AccessError::Unavailable(quoted(&self.name))
+                    }
                 })
             }
             _ => Ok(self.path.clone()),

@@ -153,6 +153,9 @@ pub(crate) async fn extract(
                 is_error: false,
             }
         }
+        Err(ExtractError::Damaged(detail)) => {
+            ToolAnswer::error(access::damaged(offloader, &file, detail).to_string())
+        }
         Err(ExtractError::Unreadable | ExtractError::NotOffloaded) => {
             ToolAnswer::error(AccessError::Unavailable(quoted(&args.file)).to_string())
         }

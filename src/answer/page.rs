@@ -114,8 +114,8 @@ pub(crate) fn answer(
     }
     let more = fitted.whole_lines < page.lines.len() || page.more;
     let of = match page.total_lines {
-        Some(t) => format!("of {t}"),
-        None => "of more".to_owned(),
+        Some(t) => format!(" of {t}"),
+        None => String::new(),
     };
     if page.lines.is_empty() {
         match page.total_lines {
@@ -128,7 +128,7 @@ pub(crate) fn answer(
     } else if more {
         let next = if fitted.cut { first + 1 } else { shown_end };
         notes.push(format!(
-            "Output values {}-{} {of} shown. More follows: call lro_extract again with the same \
+            "Output values {}-{}{of} shown. More follows: call lro_extract again with the same \
              arguments and offset={next}.",
             first + 1,
             next.max(first + 1)

@@ -109,6 +109,10 @@ pub enum ExtractError {
     /// The file cannot be read (missing, not a file, permissions).
     #[error("the offloaded file cannot be read")]
     Unreadable,
+    /// The file, read to its end, is not what its header's completeness
+    /// contract says (a shared store's object checked on a whole read).
+    #[error("the offloaded file is damaged: {0}")]
+    Damaged(String),
     /// The file is not one of this server's offload files, or expired.
     #[error("not an offloaded file of this server, or it has expired")]
     NotOffloaded,

@@ -90,8 +90,12 @@ impl Chunks {
             match fill(&mut self.source, &mut self.partial, want) {
                 Ok(0) => self.at_end = true,
                 Ok(_) => {}
-                Err(_) => {
-                    self.failure = Some(ExtractError::Unreadable);
+                Err(e) => {
+                    self.failure = Some(if e.kind() == io::ErrorKind::InvalidData {
+                        ExtractError::Damaged(e.to_string())
+                    } else {
+                        ExtractError::Unreadable
+                    });
                     return false;
                 }
             }

@@ -211,6 +211,15 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A shared store's file whose data is not what its header's
+    /// completeness contract says (`data_bytes`, `data_sha256`): refused.
+    #[error("{object} is damaged: {detail}")]
+    Damaged {
+        /// The file's name.
+        object: String,
+        /// What differs.
+        detail: String,
+    },
     /// The object store failed (unreachable, refused, timed out, or an
     /// object it holds is not what we wrote).
     #[error("object store, {object}: {message}")]

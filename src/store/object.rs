@@ -39,7 +39,7 @@ use object_store::{
 use super::bridge::Bridge;
 use super::cache::{Cache, DEFAULT_MAX_BYTES, Pending};
 use super::ranged::Ranged;
-use super::shared::{MAX_MANIFEST_BYTES, Manifest, SharedFiles, Sweep};
+use super::shared::{ContractCheck, MAX_MANIFEST_BYTES, Manifest, SharedFiles, Sweep};
 use super::{RESOURCE_URI_PREFIX, Store, StoreError, parse_file_name, redact};
 
 /// Bytes per uploaded part (S3 wants at least 5 MiB but for the last).
@@ -493,6 +493,8 @@ impl SharedFiles for BucketStore {
             .run(file_name, async move { store.get(&k).await })?
             .map_err(|e| Self::remote(&key, e))?
             .into_stream();
+        // A copy is cached only when it is what its header says.
+        let mut check = ContractCheck::of(manifest);
         self.cache.insert_with(file_name, manifest.size, |out| {
             loop {
                 let (s, next) = self.bridge.run(file_name, async move {
@@ -501,9 +503,20 @@ impl SharedFiles for BucketStore {
                 })?;
                 stream = s;
                 match next {
-                    None => return Ok(()),
+                    None => {
+                        return match check.take().map(ContractCheck::finish) {
+                            Some(Err(detail)) => Err(StoreError::Damaged {
+                                object: file_name.to_owned(),
+                                detail,
+                            }),
+                            _ => Ok(()),
+                        };
+                    }
                     Some(Err(e)) => return Err(Self::remote(&key, e)),
                     Some(Ok(bytes)) => {
+                        if let Some(check) = &mut check {
+                            check.update(&bytes);
+                        }
                         out.write_all(&bytes).map_err(|source| StoreError::Write {
                             path: self.dir.join(file_name),
                             source,
@@ -531,6 +544,7 @@ impl SharedFiles for BucketStore {
             self.data_key(file_name),
             manifest.size,
             self.bridge.clone(),
+            ContractCheck::of(manifest),
         )))
     }
 

@@ -258,3 +258,69 @@ fn the_writer_keeps_its_upload_and_other_replicas_read_ranges() {
     let e = whole(other.open(&name, &manifest).unwrap()).unwrap_err();
     assert!(!e.to_string().is_empty());
 }
+
+#[test]
+fn an_object_that_is_not_what_its_header_says_is_refused_as_damaged() {
+    use sha2::Digest;
+    let (memory, writer, _cache) = store();
+    let name = name_at(SystemTime::now());
+    let data: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("{{\"i\":{i}}}\n").into_bytes())
+        .collect();
+    let sha: String = sha2::Sha256::digest(&data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let head = format!(
+        "{{\"type\":\"lro_header\",\"data_bytes\":{},\"data_sha256\":\"{sha}\"}}\n",
+        data.len()
+    );
+    writer
+        .write_from(&name, head.as_bytes(), &mut data.as_slice())
+        .unwrap();
+    let manifest = writer.manifest(&name).unwrap().unwrap();
+    let cache_b = tempfile::tempdir().unwrap();
+    let other = || {
+        BucketStore::new(memory.clone(), "fleet/a")
+            .unwrap()
+            .with_cache(Some(&cache_b.path().join("c")), 64 << 20)
+            .unwrap()
+    };
+    let read_all = |store: &BucketStore| {
+        let mut out = Vec::new();
+        store
+            .open(&name, &manifest)
+            .unwrap()
+            .read_to_end(&mut out)
+            .map(|_| out)
+    };
+    // Whole: checked and read.
+    let whole = read_all(&other()).unwrap();
+    assert_eq!(&whole[head.len()..], data.as_slice());
+    // The same size, one byte changed: a whole read is refused, by ranges
+    // and into the cache alike; a page's part still reads.
+    let mut changed = whole.clone();
+    let at = changed.len() - 3;
+    changed[at] = b'7';
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(memory.put(
+        &Path::from(format!("fleet/a/{name}")),
+        PutPayload::from(changed),
+    ))
+    .unwrap();
+    let b = other();
+    let e = read_all(&b).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    assert!(e.to_string().contains(&sha), "{e}");
+    match b.local_copy(&name, &manifest) {
+        Err(StoreError::Damaged { detail, .. }) => assert!(detail.contains("SHA-256")),
+        other => panic!("{other:?}"),
+    }
+    let mut first = [0u8; 64];
+    b.open(&name, &manifest)
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+}

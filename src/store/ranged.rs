@@ -5,7 +5,8 @@
 //! 64 KiB or 1 MiB (moto, which reads the whole object for each, costs in
 //! proportion to the object), so the first range is 1 MiB: the first page
 //! of most results in one `GET`. A reader that stops early (a page
-//! complete) has fetched about what it read; memory holds two ranges.
+//! complete) has fetched about what it read; memory holds two ranges. One
+//! that reads to the end checks the file's completeness contract.
 
 use std::io::{self, Read};
 use std::ops::Range;
@@ -16,6 +17,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::bridge::Bridge;
+use super::shared::ContractCheck;
 
 /// The first range requested.
 pub(super) const FIRST_RANGE: u64 = 1 << 20;
@@ -37,15 +39,20 @@ pub(super) struct Ranged {
     /// The range in flight, and what it covers.
     pending: Option<(Fetch, Range<u64>)>,
     current: Bytes,
+    /// The completeness contract, checked when the whole object was read.
+    check: Option<ContractCheck>,
 }
 
 impl Ranged {
-    /// A reader of `key`, `size` bytes long (its manifest says so).
+    /// A reader of `key`, `size` bytes long (its manifest says so);
+    /// read to its end, it is checked by `check` (an error of kind
+    /// `InvalidData` when it differs).
     pub(super) fn new(
         store: Arc<dyn ObjectStore>,
         key: Path,
         size: u64,
         bridge: Arc<Bridge>,
+        check: Option<ContractCheck>,
     ) -> Ranged {
         Ranged {
             store,
@@ -56,6 +63,7 @@ impl Ranged {
             span: FIRST_RANGE,
             pending: None,
             current: Bytes::new(),
+            check,
         }
     }
 
@@ -116,13 +124,23 @@ impl Read for Ranged {
         if self.current.is_empty() {
             match self.take_pending()? {
                 Some(bytes) => self.current = bytes,
-                None => return Ok(0),
+                None => {
+                    return match self.check.take().map(ContractCheck::finish) {
+                        Some(Err(detail)) => {
+                            Err(io::Error::new(io::ErrorKind::InvalidData, detail))
+                        }
+                        _ => Ok(0),
+                    };
+                }
             }
             // The next range comes while this one is read.
             self.request();
         }
         let n = buf.len().min(self.current.len());
         buf[..n].copy_from_slice(&self.current[..n]);
+        if let Some(check) = &mut self.check {
+            check.update(&buf[..n]);
+        }
         self.current.advance(n);
         Ok(n)
     }

@@ -68,6 +68,71 @@ impl Manifest {
     }
 }
 
+/// Checks a file's data lines (the bytes after its header line) against
+/// the completeness contract its manifest's header states (`data_bytes`,
+/// `data_sha256`) as they are read: a replica reading a file whole for the
+/// first time refuses an object that is not what was written.
+#[cfg(feature = "object-store")]
+pub(crate) struct ContractCheck {
+    want_bytes: Option<u64>,
+    want_sha256: String,
+    hasher: sha2::Sha256,
+    past_header: bool,
+    bytes: u64,
+}
+
+#[cfg(feature = "object-store")]
+impl ContractCheck {
+    /// The check of the file `manifest` describes; `None` when its header
+    /// states no SHA-256 (files of older writers).
+    pub(crate) fn of(manifest: &Manifest) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Contract {
+            data_bytes: Option<u64>,
+            data_sha256: Option<String>,
+        }
+        let c: Contract = serde_json::from_str(&manifest.header).ok()?;
+        Some(ContractCheck {
+            want_bytes: c.data_bytes,
+            want_sha256: c.data_sha256?,
+            hasher: sha2::Digest::new(),
+            past_header: false,
+            bytes: 0,
+        })
+    }
+
+    /// Folds in the next bytes of the file (header line first).
+    pub(crate) fn update(&mut self, mut bytes: &[u8]) {
+        if !self.past_header {
+            let Some(end) = memchr::memchr(b'\n', bytes) else {
+                return;
+            };
+            self.past_header = true;
+            bytes = &bytes[end + 1..];
+        }
+        sha2::Digest::update(&mut self.hasher, bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    /// Whether everything folded in is what the header says; else what
+    /// differs.
+    pub(crate) fn finish(self) -> Result<(), String> {
+        let sha256: String = sha2::Digest::finalize(self.hasher)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if self.want_bytes.is_some_and(|want| want != self.bytes) || sha256 != self.want_sha256 {
+            return Err(format!(
+                "its data is {} bytes with SHA-256 {sha256}, its header says {} bytes with {}",
+                self.bytes,
+                self.want_bytes.map_or("?".to_owned(), |b| b.to_string()),
+                self.want_sha256
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A shared store's files, as readers, the cleanup and the readiness probe
 /// reach them. Calls are blocking (run them off the async executor). A
 /// store returns one from [`Store::shared`](super::Store::shared).

@@ -133,3 +133,79 @@ async fn replicas_read_each_others_files_through_a_shared_store() {
     // Alice's file (600 s) is still there for both.
     assert_eq!(extract(&a, "alice", &file, "length").await.0, "120\n");
 }
+
+/// A file whose object in the store is not what its header says (one byte
+/// changed, same size): a replica reading it whole refuses it as damaged,
+/// with an `OffloadFileDamaged` event, and caches nothing; a first page,
+/// which reads only the object's start, is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_object_is_refused_on_a_whole_read() {
+    use object_store::ObjectStoreExt;
+    use std::sync::Mutex;
+    use tower_lro::offload::{EventHook, OffloadEvent};
+    let memory = Arc::new(object_store::memory::InMemory::new());
+    let (a, _la) = replica(&memory, Duration::from_secs(600)).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let events = seen.clone();
+    let layer = OffloadLayer::builder()
+        .config(OffloadConfig::default().auto_cleanup(false))
+        .store(BucketStore::new(memory.clone(), "fleet").unwrap())
+        .binding_key(BindingKey::from_bytes(&[9u8; 32]).unwrap())
+        .event_hook(EventHook::callback(move |e| {
+            events.lock().unwrap().push(e.clone());
+        }))
+        .build();
+    let b = serve_mcp(mcp_service(Mode::StatelessJson), Some(layer)).await;
+    let b = format!("http://{b}/mcp");
+    let call = tools_call(1, "recall_memories", json!({"count": 3000}), None);
+    let v = rpc(&a, "alice", call).await;
+    let d: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let file = d["file_path"].as_str().unwrap().to_owned();
+    let key = object_store::path::Path::from(format!(
+        "fleet/{}",
+        file.trim_start_matches("lro://files/")
+    ));
+    let mut bytes = memory
+        .get(&key)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    let at = bytes.len() - 5;
+    bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    memory.put(&key, bytes.into()).await.unwrap();
+
+    let (text, err) = extract(&b, "alice", &file, "length").await;
+    assert!(
+        err && text.contains("is damaged") && text.contains("SHA-256"),
+        "{text}"
+    );
+    let damaged = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, OffloadEvent::OffloadFileDamaged { .. }))
+        .count();
+    assert_eq!(damaged, 1);
+    // resources/read fetches it whole into the cache: refused too.
+    let read = rpc(
+        &b,
+        "alice",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": file}}),
+    )
+    .await;
+    assert!(read["error"].to_string().contains("damaged"), "{read}");
+    // A first page reads the start only: served.
+    let args = json!({"file_path": file, "recipe": 1, "limit": 5});
+    let page = rpc(&b, "alice", tools_call(4, "lro_extract", args, None)).await;
+    assert!(
+        page["result"]["isError"] != true
+            && page["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.lines().count() == 5),
+        "{page}"
+    );
+}
