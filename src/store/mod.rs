@@ -84,6 +84,7 @@
 //! | the store is down, refuses (403) or is too slow (`AWS_TIMEOUT`, default 30 s; 3 retries within 20 s) while writing | the spec's fallback: the result truncated inline with its warning (`OffloadWriteFailed`, `lro_store_errors_total{operation="write"}`); the gateway goes on serving | nothing visible: no manifest is written, the data written is deleted or its upload aborted |
 //! | the store is down while reading | the one refusal every unreadable file gets (logged as a store error) | — |
 //! | the store is unreachable at start | the gateway exits with the store's error; `/readyz` answers `503` while a probe file cannot be written and removed | — |
+//! | an object that is not what its header says (changed, cut short) | a page reading its start is served; a query or `resources/read` reading it whole is refused as damaged (`OffloadFileDamaged`, `lro_offload_files_damaged`), its copy not cached | — |
 //! | a replica without the shared key | reads none of the others' files bound to credentials (the one refusal) | — |
 //! | other credentials, on any replica | the one refusal, identical everywhere | — |
 //!
