@@ -99,7 +99,9 @@
 //! and key with the official Python SDK client sending each call to another
 //! replica (both protocol generations), 100 concurrent calls with a replica
 //! killed by `SIGKILL` and restarted, expiry and sweeps;
-//! `tests/command/fleet_faults.rs` the store faults.
+//! `tests/command/fleet_faults.rs` the store faults;
+//! `tests/command/fleet_azure.rs` two replicas on Azurite (the Azure
+//! Storage emulator, Shared Key signatures checked).
 //!
 //! # Example
 //!

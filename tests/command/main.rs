@@ -9,6 +9,7 @@ mod agent;
 mod agent_clients;
 mod cli;
 mod fleet;
+mod fleet_azure;
 mod fleet_faults;
 mod forward_proxy;
 mod gateway;
