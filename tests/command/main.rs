@@ -18,6 +18,7 @@ mod large_results;
 mod legacy_sse;
 mod legacy_sse_faults;
 mod legacy_sse_oauth;
+mod load;
 mod metrics;
 mod oauth;
 mod proxy;

@@ -1,0 +1,287 @@
+//! `lro gateway` under load: 200 concurrent MCP clients for a few seconds
+//! (`LRO_LOAD_SECONDS`, default 5; the figures in benches/README.md are
+//! from 30; `LRO_LOAD_GATEWAY_ARGS` adds gateway flags) with a mix of small results and offloaded ones, first straight
+//! to the upstream (the rmcp memory server on loopback), then through the
+//! gateway. Checked: no error; every described file complete (its record
+//! lines counted and their SHA-256 against the descriptor's `count` and
+//! `data_sha256`); the gateway's open file descriptors back to where they
+//! were once the clients are gone; its peak RSS under a generous bound.
+//! Throughput and latency are printed against going direct, not asserted
+//! (a shared 2-core machine; the bench's job).
+
+use crate::common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::mcp::{Mode, mcp_service, serve_mcp, tools_call};
+use serde_json::Value;
+use sha2::Digest;
+
+use crate::gateway::gateway_with;
+
+/// Concurrent clients.
+const CLIENTS: usize = 200;
+
+/// What one side did.
+#[derive(Default)]
+struct Tally {
+    calls: usize,
+    errors: Vec<String>,
+    /// Latencies, in microseconds.
+    micros: Vec<u64>,
+    /// (file path, count, data_sha256) of each descriptor.
+    files: Vec<(String, u64, String)>,
+}
+
+/// The `n`-th call of a client: every other one offloaded (60 memories,
+/// about 17k tokens), the others small (3 memories, inline).
+fn call_body(n: usize) -> Value {
+    let count = if n.is_multiple_of(2) { 60 } else { 3 };
+    tools_call(
+        n as u64,
+        "recall_memories",
+        serde_json::json!({"query": "load", "count": count}),
+        None,
+    )
+}
+
+/// `CLIENTS` clients calling `url` until `until`.
+async fn run(url: String, until: Instant) -> Tally {
+    let tally = Arc::new(std::sync::Mutex::new(Tally::default()));
+    let mut tasks = Vec::new();
+    for client in 0..CLIENTS {
+        let (url, tally) = (url.clone(), tally.clone());
+        tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap();
+            let mut n = client;
+            while Instant::now() < until {
+                let started = Instant::now();
+                let outcome = one_call(&http, &url, n).await;
+                let took = started.elapsed().as_micros() as u64;
+                let mut t = tally.lock().unwrap();
+                t.calls += 1;
+                t.micros.push(took);
+                match outcome {
+                    Ok(Some(file)) => t.files.push(file),
+                    Ok(None) => {}
+                    Err(e) => t.errors.push(e),
+                }
+                n += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    Arc::try_unwrap(tally).ok().unwrap().into_inner().unwrap()
+}
+
+/// One call: `Ok(Some(file))` when its result was offloaded.
+async fn one_call(
+    http: &reqwest::Client,
+    url: &str,
+    n: usize,
+) -> Result<Option<(String, u64, String)>, String> {
+    let resp = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(call_body(n).to_string())
+        .send()
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let status = resp.status();
+    let text = resp.text().await.map_err(|e| format!("body: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("{status}: {text:.200}"));
+    }
+    let v: Value = serde_json::from_str(&text)
+        .ok()
+        .or_else(|| common::mcp::sse_messages(&text).into_iter().next())
+        .ok_or_else(|| format!("not JSON-RPC: {text:.200}"))?;
+    let result = &v["result"];
+    if result.is_null() || result["isError"] == true {
+        return Err(format!("error: {v:.300}"));
+    }
+    let first = result["content"][0]["text"].as_str().unwrap_or_default();
+    let Ok(d) = serde_json::from_str::<Value>(first) else {
+        return Ok(None);
+    };
+    if d["offloaded"] != true {
+        return Ok(None);
+    }
+    Ok(Some((
+        d["file_path"].as_str().unwrap_or_default().to_owned(),
+        d["summary"]["count"].as_u64().unwrap_or_default(),
+        d["summary"]["data_sha256"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )))
+}
+
+/// p50 and p99 of `micros`, in microseconds.
+fn percentiles(micros: &mut [u64]) -> (u64, u64) {
+    micros.sort_unstable();
+    let at = |q: f64| micros[((micros.len() - 1) as f64 * q) as usize];
+    (at(0.5), at(0.99))
+}
+
+/// Open file descriptors of process `pid`.
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// The open file descriptors of process `pid`, sorted: sockets of a TCP
+/// connection to `upstream_port` (the pool of idle connections to the
+/// upstream), sockets of one from a client (local port `listen_port`), and
+/// the others.
+fn fds_by_kind(pid: u32, upstream_port: u16, listen_port: u16) -> (usize, usize, usize) {
+    // inode -> (local port, remote port), from the IPv4 and IPv6 tables.
+    let mut ports = std::collections::HashMap::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let port = |col: &str| {
+                col.rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+            };
+            if let (Some(local), Some(remote), Some(inode)) =
+                (port(cols[1]), port(cols[2]), cols.get(9))
+            {
+                ports.insert(inode.to_string(), (local, remote));
+            }
+        }
+    }
+    let (mut pool, mut clients, mut other) = (0, 0, 0);
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let target = std::fs::read_link(entry.path()).unwrap_or_default();
+        let target = target.to_string_lossy();
+        let inode = target
+            .strip_prefix("socket:[")
+            .and_then(|t| t.strip_suffix(']'));
+        match inode.and_then(|i| ports.get(i)) {
+            Some((_, remote)) if *remote == upstream_port => pool += 1,
+            Some((local, remote)) if *local == listen_port && *remote != 0 => clients += 1,
+            _ => other += 1,
+        }
+    }
+    (pool, clients, other)
+}
+
+/// Peak resident memory of process `pid`, in KiB (`VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_clients_through_the_gateway_lose_nothing() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let seconds: u64 = std::env::var("LRO_LOAD_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let upstream = serve_mcp(mcp_service(Mode::StatelessJson), None).await;
+    let dir = tempfile::tempdir().unwrap();
+    // More gateway flags for a measurement (`LRO_LOAD_GATEWAY_ARGS`).
+    let extra = std::env::var("LRO_LOAD_GATEWAY_ARGS").unwrap_or_default();
+    let mut flags = vec!["--max-connections", "1024"];
+    flags.extend(extra.split_whitespace());
+    let (gateway, addr) = gateway_with(&format!("http://{upstream}/mcp"), dir.path(), &flags);
+    let pid = gateway.pid();
+    let baseline_fds = fds(pid);
+
+    let window = Duration::from_secs(seconds);
+    let direct = run(format!("http://{upstream}/mcp"), Instant::now() + window).await;
+    let mut through = run(format!("http://{addr}/mcp"), Instant::now() + window).await;
+    assert!(
+        direct.errors.is_empty(),
+        "direct: {:?}",
+        &direct.errors[..1]
+    );
+    assert!(
+        through.errors.is_empty(),
+        "{} of {} calls failed through the gateway, e.g. {:?}",
+        through.errors.len(),
+        through.calls,
+        &through.errors[..through.errors.len().min(3)]
+    );
+    assert!(through.calls >= CLIENTS, "{} calls", through.calls);
+
+    // Every described file is whole.
+    let mut seen = HashSet::new();
+    for (path, count, sha) in &through.files {
+        assert!(seen.insert(path.clone()), "{path} described twice");
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let data = &bytes[bytes.iter().position(|b| *b == b'\n').unwrap() + 1..];
+        let lines = data.iter().filter(|b| **b == b'\n').count() as u64;
+        let digest: String = sha2::Sha256::digest(data)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!((lines, &digest), (*count, sha), "{path}");
+    }
+    assert!(
+        through.files.len() * 3 >= through.calls,
+        "{} files",
+        through.files.len()
+    );
+
+    // Once the clients are gone: no connection from them left, the other
+    // descriptors back to the baseline; what stays is the pool of idle
+    // connections to the upstream (reused by the next requests), at most
+    // one per request served at once (the clients and a probe or two).
+    let (up, listen) = (upstream.port(), addr.port());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut kinds = fds_by_kind(pid, up, listen);
+    while (kinds.1 > 0 || kinds.2 > baseline_fds) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        kinds = fds_by_kind(pid, up, listen);
+    }
+    let (pool, from_clients, other) = kinds;
+    assert_eq!(from_clients, 0, "client connections left open");
+    assert!(
+        other <= baseline_fds,
+        "other fds: {baseline_fds} before, {other} after"
+    );
+    assert!(pool <= CLIENTS + 8, "{pool} upstream connections kept");
+    let peak = peak_rss_kib(pid);
+    assert!(peak < 512 << 10, "peak RSS {} MiB", peak >> 10);
+    let after = pool + from_clients + other;
+
+    let mut direct = direct;
+    let (d50, d99) = percentiles(&mut direct.micros);
+    let (g50, g99) = percentiles(&mut through.micros);
+    println!(
+        "{CLIENTS} clients, {seconds} s each side, half the calls offloaded: direct {} calls \
+         ({:.0}/s, p50 {d50} µs, p99 {d99} µs); through lro gateway {} calls ({:.0}/s, \
+         {:.2}x direct; p50 {g50} µs, p99 {g99} µs), {} files checked whole, 0 errors; \
+         gateway peak RSS {} MiB, fds {baseline_fds} before and {after} after ({pool} of them \
+         idle connections to the upstream)",
+        direct.calls,
+        direct.calls as f64 / seconds as f64,
+        through.calls,
+        through.calls as f64 / seconds as f64,
+        through.calls as f64 / direct.calls as f64,
+        through.files.len(),
+        peak >> 10,
+    );
+}
