@@ -25,6 +25,9 @@ use super::project::Need;
 /// Bytes read at most at a time (a chunk grows past it only for a longer
 /// line).
 pub(crate) const CHUNK_BYTES: usize = 1 << 20;
+/// The longest header line read (a header keeps a result's non-record
+/// parts, up to 8 MiB).
+const MAX_HEADER_BYTES: u64 = 9 << 20;
 /// Bytes read first: each next read is twice as large, up to
 /// [`CHUNK_BYTES`], so a first page reads about what its records take.
 const FIRST_CHUNK_BYTES: usize = 64 << 10;
@@ -111,6 +114,10 @@ impl Chunks {
                         self.partial.clear();
                         return false;
                     }
+                    None if self.partial.len() as u64 > self.max_line.max(MAX_HEADER_BYTES) => {
+                        self.failure = Some(ExtractError::InputTooLarge { max: self.max_line });
+                        return false;
+                    }
                     None => continue,
                 }
             }
@@ -166,24 +173,17 @@ impl Iterator for Chunks {
 }
 
 /// Appends up to `want` bytes of `source` to `buf`; how many (0 at its
-/// end). Retries interrupted reads.
+/// end). Retries interrupted reads; the buffer is not zeroed first.
 fn fill(source: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     let start = buf.len();
-    buf.resize(start + want, 0);
-    let mut got = 0;
-    while got < want {
-        match source.read(&mut buf[start + got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                buf.truncate(start);
-                return Err(e);
-            }
+    buf.reserve(want);
+    match source.take(want as u64).read_to_end(buf) {
+        Ok(n) => Ok(n),
+        Err(e) => {
+            buf.truncate(start);
+            Err(e)
         }
     }
-    buf.truncate(start + got);
-    Ok(got)
 }
 
 #[cfg(test)]
