@@ -371,7 +371,7 @@ pub struct OffloadSummary {
     pub count: usize,
     /// Estimated tokens of the whole result: what reading it inline would
     /// cost. The spec calls this "tokens saved"; the descriptor itself
-    /// costs some of them (at most about 1,200).
+    /// costs some of them (about 850).
     pub estimated_tokens: usize,
     /// The operation that was performed.
     pub operation: String,

@@ -138,7 +138,7 @@ pub enum PassReason {
     /// compresses anyway.
     Encoded(String),
     /// Even the smallest descriptor would be over its hard bounds: over the
-    /// threshold (or 1,200 estimated tokens when the threshold is lower; an
+    /// threshold (or 850 estimated tokens when the threshold is lower; an
     /// output directory of a path thousands of characters long), or not
     /// smaller than the result it would replace (a threshold set below the
     /// descriptor's size).

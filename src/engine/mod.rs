@@ -89,13 +89,13 @@
 //!
 //! # The descriptor
 //!
-//! About 1,200 estimated tokens whatever the records hold (the schema and
-//! preview are trimmed first, then the guidance); never over the threshold
-//! (or 1,200, when the threshold is lower) and always smaller than the
-//! result it replaces (else the result stays inline,
-//! `PassReason::DescriptorTooLarge`), with the path in every recipe. Its
-//! guidance is the spec's `lro_extract` template when extraction is on, the
-//! shell template otherwise. A paged result (a cursor, `has_more` or a total
+//! About 850 estimated tokens whatever the records hold (the guidance
+//! names the path once first, then the preview and the schema's depth are
+//! trimmed); never over the threshold (or 850, when the threshold is
+//! lower) and always smaller than the result it replaces (else the result
+//! stays inline, `PassReason::DescriptorTooLarge`), with the path in every
+//! recipe. Its guidance is the spec's `lro_extract` template (compacted
+//! over the budget) when extraction is on, the shell template otherwise. A paged result (a cursor, `has_more` or a total
 //! beyond the count in `structuredContent` or around a JSON text's records)
 //! gets a `page` addition: the file holds this page, the total when known,
 //! and how to ask for the next one. The spec forbids a result offloaded with

@@ -203,8 +203,9 @@
 //! A valid MCP `CallToolResult` in which a text block stands where the
 //! offloaded text stood (other blocks, such as images, keep their order
 //! around it), holding the descriptor: the spec's
-//! [`OffloadResponse`](crate::descriptor::OffloadResponse), plus a
-//! `preview` of the first 200 characters of the data (`preview_chars`).
+//! [`OffloadResponse`](crate::descriptor::OffloadResponse), plus, when the
+//! descriptor has room within its budget, a `preview` of the first 200
+//! characters of the data (`preview_chars`).
 //! [`descriptor`](crate::descriptor) shows one and has the types.
 //!
 //! Image, audio and resource blocks, `isError`, `_meta` and `resultType`
@@ -219,7 +220,7 @@
 //! arrays, trees, one large object, one long line) get ten recipes built
 //! from what they really hold, each printing far less than the data. Every
 //! recipe runs under jq 1.6, and `lro_extract` prints the same for it. The
-//! descriptor stays under about 1,200 estimated tokens whatever the records
+//! descriptor stays under about 850 estimated tokens whatever the records
 //! hold; it also says when the file expires (`expires_after_seconds`; the
 //! header's `expires_at`) and what `score_range` measures
 //! (`summary.score_field`).
