@@ -595,3 +595,72 @@ fn bad_route_files_are_refused_by_name() {
     let e = run("", &[]);
     assert!(e.contains("no route"), "{e}");
 }
+
+/// Unmounts a tmpfs on drop.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The output directory filling up in the middle of a write (a 1 MiB
+/// tmpfs, mounted here: the tests run as root in CI; elsewhere the test
+/// says it cannot and stops): the call gets the spec's fallback (its
+/// records truncated inline after the warning), no partial file is left,
+/// the fallback is counted as `no_space`; the gateway serves on, and a
+/// result that fits is offloaded whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_output_directory_gives_the_fallback_and_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs"])
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        eprintln!("not run: cannot mount a tmpfs here (it needs root)");
+        return;
+    }
+    let _unmount = Unmount(out.clone());
+    let upstream = serve_mcp(mcp_service(Mode::StatelessJson), None).await;
+    let (_gateway, addr) = gateway_with(&format!("http://{upstream}/mcp"), &out, &[]);
+    let url = format!("http://{addr}/mcp");
+
+    // ~2.7 MB of records into 1 MiB.
+    let v = crate::fleet::call(&url, "t", 1, "recall_memories", json!({"count": 3000}))
+        .await
+        .unwrap();
+    let (text, err) = crate::fleet::text_of(&v);
+    assert!(!err, "{text:.300}");
+    assert!(
+        text.starts_with("Warning: large result offloading (LRO) failed")
+            && text.contains("of 3000 records"),
+        "{text:.300}"
+    );
+    assert!(!v.to_string().contains("\"file_path\""), "no descriptor");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "left in the full directory: {left:?}");
+    let m = scrape(addr).await;
+    assert_eq!(
+        m.get(
+            "lro_offload_write_fallbacks_total",
+            &[("route", "/mcp"), ("reason", "no_space")]
+        ),
+        1.0
+    );
+
+    // It serves on: a result that fits is offloaded, whole.
+    let v = crate::fleet::call(&url, "t", 2, "recall_memories", json!({"count": 200}))
+        .await
+        .unwrap();
+    let d: Value = serde_json::from_str(&crate::fleet::text_of(&v).0).expect("a descriptor");
+    let file = std::fs::read_to_string(d["file_path"].as_str().unwrap()).unwrap();
+    assert_eq!(file.lines().count(), 201, "header and 200 records");
+}
