@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::gateway::{Proc, lro_bin, run_client, sdk_ok, sdk_text, spawn_ready, wait_for_port};
+use super::gateway::{Proc, lro_bin, run_client, sdk_ok, sdk_text, wait_for_port};
 use crate::common;
 use crate::common::mcp::{Mode, mcp_service, serve_mcp, tools_call};
 
@@ -124,19 +124,7 @@ pub(crate) fn replica(s3_port: u16, global: &[&str], args: &[&str]) -> (Proc, So
     cmd.args(global)
         .args(["gateway", "--listen", "127.0.0.1:0"])
         .args(args);
-    let (proc, rest) = spawn_ready(
-        "lro gateway",
-        cmd,
-        "lro gateway listening on http://",
-        Duration::from_secs(30),
-    );
-    let addr: SocketAddr = rest
-        .split('/')
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("gateway printed `{rest}`"));
-    wait_for_port(addr);
-    (proc, addr)
+    crate::gateway::start_gateway(cmd)
 }
 
 /// A `tools/call` through `url` with a bearer `token`: the JSON-RPC

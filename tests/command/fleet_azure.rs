@@ -11,10 +11,9 @@ use crate::common;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use common::mcp::{Mode, mcp_service, serve_mcp};
-use common::procs::{Proc, spawn_ready, wait_for_port};
+use common::procs::{Proc, wait_for_port};
 use serde_json::{Value, json};
 
 use crate::fleet::{call, count_via, text_of};
@@ -103,19 +102,7 @@ fn lro(port: u16) -> Command {
 fn replica(port: u16, args: &[&str]) -> (Proc, SocketAddr) {
     let mut cmd = lro(port);
     cmd.args(["gateway", "--listen", "127.0.0.1:0"]).args(args);
-    let (proc, rest) = spawn_ready(
-        "lro gateway",
-        cmd,
-        "lro gateway listening on http://",
-        Duration::from_secs(30),
-    );
-    let addr: SocketAddr = rest
-        .split('/')
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("gateway printed `{rest}`"));
-    wait_for_port(addr);
-    (proc, addr)
+    crate::gateway::start_gateway(cmd)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -124,6 +124,12 @@ pub(crate) fn gateway_with(upstream: &str, dir: &Path, extra: &[&str]) -> (Proc,
         .arg(dir)
         .args(extra)
         .env("RUST_LOG", "info");
+    start_gateway(cmd)
+}
+
+/// Starts `cmd` (an `lro gateway` command line listening on port 0) and
+/// waits until it listens; returns it and its address.
+pub(crate) fn start_gateway(cmd: Command) -> (Proc, SocketAddr) {
     let (proc, rest) = spawn_ready(
         "lro gateway",
         cmd,

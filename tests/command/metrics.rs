@@ -7,9 +7,7 @@
 //! must move by what the calls did.
 
 use crate::common;
-use crate::gateway::{
-    Proc, gateway_with, http, lro_bin, python_server, spawn_ready, wait_for_port,
-};
+use crate::gateway::{Proc, gateway_with, http, lro_bin, python_server};
 use common::mcp::{Mode, mcp_service, serve_mcp};
 
 use std::collections::BTreeMap;
@@ -377,19 +375,7 @@ fn gateway_with_routes(config: &Path) -> (Proc, SocketAddr) {
         .arg(config)
         .args(["gateway", "--listen", "127.0.0.1:0"])
         .env("RUST_LOG", "info");
-    let (proc, rest) = spawn_ready(
-        "lro gateway",
-        cmd,
-        "lro gateway listening on http://",
-        Duration::from_secs(30),
-    );
-    let addr: SocketAddr = rest
-        .split('/')
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("gateway printed `{rest}`"));
-    wait_for_port(addr);
-    (proc, addr)
+    crate::gateway::start_gateway(cmd)
 }
 
 /// Three routes from one file: two to the Python SDK server with their own
