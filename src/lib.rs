@@ -57,7 +57,9 @@
 //! import each other in a circle.
 //!
 //! 0. `parallel` — two independent pieces of work at once on kept threads,
-//!    for large results (the records' statistics and their digest).
+//!    for large results (the records' statistics and their digest);
+//!    `contract` — the completeness contract of a file's data lines (count,
+//!    bytes, SHA-256), made by the engine, checked by the store's readers.
 //! 1. `json` — byte-level JSON helpers: validate, minify, lay out again,
 //!    never re-serialising a literal; `json::key`, the one object-key reader.
 //! 2. `wire` — what travels: the call a result answers (`call`), JSON-RPC
@@ -96,6 +98,7 @@
 mod answer;
 pub mod cleanup;
 pub mod config;
+mod contract;
 mod engine;
 pub mod estimate;
 pub mod extract;

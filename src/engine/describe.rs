@@ -31,7 +31,7 @@
 
 use super::descriptor::{
     Detail, FILE_LINE, OffloadHeader, OffloadResponse, OffloadSummary, RECIPES_ARE_JQ_RECIPES,
-    extract_guidance_with, guidance,
+    extract_guidance_with, guidance, json_string,
 };
 use super::events::PassReason;
 use super::paging;
@@ -299,10 +299,7 @@ fn generic_extract_guidance(
     path: Option<&str>,
     recipes: &[Recipe],
 ) -> String {
-    let file = path.map_or_else(
-        || "FILE".to_owned(),
-        |p| serde_json::to_string(p).unwrap_or_default(),
-    );
+    let file = path.map_or_else(|| "FILE".to_owned(), json_string);
     let mut g = format!("Results offloaded to JSONL ({count} records, ~{tokens} tokens saved).\n");
     if path.is_none() {
         g.push_str(FILE_LINE);

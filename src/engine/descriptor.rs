@@ -491,7 +491,8 @@ pub(crate) const FILE_LINE: &str = "FILE below is the file_path above.\n";
 /// The compact guidance's last line, in place of the recipe list.
 pub(crate) const RECIPES_ARE_JQ_RECIPES: &str = "recipe=N runs the Nth of the jq_recipes above.";
 
-fn json_string(s: &str) -> String {
+/// `s` as a JSON string.
+pub(crate) fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::contract::DataContract;
 use super::descriptor::{Detail, HEADER_TYPE, OffloadHeader, OffloadedResult};
 use super::rebuild::expiry;
 use super::recipes::Recipe;
 use super::records::Rebuild;
 use crate::config::OffloadConfig;
+use crate::contract::DataContract;
 use crate::wire::call::ToolCall;
 
 /// The spec's operation name for a tool: `recall`, `list`, `inject`,

@@ -137,7 +137,6 @@
 //! `structuredContent`'s records, begun during `decide`), `descriptor` (the
 //! spec's types), `paging`, `events`, `outcome`, `rebuild` (the read side).
 
-mod contract;
 mod decide;
 mod describe;
 pub mod descriptor;

@@ -15,8 +15,6 @@
 //!
 //! [`Rebuild`]: super::records::Rebuild
 
-use super::contract::DataContract;
-use super::contract::DataDigest;
 use super::decide::{self, Decision};
 use super::describe::{self, Facts};
 use super::events::PassReason;
@@ -28,6 +26,7 @@ use super::records::{self, Extraction, Rebuild, RecordKind, Records, RecordsView
 use super::rewrite::{self, Replacement};
 use super::stats::RecordStats;
 use crate::config::OffloadConfig;
+use crate::contract::{DataContract, DataDigest};
 use crate::estimate::TokenEstimator;
 use crate::parallel;
 use crate::store::{self, Store};

@@ -272,7 +272,7 @@ fn an_object_that_is_not_what_its_header_says_is_refused_as_damaged() {
         .map(|b| format!("{b:02x}"))
         .collect();
     let head = format!(
-        "{{\"type\":\"lro_header\",\"data_bytes\":{},\"data_sha256\":\"{sha}\"}}\n",
+        "{{\"type\":\"lro_header\",\"count\":20000,\"data_bytes\":{},\"data_sha256\":\"{sha}\"}}\n",
         data.len()
     );
     writer

@@ -15,6 +15,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
+#[cfg(feature = "object-store")]
+use crate::contract::{DataContract, DataDigest};
 
 /// The version of the manifest format written.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -69,16 +71,14 @@ impl Manifest {
 }
 
 /// Checks a file's data lines (the bytes after its header line) against
-/// the completeness contract its manifest's header states (`data_bytes`,
-/// `data_sha256`) as they are read: a replica reading a file whole for the
-/// first time refuses an object that is not what was written.
+/// the completeness contract its manifest's header states (`count`,
+/// `data_bytes`, `data_sha256`) as they are read: a replica reading a file
+/// whole for the first time refuses an object that is not what was written.
 #[cfg(feature = "object-store")]
 pub(crate) struct ContractCheck {
-    want_bytes: Option<u64>,
-    want_sha256: String,
-    hasher: sha2::Sha256,
+    want: DataContract,
+    digest: DataDigest,
     past_header: bool,
-    bytes: u64,
 }
 
 #[cfg(feature = "object-store")]
@@ -88,16 +88,19 @@ impl ContractCheck {
     pub(crate) fn of(manifest: &Manifest) -> Option<Self> {
         #[derive(Deserialize)]
         struct Contract {
+            count: usize,
             data_bytes: Option<u64>,
             data_sha256: Option<String>,
         }
         let c: Contract = serde_json::from_str(&manifest.header).ok()?;
         Some(ContractCheck {
-            want_bytes: c.data_bytes,
-            want_sha256: c.data_sha256?,
-            hasher: sha2::Digest::new(),
+            want: DataContract {
+                count: c.count,
+                bytes: c.data_bytes?,
+                sha256: c.data_sha256?,
+            },
+            digest: DataDigest::default(),
             past_header: false,
-            bytes: 0,
         })
     }
 
@@ -110,23 +113,24 @@ impl ContractCheck {
             self.past_header = true;
             bytes = &bytes[end + 1..];
         }
-        sha2::Digest::update(&mut self.hasher, bytes);
-        self.bytes += bytes.len() as u64;
+        let lines = memchr::memchr_iter(b'\n', bytes).count();
+        self.digest.update(bytes, lines);
     }
 
     /// Whether everything folded in is what the header says; else what
     /// differs.
     pub(crate) fn finish(self) -> Result<(), String> {
-        let sha256: String = sha2::Digest::finalize(self.hasher)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if self.want_bytes.is_some_and(|want| want != self.bytes) || sha256 != self.want_sha256 {
+        let got = self.digest.finish();
+        if got != self.want {
             return Err(format!(
-                "its data is {} bytes with SHA-256 {sha256}, its header says {} bytes with {}",
-                self.bytes,
-                self.want_bytes.map_or("?".to_owned(), |b| b.to_string()),
-                self.want_sha256
+                "its data is {} lines, {} bytes with SHA-256 {}; its header says {} lines, {} \
+                 bytes with {}",
+                got.count,
+                got.bytes,
+                got.sha256,
+                self.want.count,
+                self.want.bytes,
+                self.want.sha256
             ));
         }
         Ok(())

@@ -6,9 +6,9 @@
 
 use std::io::{BufWriter, Seek, Write};
 
-use super::super::contract::{DataContract, DataDigest};
 use super::super::stats::RecordStats;
 use super::scan::{CHUNK, NotStreamable};
+use crate::contract::{DataContract, DataDigest};
 
 /// Records up to this size are folded into the statistics; larger ones are
 /// counted (as opaque) but not held.
