@@ -6,7 +6,11 @@
 //!   `top_namespaces`, `score_range`, `detail`), `file_path`, `line_schema`
 //!   (a JSON Schema of the record lines), ten [`JqRecipe`]s and
 //!   `guidance` ([`guidance`], or [`extract_guidance`] when the layer
-//!   serves `lro_extract`).
+//!   serves `lro_extract`). A descriptor aims at about 850 estimated
+//!   tokens: over that it is built again with less, first the guidance in
+//!   its compact form ([`compact_extract_guidance`]: the path named once,
+//!   in `file_path`), then without the preview, then with the schema one
+//!   level deep; every field the spec requires stays.
 //! * [`OffloadHeader`] — the first line of every offload file
 //!   (`"type": "lro_header"`, [`HEADER_TYPE`]): the operation, the count,
 //!   the schema version, when it was written, the tokens, the [`Detail`]
