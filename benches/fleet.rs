@@ -218,23 +218,21 @@ fn main() {
             BucketStore::from_url("s3://bench/fleet").unwrap(),
         )))
         .build();
-    let big = Bytes::from(support::response(
-        1,
-        &support::memory_result(support::memories_for_bytes(100_000_000)),
-    ));
-    let first_page = |file: String| {
+    let records = support::memories_for_bytes(100_000_000);
+    let big = Bytes::from(support::response(1, &support::memory_result(records)));
+    let first_page = |file: &str| {
         support::tools_call(3, "lro_extract", json!({"file_path": file, "recipe": 1}))
     };
-    let big_local = first_page(file_path(&rt.block_on(roundtrip(
-        &local,
-        big.clone(),
-        &call,
-    ))));
-    let big_shared = first_page(file_path(&rt.block_on(roundtrip(
-        &shared,
-        big.clone(),
-        &call,
-    ))));
+    // A page at 90 % of the file, of recipe 4 (`{id, title, namespace}`:
+    // one value per record, so a shared store's index lets it start there).
+    let deep_page = |file: &str| {
+        let args = json!({"file_path": file, "recipe": 4, "offset": records * 9 / 10, "limit": 20});
+        support::tools_call(3, "lro_extract", args)
+    };
+    let big_local = file_path(&rt.block_on(roundtrip(&local, big.clone(), &call)));
+    let big_shared = file_path(&rt.block_on(roundtrip(&shared, big.clone(), &call)));
+    let (deep_local, deep_shared) = (deep_page(&big_local), deep_page(&big_shared));
+    let (big_local, big_shared) = (first_page(&big_local), first_page(&big_shared));
     drop(big);
 
     let quick = support::quick();
@@ -280,6 +278,13 @@ fn main() {
             "first page of 100 MB / s3 other replica",
             &other,
             &big_shared,
+        ),
+        ("page deep in 100 MB / local", &local, &deep_local),
+        ("page deep in 100 MB / s3 writer", &shared, &deep_shared),
+        (
+            "page deep in 100 MB / s3 other replica",
+            &other,
+            &deep_shared,
         ),
     ] {
         group.bench_function(case, |b| {
@@ -351,6 +356,8 @@ fn summary(get: &str) {
         ("extract page", "s3"),
         ("first page of 100 MB", "s3 writer"),
         ("first page of 100 MB", "s3 other replica"),
+        ("page deep in 100 MB", "s3 writer"),
+        ("page deep in 100 MB", "s3 other replica"),
     ] {
         let (Some(local), Some(s3)) = (
             median_ns(&format!("{case} / local")),

@@ -24,6 +24,7 @@ use crate::engine::Offloader;
 use crate::engine::descriptor::{HEADER_TYPE, OffloadHeader};
 use crate::engine::events::OffloadEvent;
 use crate::engine::rebuild::expiry;
+use crate::extract::Query;
 use crate::store::StoreError;
 use crate::store::{Manifest, RESOURCE_URI_PREFIX, SharedFiles, no_follow, parse_file_name};
 
@@ -208,6 +209,9 @@ pub(crate) enum Input {
     Path(PathBuf),
     /// A reader of the whole file, and its size.
     Reader(Box<dyn std::io::Read + Send>, u64),
+    /// A reader from the line of a record to the end of an
+    /// objects-only file, that record, and the file's records.
+    Records(Box<dyn std::io::Read + Send>, (u64, u64)),
 }
 
 /// An offload file the caller may read: its path and header.
@@ -243,20 +247,39 @@ impl Readable {
         }
     }
 
-    /// What `lro_extract` reads: the file itself, or a shared store's
-    /// cached copy, or a reader of its object that fetches as it is read.
-    /// Blocking.
-    pub(crate) fn input(&self, offloader: &Offloader) -> Result<Input, AccessError> {
-        match (&self.manifest, offloader.store().shared()) {
-            (Some(manifest), Some(shared)) => shared
+    /// What `lro_extract` reads for `query`'s page from value `offset`:
+    /// the file itself, or a shared store's cached copy, or a reader of
+    /// its object that fetches as it is read; for a query that makes one
+    /// value per object record of an objects-only file, from the indexed
+    /// record nearest before the page's first. Blocking.
+    pub(crate) fn input(
+        &self,
+        offloader: &Offloader,
+        query: &Query,
+        offset: usize,
+    ) -> Result<Input, AccessError> {
+        let (Some(manifest), Some(shared)) = (&self.manifest, offloader.store().shared()) else {
+            return Ok(Input::Path(self.path.clone()));
+        };
+        // Value n of such a query is record n's: the page starts at its
+        // record, and the total is the records'.
+        let from_record = manifest
+            .lines
+            .as_ref()
+            .filter(|ix| ix.objects_only && query.one_value_per_object())
+            .and_then(|ix| Some((ix.record_at(offset as u64)?, ix.records)));
+        let opened = match from_record {
+            Some(((record, at), records)) => shared
+                .open_at(&self.name, manifest, at)
+                .map(|reader| Input::Records(reader, (record, records))),
+            None => shared
                 .open(&self.name, manifest)
-                .map(|reader| Input::Reader(reader, manifest.size))
-                .map_err(|e| {
-                    tracing::warn!(target: "tower_lro", file = %self.name, error = %e, "cannot read an offloaded file from the store");
-                    AccessError::Unavailable(quoted(&self.name))
-                }),
-            _ => Ok(Input::Path(self.path.clone())),
-        }
+                .map(|reader| Input::Reader(reader, manifest.size)),
+        };
+        opened.map_err(|e| {
+            tracing::warn!(target: "tower_lro", file = %self.name, error = %e, "cannot read an offloaded file from the store");
+            AccessError::Unavailable(quoted(&self.name))
+        })
     }
 
     /// Its size in bytes, when a manifest says it.

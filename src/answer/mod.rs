@@ -127,20 +127,20 @@ pub(crate) async fn extract(
         Ok(a) => a,
         Err(e) => return ToolAnswer::error(e.0),
     };
-    let (file, input) = match open_blocking(offloader, &args.file, owner).await {
+    let (file, query, input) = match open_blocking(offloader, &args, owner).await {
         Ok(f) => f,
-        Err(e) => return ToolAnswer::error(e.to_string()),
-    };
-    let query = match query_of(&args, &file) {
-        Ok(q) => q,
         Err(message) => return ToolAnswer::error(message),
     };
-    let query = query.compact(true).by_value(true);
     let page = match input {
         Input::Path(path) => extractor.extract(&path, &query, args.paging).await,
         Input::Reader(reader, size) => {
             extractor
                 .extract_reader(reader, size, &query, args.paging)
+                .await
+        }
+        Input::Records(reader, span) => {
+            extractor
+                .extract_from_record(reader, span, &query, args.paging)
                 .await
         }
     };
@@ -193,23 +193,25 @@ fn spread_hint(query: &Query) -> Option<String> {
     Some(format!("query={filter}{slurp}"))
 }
 
-/// [`open_readable`] on the blocking pool, with what to read: the file,
-/// or a reader of a shared store's object.
+/// [`open_readable`] on the blocking pool, with the query `args` ask for
+/// on it and what to read: the file, or a reader of a shared store's
+/// object (from the page's first record when the query allows it). An
+/// error is the tool error's text.
 async fn open_blocking(
     offloader: &Offloader,
-    reference: &str,
+    args: &ExtractArgs,
     owner: Option<&str>,
-) -> Result<(Readable, Input), AccessError> {
-    let (o, r, w) = (
-        offloader.clone(),
-        reference.to_owned(),
-        owner.map(str::to_owned),
-    );
-    let unavailable = AccessError::Unavailable(quoted(reference));
+) -> Result<(Readable, Query, Input), String> {
+    let (o, a, w) = (offloader.clone(), args.clone(), owner.map(str::to_owned));
+    let unavailable = AccessError::Unavailable(quoted(&args.file)).to_string();
     tokio::task::spawn_blocking(move || {
-        let file = open_readable(&o, &r, w.as_deref(), Utc::now())?;
-        let input = file.input(&o)?;
-        Ok((file, input))
+        let file =
+            open_readable(&o, &a.file, w.as_deref(), Utc::now()).map_err(|e| e.to_string())?;
+        let query = query_of(&a, &file)?.compact(true).by_value(true);
+        let input = file
+            .input(&o, &query, a.paging.offset)
+            .map_err(|e| e.to_string())?;
+        Ok((file, query, input))
     })
     .await
     .unwrap_or(Err(unavailable))

@@ -226,6 +226,37 @@ impl Extractor {
             .await
     }
 
+    /// [`extract_reader`](Self::extract_reader) over `reader`, which
+    /// starts at the line of record `first` (0 the first after the header)
+    /// of a file whose `records` record lines are each one JSON object
+    /// jq reads, for a query that makes one value of any object
+    /// ([`Query::one_value_per_object`]): value `n` of its output is then
+    /// record `n`'s, so the page needs no record before `first`, and its
+    /// total is `records`.
+    pub(crate) async fn extract_from_record(
+        &self,
+        reader: Box<dyn std::io::Read + Send>,
+        (first, records): (u64, u64),
+        query: &Query,
+        paging: Paging,
+    ) -> Result<Page, ExtractError> {
+        let first = usize::try_from(first)
+            .unwrap_or(usize::MAX)
+            .min(paging.offset);
+        let records = usize::try_from(records).unwrap_or(usize::MAX);
+        let within = Paging {
+            offset: paging.offset - first,
+            limit: paging.limit,
+        };
+        let mut page = self
+            .extract_from(Source::Records(reader), query, within)
+            .await?;
+        page.offset = paging.offset;
+        page.total_lines = Some(records);
+        page.more = records > paging.offset.saturating_add(page.lines.len());
+        Ok(page)
+    }
+
     async fn extract_from(
         &self,
         file: Source,
@@ -365,12 +396,21 @@ impl Job {
                 pager.count_one_past_the_page();
                 (std::mem::replace(reader, Box::new(std::io::empty())), size)
             }
+            Source::Records(ref mut reader) => {
+                // The caller knows the total.
+                pager.count_one_past_the_page();
+                let reader = std::mem::replace(reader, Box::new(std::io::empty()));
+                (reader, 0)
+            }
         };
         // A slurping query holds every value; others one chunk at a time.
         if self.query.jq_flags().slurp && size > max {
             return Err(ExtractError::InputTooLarge { max });
         }
         let mut inputs = stream::Chunks::new(reader, compiled.needs(), max);
+        if matches!(self.file, Source::Records(_)) {
+            inputs = inputs.at_a_record();
+        }
         let budget = Budget {
             deadline,
             alloc_bytes: self.limits.max_alloc_bytes,
@@ -439,6 +479,9 @@ enum Source {
     Path(PathBuf),
     /// A reader of the whole file, and its size in bytes.
     Reader(Box<dyn std::io::Read + Send>, u64),
+    /// A reader from a record line to the end, for a query that does not
+    /// slurp.
+    Records(Box<dyn std::io::Read + Send>),
 }
 
 /// The regular file at `path`, opened, and its size.

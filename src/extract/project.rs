@@ -101,6 +101,88 @@ pub(crate) fn needs(filter: &str, slurp: bool) -> Need {
     a.need
 }
 
+/// What is known of a value: an object, or anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    Object,
+    Any,
+}
+
+/// Whether `filter` (without `-s`) makes exactly one value of any JSON
+/// object and cannot fail on one: so its `n`-th output value is its
+/// `n`-th record's when every record is an object. Only forms that
+/// surely do are accepted, each by what jq 1.6 does with it: `.`, `.key`
+/// on an object, object construction with constant keys and such
+/// values, `[f]` of such an `f`, string interpolation of such terms
+/// (`tostring` never fails), `f // g`, `try f`, `f | g`, `objects` on an
+/// object, numbers, strings, `null`, `true`, `false` and variables.
+pub(crate) fn one_per_object(filter: &str) -> bool {
+    jaq_core::load::parse(filter, |p| p.term())
+        .is_some_and(|t| single(&t, Known::Object, 0).is_some())
+}
+
+/// What the one value `t` makes of an input known as `input` is, when it
+/// surely makes one and cannot fail.
+fn single(t: &Term<&str>, input: Known, depth: usize) -> Option<Known> {
+    use Known::*;
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let one = |t: &Term<&str>, input| single(t, input, depth + 1);
+    match t {
+        Term::Id => Some(input),
+        Term::Num(_) | Term::Var(_) | Term::Arr(None) => Some(Any),
+        Term::Arr(Some(t)) => never_fails(t, input, depth + 1).then_some(Any),
+        Term::Str(None, parts) => parts
+            .iter()
+            .all(|p| match p {
+                StrPart::Term(t) => one(t, input).is_some(),
+                _ => true,
+            })
+            .then_some(Any),
+        Term::Obj(entries) => entries
+            .iter()
+            .all(|(k, v)| {
+                constant_key(k).is_some()
+                    && match v {
+                        None => input == Object,
+                        Some(v) => one(v, input).is_some(),
+                    }
+            })
+            .then_some(Object),
+        Term::Path(head, path) => path
+            .0
+            .iter()
+            .try_fold(one(head, input)?, |known, (part, _)| match part {
+                Part::Index(i) if known == Object && constant_key(i).is_some() => Some(Any),
+                _ => None,
+            }),
+        Term::BinOp(l, BinaryOp::Pipe(None), r) => one(r, one(l, input)?),
+        Term::BinOp(l, BinaryOp::Alt, r) => {
+            one(l, input)?;
+            one(r, input).map(|_| Any)
+        }
+        Term::TryCatch(t, None) => one(t, input),
+        Term::Call(name, args) if args.is_empty() => match *name {
+            "objects" if input == Object => Some(Object),
+            "null" | "true" | "false" => Some(Any),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `t` surely makes its values (any number of them, in `[t]`)
+/// of an input known as `input` without failing: a `,` of such terms.
+fn never_fails(t: &Term<&str>, input: Known, depth: usize) -> bool {
+    match t {
+        Term::BinOp(l, BinaryOp::Comma, r) if depth < MAX_DEPTH => {
+            never_fails(l, input, depth + 1) && never_fails(r, input, depth + 1)
+        }
+        t => single(t, input, depth).is_some(),
+    }
+}
+
 /// Deeper filters than this keep the whole record.
 const MAX_DEPTH: usize = 200;
 
@@ -399,6 +481,52 @@ mod tests {
                     .collect();
                 format!("{{{}}}", inner.join(","))
             }
+        }
+    }
+
+    #[test]
+    fn one_value_per_object_only_where_jq_surely_makes_one() {
+        for yes in [
+            ".",
+            ".id",
+            ".[\"id\"]",
+            "{id, title}",
+            "{id: .id, n: 1, \"t\": (.a // \"none\")}",
+            "objects | {id, ns: .namespace}",
+            "\"\\(.namespace)\\t\\(.title)\"",
+            "[.a, .b]",
+            ".a?",
+            "try .a",
+            "null",
+            "$keyword",
+            ". | {a}",
+        ] {
+            assert!(one_per_object(yes), "{yes}");
+        }
+        for no in [
+            ".a.b",
+            ".[]",
+            ".tags[]",
+            "select(.a)",
+            "objects | .a | objects",
+            "{(.k): 1}",
+            "{$x}",
+            "{a: (.x, .y)}",
+            ".a, .b",
+            "empty",
+            "-.n",
+            ".n + 1",
+            "if .a then 1 else 2 end",
+            "def f: .; f",
+            "@csv \"\\(.a)\"",
+            "length",
+            ".[0]",
+            "[.tags[]]",
+            "limit(1; .)",
+            "try .a catch 1",
+            "(",
+        ] {
+            assert!(!one_per_object(no), "{no}");
         }
     }
 

@@ -84,6 +84,16 @@ impl Query {
         self
     }
 
+    /// Whether every record that is a JSON object makes exactly one value
+    /// of the output and never an error: no `-s`, pages by value, and a
+    /// filter of `.`, `.key`, object and array construction, string
+    /// interpolation, `//`, `try`, `objects`, literals and variables (see
+    /// `project::one_per_object`). A page of such a query can start at
+    /// its first record.
+    pub(crate) fn one_value_per_object(&self) -> bool {
+        self.by_value && !self.flags.slurp && super::project::one_per_object(&self.filter)
+    }
+
     /// The filter.
     pub fn filter(&self) -> &str {
         &self.filter

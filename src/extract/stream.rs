@@ -76,6 +76,13 @@ impl Chunks {
         }
     }
 
+    /// The same values from a source that starts at a record line (no
+    /// header line to skip).
+    pub(crate) fn at_a_record(mut self) -> Chunks {
+        self.header_skipped = true;
+        self
+    }
+
     /// Reads the next chunk of complete lines into `current`; `false` at
     /// the end of the source or when it failed.
     fn refill(&mut self) -> bool {

@@ -155,6 +155,8 @@ mod bridge;
 mod cache;
 #[cfg(test)]
 mod fs_tests;
+#[cfg(feature = "object-store")]
+mod index;
 mod local;
 #[cfg(feature = "object-store")]
 mod object;
@@ -170,7 +172,7 @@ mod url;
 pub use local::FsStore;
 #[cfg(feature = "object-store")]
 pub use object::BucketStore;
-pub use shared::{Manifest, SharedFiles, Sweep};
+pub use shared::{LineIndex, Manifest, SharedFiles, Sweep};
 pub use url::from_url;
 pub(crate) use url::from_url_or_unusable;
 #[cfg(feature = "object-store")]

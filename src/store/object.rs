@@ -38,6 +38,7 @@ use object_store::{
 
 use super::bridge::Bridge;
 use super::cache::{Cache, DEFAULT_MAX_BYTES, Pending};
+use super::index::LineIndexer;
 use super::ranged::Ranged;
 use super::shared::{ContractCheck, MAX_MANIFEST_BYTES, Manifest, SharedFiles, Sweep};
 use super::{RESOURCE_URI_PREFIX, Store, StoreError, parse_file_name, redact};
@@ -207,6 +208,7 @@ impl BucketStore {
         name: &str,
         reader: &mut dyn Read,
         keep: &mut Pending<'_>,
+        index: &mut LineIndexer,
     ) -> Result<(u64, String), StoreError> {
         let key = self.data_key(name);
         let read_err = |e: io::Error| StoreError::Write {
@@ -222,6 +224,7 @@ impl BucketStore {
         };
         let header = String::from_utf8_lossy(&first[..end]).into_owned();
         keep.write(&first);
+        index.feed(&first);
         if first.len() < PART_BYTES {
             let size = first.len() as u64;
             let (store, k) = (self.store.clone(), key.clone());
@@ -259,6 +262,7 @@ impl BucketStore {
                 Err(e) => break Err(read_err(e)),
             };
             keep.write(&chunk);
+            index.feed(&chunk);
         };
         let parts = parts.and_then(|()| {
             while let Some(h) = in_flight.pop_front() {
@@ -405,8 +409,9 @@ impl Store for BucketStore {
         let mut reader = head.chain(body);
         // The writer keeps its upload: its first read costs no download.
         let mut keep = self.cache.pending(file_name);
-        let (size, header) = self.upload(file_name, &mut reader, &mut keep)?;
-        let manifest = Manifest::new(file_name, size, &header);
+        let mut index = LineIndexer::default();
+        let (size, header) = self.upload(file_name, &mut reader, &mut keep, &mut index)?;
+        let manifest = Manifest::new(file_name, size, &header).with_lines(index.finish());
         let bytes = serde_json::to_vec(&manifest).unwrap_or_default();
         let (store, key) = (self.store.clone(), self.manifest_key(file_name));
         let k = key.clone();
@@ -534,15 +539,27 @@ impl SharedFiles for BucketStore {
         file_name: &str,
         manifest: &Manifest,
     ) -> Result<Box<dyn Read + Send>, StoreError> {
+        self.open_at(file_name, manifest, 0)
+    }
+
+    /// The cached copy from `offset` when there is one, else ranged
+    /// `GET`s from `offset` as it is read.
+    fn open_at(
+        &self,
+        file_name: &str,
+        manifest: &Manifest,
+        offset: u64,
+    ) -> Result<Box<dyn Read + Send>, StoreError> {
         if let Some(path) = self.cache.get(file_name, manifest.size)
-            && let Ok(file) = std::fs::File::open(path)
+            && let Ok(mut file) = std::fs::File::open(path)
+            && io::Seek::seek(&mut file, io::SeekFrom::Start(offset)).is_ok()
         {
             return Ok(Box::new(file));
         }
         Ok(Box::new(Ranged::new(
             self.store.clone(),
-            self.data_key(file_name),
-            manifest.size,
+            (self.data_key(file_name), manifest.size),
+            offset,
             self.bridge.clone(),
             ContractCheck::of(manifest),
         )))

@@ -44,13 +44,13 @@ pub(super) struct Ranged {
 }
 
 impl Ranged {
-    /// A reader of `key`, `size` bytes long (its manifest says so);
-    /// read to its end, it is checked by `check` (an error of kind
-    /// `InvalidData` when it differs).
+    /// A reader of `key`, `size` bytes long (its manifest says so), from
+    /// byte `from`; read to its end from byte 0, it is checked by `check`
+    /// (an error of kind `InvalidData` when it differs).
     pub(super) fn new(
         store: Arc<dyn ObjectStore>,
-        key: Path,
-        size: u64,
+        (key, size): (Path, u64),
+        from: u64,
         bridge: Arc<Bridge>,
         check: Option<ContractCheck>,
     ) -> Ranged {
@@ -59,11 +59,11 @@ impl Ranged {
             key,
             size,
             bridge,
-            next: 0,
+            next: from.min(size),
             span: FIRST_RANGE,
             pending: None,
             current: Bytes::new(),
-            check,
+            check: check.filter(|_| from == 0),
         }
     }
 

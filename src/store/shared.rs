@@ -40,6 +40,40 @@ pub struct Manifest {
     pub expires_at: Option<String>,
     /// The file's first line (its LRO header, without the line break).
     pub header: String,
+    /// Where its record lines start, every `stride`-th one: how a reader
+    /// jumps to a page deep in the file. Absent from manifests of older
+    /// writers and of files without a header line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<LineIndex>,
+}
+
+/// Where a file's record lines start, at a fixed stride: the byte offset
+/// of record `k * stride` (0 the first line after the header) is
+/// `offsets[k]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LineIndex {
+    /// Records from one offset to the next (a power of two).
+    pub stride: u64,
+    /// Byte offsets in the data object.
+    pub offsets: Vec<u64>,
+    /// Record lines in the file.
+    pub records: u64,
+    /// Whether every record line is one JSON object that jq 1.6 reads
+    /// (not nested past its parser's limit) and the file ends with a line
+    /// break: then a filter that makes one value of any object makes one
+    /// per line, and a page of its output can start at its record.
+    pub objects_only: bool,
+}
+
+impl LineIndex {
+    /// The indexed record nearest before `record` (or at it), and the
+    /// byte offset where its line starts; `None` when nothing is indexed.
+    pub fn record_at(&self, record: u64) -> Option<(u64, u64)> {
+        let k = usize::try_from(record / self.stride.max(1)).unwrap_or(usize::MAX);
+        let k = k.min(self.offsets.len().checked_sub(1)?);
+        Some((k as u64 * self.stride, self.offsets[k]))
+    }
 }
 
 impl Manifest {
@@ -59,7 +93,14 @@ impl Manifest {
             size,
             expires_at,
             header: header.to_owned(),
+            lines: None,
         }
+    }
+
+    /// The same manifest with the line index `lines`.
+    pub fn with_lines(mut self, lines: Option<LineIndex>) -> Self {
+        self.lines = lines;
+        self
     }
 
     /// The manifest in `bytes`, if it is one (of any version with the
@@ -164,6 +205,28 @@ pub trait SharedFiles: Send + Sync {
             object: file_name.to_owned(),
             message: format!("its cached copy: {e}"),
         })?;
+        Ok(Box::new(file))
+    }
+
+    /// A reader of the committed file `file_name` from byte `offset` (a
+    /// record line's start, from its manifest's [`LineIndex`]) to its end,
+    /// that fetches only what is read. By default, the whole
+    /// [`local_copy`](Self::local_copy) from there.
+    fn open_at(
+        &self,
+        file_name: &str,
+        manifest: &Manifest,
+        offset: u64,
+    ) -> Result<Box<dyn std::io::Read + Send>, StoreError> {
+        use std::io::Seek;
+        let path = self.local_copy(file_name, manifest)?;
+        let cached = |e: std::io::Error| StoreError::Remote {
+            object: file_name.to_owned(),
+            message: format!("its cached copy: {e}"),
+        };
+        let mut file = std::fs::File::open(&path).map_err(cached)?;
+        file.seek(std::io::SeekFrom::Start(offset))
+            .map_err(cached)?;
         Ok(Box::new(file))
     }
 

@@ -447,6 +447,23 @@ async fn a_result_over_one_part(addrs: &[SocketAddr], moto: &Moto) {
         "a first page on another replica: {} ranged GETs",
         gets.len()
     );
+    // A page near the end, of a recipe that makes one value per record:
+    // read from the indexed record before it, in one or two ranges.
+    let deep = json!({"file_path": big, "recipe": 4, "offset": 11000, "limit": 3});
+    let v = call(
+        &format!("http://{}/auto/mcp", addrs[1]),
+        "erin",
+        9,
+        "lro_extract",
+        deep,
+    )
+    .await
+    .unwrap();
+    let (text, err) = text_of(&v);
+    assert!(!err && text.contains("mem_11000_"), "{text:.300}");
+    let more = moto.gets_of(&key).len() - gets.len();
+    assert!((1..=2).contains(&more), "a deep page: {more} more GETs");
+    println!("a page at record 11,000 on another replica: {more} ranged GETs");
     let other = format!("http://{}/auto/mcp", addrs[2]);
     assert_eq!(count_via(&other, "erin", big).await, Ok(12000));
     assert!(moto.gets_of(&key).iter().all(|s| *s == 206));

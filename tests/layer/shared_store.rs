@@ -209,3 +209,104 @@ async fn a_damaged_object_is_refused_on_a_whole_read() {
         "{page}"
     );
 }
+
+/// A page deep in a file, of a query that makes one value of each object
+/// record, is read from its record: the manifest indexes every 256th
+/// record line, the reader jumps to the one before the page, and the page
+/// says the total. The same page of a query the analysis cannot follow
+/// reads from the start; breaking a record before the jump point shows
+/// which read what.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deep_page_is_read_from_its_record() {
+    use object_store::ObjectStoreExt;
+    let memory = Arc::new(object_store::memory::InMemory::new());
+    let (a, _la) = replica(&memory, Duration::from_secs(600)).await;
+    let (b, _lb) = replica(&memory, Duration::from_secs(600)).await;
+    let call = tools_call(1, "recall_memories", json!({"count": 3000}), None);
+    let v = rpc(&a, "alice", call).await;
+    let d: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let file = d["file_path"].as_str().unwrap().to_owned();
+    let key = format!("fleet/{}", file.trim_start_matches("lro://files/"));
+    let get = |key: String| {
+        let memory = memory.clone();
+        async move {
+            let key = object_store::path::Path::from(key);
+            memory
+                .get(&key)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+                .to_vec()
+        }
+    };
+    let manifest: Value = serde_json::from_slice(&get(format!("{key}.manifest")).await).unwrap();
+    let lines = &manifest["lines"];
+    assert_eq!(lines["records"], 3000, "{manifest}");
+    assert_eq!(lines["stride"], 256);
+    assert_eq!(lines["objects_only"], true);
+    let offsets: Vec<usize> = lines["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(offsets.len(), 12);
+    let data = get(key.clone()).await;
+    for (k, &at) in offsets.iter().enumerate() {
+        let header_and_before = data[..at].iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(header_and_before, 1 + k * 256, "entry {k}");
+    }
+
+    let page_at = |url: &String, query: &'static str| {
+        let (b, file) = (url.clone(), file.clone());
+        async move {
+            let args = json!({"file_path": file, "query": query, "offset": 2500, "limit": 5});
+            let v = rpc(&b, "alice", tools_call(2, "lro_extract", args, None)).await;
+            let blocks = v["result"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let text: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+            (text.join("\n"), v["result"]["isError"] == true)
+        }
+    };
+    let page = |query| page_at(&b, query);
+    let (jumped, err) = page("{id, title}").await;
+    // The writer jumps in the copy it kept.
+    assert_eq!(page_at(&a, "{id, title}").await, (jumped.clone(), false));
+    let (piped, _) = page_at(&b, "{id, title} | {id}").await;
+    assert!(piped.contains("2501-2505 of 3000"), "{piped}");
+    assert!(!err, "{jumped}");
+    let (walked, err) = page("select(true) | {id, title}").await;
+    assert!(!err, "{walked}");
+    let values = |t: &str| -> Vec<String> { t.lines().take(5).map(str::to_owned).collect() };
+    assert_eq!(values(&jumped), values(&walked));
+    assert!(values(&jumped)[0].contains(r#""id":"#), "{jumped}");
+    assert!(
+        jumped.contains("2501-2505 of 3000 shown"),
+        "the total is known: {jumped}"
+    );
+    assert!(walked.contains("2501-2505 shown"), "{walked}");
+
+    // Record 10 broken (same length, not JSON): the jump never reads it.
+    let mut broken = data.clone();
+    let line_start = |n: usize| {
+        let mut seen = 0;
+        data.iter().position(|&b| {
+            seen += usize::from(b == b'\n');
+            seen == n + 1
+        })
+    };
+    let (from, to) = (line_start(10).unwrap() + 1, line_start(11).unwrap());
+    broken[from..to].fill(b'x');
+    memory
+        .put(&object_store::path::Path::from(key), broken.into())
+        .await
+        .unwrap();
+    assert_eq!(page("{id, title}").await, (jumped, false));
+    let (text, err) = page("select(true) | {id, title}").await;
+    assert!(err, "a read from the start meets record 10: {text}");
+}
