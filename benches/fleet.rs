@@ -220,9 +220,8 @@ fn main() {
         .build();
     let records = support::memories_for_bytes(100_000_000);
     let big = Bytes::from(support::response(1, &support::memory_result(records)));
-    let first_page = |file: &str| {
-        support::tools_call(3, "lro_extract", json!({"file_path": file, "recipe": 1}))
-    };
+    let first_page =
+        |file: &str| support::tools_call(3, "lro_extract", json!({"file_path": file, "recipe": 1}));
     // A page at 90 % of the file, of recipe 4 (`{id, title, namespace}`:
     // one value per record, so a shared store's index lets it start there).
     let deep_page = |file: &str| {

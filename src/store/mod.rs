@@ -67,7 +67,11 @@
 //! `GET`s of what the query reads (a page of browsing: the object's first
 //! MiB or two, whatever its size; a count: all of it); such a page
 //! says whether more follows, not how many (the rest is not fetched to
-//! count it). `resources/read` fetches the whole file into the cache. A
+//! count it). The manifest indexes every 256th record line
+//! ([`LineIndex`]): a page of a query that makes one value per object
+//! record (`.`, `{id, title}`, `.key`, …) starts at the indexed record
+//! before it, with one ranged `GET` wherever it is in the file, and says
+//! the total. `resources/read` fetches the whole file into the cache. A
 //! large result is uploaded in 8 MiB parts, two in flight, so
 //! memory stays bounded whatever its size.
 //!

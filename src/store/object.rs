@@ -19,7 +19,10 @@
 //! uploaded; a whole read, such as `resources/read`, fills it), else
 //! through ranged `GET`s as far as the reader reads (a first range of
 //! 1 MiB, each next one twice as large up to 8 MiB, one ahead), so a
-//! page of `lro_extract` fetches about what its records take.
+//! page of `lro_extract` fetches about what its records take. The upload
+//! also builds the manifest's [`LineIndex`](super::LineIndex), so a
+//! reader can start at a record deep in the file
+//! ([`SharedFiles::open_at`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};

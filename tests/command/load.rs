@@ -7,7 +7,8 @@
 //! `data_sha256`); the gateway's open file descriptors back to where they
 //! were once the clients are gone; its peak RSS under a generous bound.
 //! Throughput and latency are printed against going direct, not asserted
-//! (a shared 2-core machine; the bench's job).
+//! (a shared 2-core machine; the bench's job). Then SIGTERM under the same
+//! load: every call the gateway had received is answered whole.
 
 use crate::common;
 
@@ -125,6 +126,29 @@ async fn one_call(
     )))
 }
 
+/// The completeness contract of the offload file at `path`: what its
+/// header states (`count`, `data_sha256`), and what its data lines are
+/// (their number and SHA-256).
+fn contract_of(path: &str) -> ((u64, String), (u64, String)) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let end = bytes.iter().position(|b| *b == b'\n').unwrap();
+    let header: Value = serde_json::from_slice(&bytes[..end]).unwrap();
+    let data = &bytes[end + 1..];
+    let lines = data.iter().filter(|b| **b == b'\n').count() as u64;
+    let digest: String = sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let stated = (
+        header["count"].as_u64().unwrap_or(u64::MAX),
+        header["data_sha256"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    (stated, (lines, digest))
+}
+
 /// p50 and p99 of `micros`, in microseconds.
 fn percentiles(micros: &mut [u64]) -> (u64, u64) {
     micros.sort_unstable();
@@ -230,14 +254,7 @@ async fn two_hundred_clients_through_the_gateway_lose_nothing() {
     let mut seen = HashSet::new();
     for (path, count, sha) in &through.files {
         assert!(seen.insert(path.clone()), "{path} described twice");
-        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let data = &bytes[bytes.iter().position(|b| *b == b'\n').unwrap() + 1..];
-        let lines = data.iter().filter(|b| **b == b'\n').count() as u64;
-        let digest: String = sha2::Sha256::digest(data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!((lines, &digest), (*count, sha), "{path}");
+        assert_eq!(&contract_of(path).1, &(*count, sha.clone()), "{path}");
     }
     assert!(
         through.files.len() * 3 >= through.calls,
@@ -283,5 +300,143 @@ async fn two_hundred_clients_through_the_gateway_lose_nothing() {
         through.calls as f64 / direct.calls as f64,
         through.files.len(),
         peak >> 10,
+    );
+}
+
+/// One call of a client under SIGTERM: when it was sent and when it
+/// ended (since the test's start), and its outcome.
+type Timed = (
+    Duration,
+    Duration,
+    Result<Option<(String, u64, String)>, String>,
+);
+
+/// `CLIENTS` clients calling `url` from `start` until each has a call
+/// fail after `signal` (the gateway gone) or a minute has passed.
+async fn run_through_signal(url: String, start: Instant, signal: Duration) -> Vec<Timed> {
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for client in 0..CLIENTS {
+        let (url, calls) = (url.clone(), calls.clone());
+        tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap();
+            for n in (client..).step_by(CLIENTS).take(10_000) {
+                let sent = start.elapsed();
+                let outcome = one_call(&http, &url, n).await;
+                let failed = outcome.is_err();
+                calls.lock().unwrap().push((sent, start.elapsed(), outcome));
+                if (failed && sent >= signal) || start.elapsed() > Duration::from_secs(60) {
+                    break;
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    Arc::try_unwrap(calls).ok().unwrap().into_inner().unwrap()
+}
+
+/// SIGTERM while 200 clients call through the gateway: every call sent
+/// before the signal finishes with its whole answer (those in flight at
+/// the signal included), calls after it are refused at the connection,
+/// the gateway exits 0 within its grace, and every file in its
+/// directory is whole (no partial or temporary file).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_finishes_every_call_in_flight() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let upstream = serve_mcp(mcp_service(Mode::StatelessJson), None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--max-connections", "1024"];
+    let (mut gateway, addr) = gateway_with(&format!("http://{upstream}/mcp"), dir.path(), &flags);
+    let start = Instant::now();
+    let signal = Duration::from_secs(2);
+    let clients = tokio::spawn(run_through_signal(
+        format!("http://{addr}/mcp"),
+        start,
+        signal,
+    ));
+    tokio::time::sleep_until((start + signal).into()).await;
+    let pid = gateway.pid().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let calls = tokio::time::timeout(Duration::from_secs(90), clients)
+        .await
+        .expect("the clients end")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running:\n{}",
+            gateway.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}\n{}", gateway.stderr());
+    assert!(gateway.stderr().contains("stopped"), "{}", gateway.stderr());
+
+    // Sent well before the signal (50 ms: the request surely reached the
+    // gateway), so the gateway had it: answered, whole.
+    let surely_received = |sent: &Duration| *sent + Duration::from_millis(50) < signal;
+    let failed: Vec<&String> = calls
+        .iter()
+        .filter(|(sent, _, _)| surely_received(sent))
+        .filter_map(|(_, _, outcome)| outcome.as_ref().err())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} calls failed, e.g. {:?}",
+        failed.len(),
+        &failed[..1]
+    );
+    let in_flight = calls
+        .iter()
+        .filter(|(sent, ended, _)| surely_received(sent) && *ended > signal)
+        .count();
+    assert!(in_flight > 0, "no call was in flight at the signal");
+    let refused = calls
+        .iter()
+        .filter(|(sent, _, o)| *sent >= signal && o.is_err())
+        .count();
+    let files: Vec<&(String, u64, String)> = calls
+        .iter()
+        .filter_map(|(_, _, o)| o.as_ref().ok()?.as_ref())
+        .collect();
+    for (path, count, sha) in &files {
+        assert_eq!(contract_of(path).1, (*count, sha.clone()), "{path}");
+    }
+    let mut on_disk = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(
+            tower_lro::store::is_offload_file_name(&name),
+            "left behind: {name}"
+        );
+        let (stated, data) = contract_of(&entry.path().to_string_lossy());
+        assert_eq!(stated, data, "{name} is not whole");
+        on_disk += 1;
+    }
+    assert_eq!(
+        on_disk,
+        files.len(),
+        "files without a descriptor, or descriptors without a file"
+    );
+    println!(
+        "SIGTERM under load: {} calls, {in_flight} in flight at the signal and all answered whole, \
+         {refused} refused after it, {} files whole, the gateway exited 0",
+        calls.len(),
+        files.len()
     );
 }
