@@ -122,6 +122,11 @@ pub struct HistoryConfig {
     pub summary_max_tokens: usize,
     /// The token estimator (default [`ScriptAwareEstimator`]).
     pub estimator: Arc<dyn TokenEstimator>,
+    /// `read_tool` (default `true`): a proxy in front of the provider (the
+    /// `lro history` command) adds the [`read_back`](super::read_back)
+    /// tool to requests whose history names offloaded files, and answers
+    /// it, so the model reads them back wherever its own tools run.
+    pub read_tool: bool,
 }
 
 impl Default for HistoryConfig {
@@ -140,6 +145,7 @@ impl Default for HistoryConfig {
             chat_id: None,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             estimator: Arc::new(ScriptAwareEstimator),
+            read_tool: true,
         }
     }
 }
@@ -157,6 +163,7 @@ impl std::fmt::Debug for HistoryConfig {
             .field("keep_recent_compress", &self.keep_recent_compress)
             .field("store_dir", &self.store_dir)
             .field("chat_id", &self.chat_id.is_some())
+            .field("read_tool", &self.read_tool)
             .finish_non_exhaustive()
     }
 }
@@ -216,6 +223,12 @@ impl HistoryConfig {
         self
     }
 
+    /// Sets `read_tool`.
+    pub fn read_tool(mut self, on: bool) -> Self {
+        self.read_tool = on;
+        self
+    }
+
     /// Sets `chat_id`.
     pub fn chat_id(mut self, id: impl Into<String>) -> Self {
         self.chat_id = Some(id.into());
@@ -265,7 +278,8 @@ impl HistoryConfig {
     /// `compact_ratio_threshold`, `max_total_tokens`,
     /// `max_tool_message_tokens`, `group_token_threshold` (0: one group),
     /// `store_dir`, `chat_id`), plus `keep_recent_compact`,
-    /// `keep_recent_compress`, `trust_store_dir` and `summary_max_tokens`.
+    /// `keep_recent_compress`, `trust_store_dir`, `summary_max_tokens` and
+    /// `read_tool`.
     pub fn load(toml_file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = HistoryConfig::default();
         if let Some(path) = toml_file {
@@ -333,6 +347,7 @@ impl HistoryConfig {
             "summary_max_tokens" => self.summary_max_tokens = tokens(v)?,
             "store_dir" => self.store_dir = PathBuf::from(v.string(name)?),
             "trust_store_dir" => self.trust_store_dir = v.boolean(name)?,
+            "read_tool" => self.read_tool = v.boolean(name)?,
             "chat_id" => self.chat_id = Some(v.string(name)?).filter(|id| !id.is_empty()),
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }

@@ -339,6 +339,7 @@ mod files;
 mod format;
 mod layer;
 mod offloader;
+pub mod read_back;
 mod render;
 mod report;
 mod summarize;

@@ -396,3 +396,117 @@ fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Starts `lro history` in front of the provider on `port`, files in
+/// `store`, with `extra` flags; returns it and its base URL.
+fn history_proxy(port: &str, store: &Path, extra: &[&str]) -> (common::procs::Proc, String) {
+    let mut proxy = Command::new(lro_bin());
+    proxy
+        .args(["history", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg("--store-dir")
+        .arg(store)
+        .args(["--max-total-tokens", "20000"])
+        .args(extra)
+        .env("RUST_LOG", "info");
+    let (proxy, url) = spawn_ready(
+        "lro history",
+        proxy,
+        "lro history listening on ",
+        Duration::from_secs(30),
+    );
+    let base = url.trim().trim_end_matches('/').to_owned();
+    (proxy, base)
+}
+
+/// The model reads its offloaded history back through the tool `lro
+/// history` adds (the files are on the proxy's host, which the model's own
+/// tools may never reach): with the official `openai` and `anthropic`
+/// clients, in all three formats, streamed and not, the scripted model
+/// calls `lro_history_read` for turn 2's log, the proxy answers from the
+/// file and sends the conversation on, and the client gets the model's
+/// answer quoting the original line, never seeing the call. With
+/// `--no-read-tool` the tool is not offered.
+#[test]
+fn the_model_reads_offloaded_history_back_through_the_proxy() {
+    let Some(interop) = common::interop_setup() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let record = tmp.path().join("received.jsonl");
+    let mut provider = Command::new(interop.join(".venv/bin/python"));
+    provider.arg(interop.join("chat_provider.py")).arg(&record);
+    let (_provider, port) = spawn_ready(
+        "chat provider",
+        provider,
+        "LISTENING ",
+        Duration::from_secs(30),
+    );
+    let run = |base: &str| {
+        let mut client = Command::new(interop.join(".venv/bin/python"));
+        client.arg(interop.join("read_back_client.py")).arg(base);
+        let out =
+            common::output_within_blocking(client, Duration::from_secs(120), "read_back_client.py");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("a JSON report")
+    };
+    let (proxy, base) = history_proxy(&port, &tmp.path().join("history"), &[]);
+    let report = run(&base);
+    for case in [
+        "chat",
+        "chat_streamed",
+        "messages",
+        "messages_streamed",
+        "responses",
+    ] {
+        let got = &report[case];
+        assert_eq!(
+            got["calls"],
+            serde_json::json!([]),
+            "{case}: the client saw a call: {got}"
+        );
+        let text = got["text"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with("read back: history-tool-read_log-")
+                && text.contains(": matching lines 1-1 of 1, numbered:\n8: ")
+                && text.contains(" req_2_7 GET /api/items/7 took 49ms"),
+            "{case}: {text}\n{}",
+            proxy.stderr()
+        );
+    }
+    // Upstream: each client request went twice, the tool offered the first
+    // time, its answer (from the file, not the client) in the second.
+    let received: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(received.len(), 10, "two rounds for each of five requests");
+    for pair in received.chunks(2) {
+        let (first, second) = (&pair[0]["body"], &pair[1]["body"]);
+        let (first, second) = (first.as_str().unwrap(), second.as_str().unwrap());
+        assert!(first.contains("\"lro_history_read\""), "{first:.300}");
+        assert!(
+            !first.contains("req_2_7 GET"),
+            "the log is offloaded in the first"
+        );
+        assert!(
+            second.contains("req_2_7 GET /api/items/7 took 49ms"),
+            "{second:.300}"
+        );
+    }
+    assert!(
+        proxy
+            .stderr()
+            .contains("the model read back offloaded history")
+    );
+
+    let (_off, base) = history_proxy(&port, &tmp.path().join("off"), &["--no-read-tool"]);
+    let off = run(&base);
+    let text = off["chat"]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("no read tool"), "{text}");
+}

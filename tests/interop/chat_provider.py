@@ -13,6 +13,7 @@ arrived, the body's bytes (as text) and its SHA-256.
 
 import hashlib
 import json
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,6 +82,9 @@ class Handler(BaseHTTPRequestHandler):
         n = len(request.get("messages") or request.get("input") or [])
         text = f"ok, {n} items"
         model = request.get("model", "stand-in")
+        if model == "reader":
+            self.reader(request)
+            return
         if self.path.endswith("/chat/completions"):
             if request.get("stream"):
                 base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
@@ -121,6 +125,90 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(message)
         else:
             self.send_json({"error": {"message": "not found"}}, 404)
+
+    def reader(self, request):
+        """The scripted model `reader`: it calls lro_history_read on the
+        first offloaded file its history names (pattern `req_2_7 `), then,
+        given the answer, says what it read."""
+        path = self.path
+        items = request.get("messages") or request.get("input") or []
+        tools = [t.get("name") or (t.get("function") or {}).get("name") for t in request.get("tools") or []]
+        last = items[-1] if items else {}
+        def answers_read(item):
+            blocks = item.get("content") if isinstance(item.get("content"), list) else []
+            return ("read_1" in (item.get("tool_call_id"), item.get("call_id"))
+                    or any(isinstance(b, dict) and b.get("tool_use_id") == "toolu_read_1" for b in blocks))
+        answered = answers_read(last)
+        # The pointer to turn 2's log (its preview starts with req_2_0).
+        found = None
+        for item in items:
+            text = json.dumps(item)
+            if "req_2_0 " in text:
+                found = found or re.search(r"/[^\s\"'\\]*/history-tool-[a-z0-9_-]+\.txt", text)
+        if answered:
+            result = last.get("content") or last.get("output") or ""
+            if isinstance(result, list):
+                result = result[0].get("content", "")
+            say, call = "read back: " + result, None
+        elif READ in tools and found:
+            say, call = "Reading the offloaded log.", {"file": found.group(0), "pattern": "req_2_7 "}
+        else:
+            say, call = f"no read tool ({tools}) or no file", None
+        stream = request.get("stream")
+        if path.endswith("/chat/completions"):
+            calls = [{"id": "read_1", "type": "function", "function": {"name": READ, "arguments": json.dumps(call)}}] if call else []
+            if stream:
+                base = {"id": "chatcmpl-r", "object": "chat.completion.chunk", "created": 0, "model": "reader"}
+                events = [(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": say}, "finish_reason": None}]})]
+                if call:
+                    args = json.dumps(call)
+                    events.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                        {"index": 0, "id": "read_1", "type": "function", "function": {"name": READ, "arguments": args[:10]}}]}, "finish_reason": None}]}))
+                    events.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                        {"index": 0, "function": {"arguments": args[10:]}}]}, "finish_reason": None}]}))
+                events.append((None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if call else "stop"}]}))
+                self.send_events(events, done=True)
+                return
+            message = {"role": "assistant", "content": say}
+            if calls:
+                message["tool_calls"] = calls
+            self.send_json({"id": "chatcmpl-r", "object": "chat.completion", "created": 0, "model": "reader",
+                            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
+                            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+        elif path.endswith("/messages"):
+            content = [{"type": "text", "text": say}]
+            if call:
+                content.append({"type": "tool_use", "id": "toolu_read_1", "name": READ, "input": call})
+            message = {"id": "msg_r", "type": "message", "role": "assistant", "model": "reader", "content": content,
+                       "stop_reason": "tool_use" if call else "end_turn", "stop_sequence": None,
+                       "usage": {"input_tokens": 1, "output_tokens": 1}}
+            if not stream:
+                self.send_json(message)
+                return
+            events = [("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}),
+                      ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                      ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": say}}),
+                      ("content_block_stop", {"type": "content_block_stop", "index": 0})]
+            if call:
+                args = json.dumps(call)
+                events += [("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_read_1", "name": READ, "input": {}}}),
+                           ("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args[:7]}}),
+                           ("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args[7:]}}),
+                           ("content_block_stop", {"type": "content_block_stop", "index": 1})]
+            events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 1}}),
+                       ("message_stop", {"type": "message_stop"})]
+            self.send_events(events)
+        else:
+            output = [{"type": "message", "id": "msg_r", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": say, "annotations": []}]}]
+            if call:
+                output.append({"type": "function_call", "id": "fc_r", "call_id": "read_1", "name": READ,
+                               "arguments": json.dumps(call), "status": "completed"})
+            self.send_json({"id": "resp_r", "object": "response", "created_at": 0, "status": "completed", "model": "reader",
+                            "output": output, "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}})
+
+
+READ = "lro_history_read"
 
 
 def main():

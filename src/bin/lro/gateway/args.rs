@@ -89,6 +89,12 @@ pub struct HistoryArgs {
     /// (default: the configured max_tool_message_tokens, 2000).
     #[arg(long, value_name = "N")]
     max_tool_message_tokens: Option<usize>,
+    /// Do not add the `lro_history_read` tool to chat requests whose
+    /// history names offloaded files (by default it is added and answered
+    /// here, so the model reads them back wherever its own tools run; the
+    /// configured read_tool).
+    #[arg(long)]
+    no_read_tool: bool,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -193,6 +199,9 @@ pub fn run_history(
     }
     if let Some(mode) = args.mode {
         config.mode = mode;
+    }
+    if args.no_read_tool {
+        config.read_tool = false;
     }
     for (flag, n, field) in [
         (

@@ -49,6 +49,7 @@ mod forward;
 mod limits;
 mod listen;
 mod metrics;
+mod read_back;
 mod route;
 mod routes;
 mod serve;
@@ -69,6 +70,7 @@ pub use shutdown::shutdown_signal;
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::metrics::Metrics;
+use self::read_back::ReadBack;
 use self::route::{Route, RouteKind, Router};
 use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
 use tower_lro::cleanup::CleanupHandle;
@@ -361,10 +363,17 @@ fn history_route(
     forward: Forward,
 ) -> RouteKind {
     let store = FsStore::new(config.store_dir.clone()).trust_dir(config.trust_store_dir);
-    let layer = HistoryOffloadLayer::builder(HistoryOffloader::new(config))
+    let read_tool = config.read_tool;
+    let offloader = HistoryOffloader::new(config);
+    let layer = HistoryOffloadLayer::builder(offloader.clone())
         .event_hook(metrics.history_hook(path))
         .build();
-    let service = tower_layer::Layer::layer(&layer, forward);
+    let read_back = ReadBack {
+        forward,
+        offloader,
+        on: read_tool,
+    };
+    let service = tower_layer::Layer::layer(&layer, read_back);
     RouteKind::History { service, store }
 }
 

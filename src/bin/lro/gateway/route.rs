@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use super::forward::Forward;
 use super::metrics::{self, Metrics, OTHER_ROUTE};
+use super::read_back::ReadBack;
 use super::{BoxError, GatewayBody, text_response};
 use tower_lro::history::HistoryOffloadService;
 use tower_lro::offload::{OffloadLayer, OffloadService};
@@ -51,7 +52,7 @@ pub(crate) enum RouteKind {
     },
     /// A chat provider behind the history offload layer.
     History {
-        service: HistoryOffloadService<Forward>,
+        service: HistoryOffloadService<ReadBack>,
         /// Its `store_dir` as the history layer writes to it, which the
         /// readiness probe writes to.
         store: FsStore,
