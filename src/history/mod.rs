@@ -73,6 +73,14 @@
 //!   grow against the budget: a turn of a third of the budget brings a
 //!   rewrite every second turn, which keeps only the checkpoint (~0.7).
 //!
+//! # Read back wherever the agent runs
+//!
+//! The pointers name files on the host that rewrote the history. A proxy
+//! in front of the provider can add a tool to the requests whose history
+//! names such files and answer the model's calls itself
+//! ([`read_back`]; the `lro history` command does), so a model whose own
+//! tools run elsewhere still reads what was offloaded.
+//!
 //! [`HistoryConfig::load`] reads the same keys from a `[prompt.history]`
 //! TOML section and `ATLATL_PROMPT__HISTORY__*` variables
 //! (`working_summary_mode = "compress"`, `group_token_threshold = 4000`,

@@ -69,6 +69,7 @@ pub(crate) struct Metrics {
     store_errors: Family<Labels, Counter>,
     history_requests: Family<Labels, Counter>,
     history_tokens_saved: Family<Labels, Counter>,
+    history_reads: Family<Labels, Counter>,
     pub(crate) ready: Gauge,
 }
 
@@ -94,6 +95,7 @@ impl Metrics {
             store_errors: Family::default(),
             history_requests: Family::default(),
             history_tokens_saved: Family::default(),
+            history_reads: Family::default(),
             ready: Gauge::default(),
             registry: Registry::default(),
         };
@@ -180,6 +182,11 @@ impl Metrics {
             "lro_history_estimated_tokens_saved",
             "Estimated tokens taken out of the chat requests' histories (before less after)",
             m.history_tokens_saved.clone(),
+        );
+        registry.register(
+            "lro_history_reads",
+            "Calls of lro_history_read a history route answered (the model reading offloaded history back)",
+            m.history_reads.clone(),
         );
         registry.register(
             "lro_gateway_ready",
@@ -269,6 +276,13 @@ impl Metrics {
         let metrics = self.clone();
         let route = route.to_owned();
         move |event| metrics.history_event(&route, event)
+    }
+
+    /// The count of `lro_history_read` calls answered on `route`.
+    pub(crate) fn history_reads(&self, route: &str) -> Counter {
+        self.history_reads
+            .get_or_create(&route_labels(route))
+            .clone()
     }
 
     fn history_event(&self, route: &str, event: &HistoryEvent) {

@@ -372,6 +372,7 @@ fn history_route(
         forward,
         offloader,
         on: read_tool,
+        reads: metrics.history_reads(path),
     };
     let service = tower_layer::Layer::layer(&layer, read_back);
     RouteKind::History { service, store }

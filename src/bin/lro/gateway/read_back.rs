@@ -39,6 +39,8 @@ pub(crate) struct ReadBack {
     pub(crate) offloader: HistoryOffloader,
     /// The `read_tool` setting: off, every request passes as it is.
     pub(crate) on: bool,
+    /// `lro_history_reads_total` of the route.
+    pub(crate) reads: prometheus_client::metrics::counter::Counter,
 }
 
 impl std::fmt::Debug for ReadBack {
@@ -149,6 +151,7 @@ impl ReadBack {
                 return Response::from_parts(head, full(held));
             };
             let answers = self.answer(calls, named.clone()).await;
+            self.reads.inc_by(answers.len() as u64);
             tracing::info!(target: "gateway", path = %parts.uri.path(), reads = answers.len(), round, "the model read back offloaded history");
             read_back::continue_after(format, &mut chat, &answer, &answers);
             round += 1;
