@@ -426,7 +426,9 @@ fn history_proxy(port: &str, store: &Path, extra: &[&str]) -> (common::procs::Pr
 /// calls `lro_history_read` for turn 2's log, the proxy answers from the
 /// file and sends the conversation on, and the client gets the model's
 /// answer quoting the original line, never seeing the call. With
-/// `--no-read-tool` the tool is not offered.
+/// `--no-read-tool` the tool is not offered. The same with an OpenAI Agents
+/// SDK agent whose tool the SDK runs itself, on Chat Completions and on
+/// Responses.
 #[test]
 fn the_model_reads_offloaded_history_back_through_the_proxy() {
     let Some(interop) = common::interop_setup() else {
@@ -504,6 +506,46 @@ fn the_model_reads_offloaded_history_back_through_the_proxy() {
             .stderr()
             .contains("the model read back offloaded history")
     );
+
+    // An OpenAI Agents SDK loop: the SDK runs read_log six times, the
+    // model reads turn 2's log back unseen by the SDK, then answers.
+    let mut agents = Command::new(interop.join(".venv/bin/python"));
+    agents.arg(interop.join("agents_client.py")).arg(&base);
+    let out = common::output_within_blocking(agents, Duration::from_secs(120), "agents_client.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let agents: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let ran: Vec<String> = (1..=6).map(|t| format!("read_log({t})")).collect();
+    for api in ["chat_completions", "responses"] {
+        let got = &agents[api];
+        let last = got["final"].as_str().unwrap_or_default();
+        assert!(
+            last.starts_with("done: 6 logs read back: history-tool-read_log-")
+                && last.contains(" req_2_7 GET /api/items/7 took 49ms"),
+            "{api}: {got}\n{}",
+            proxy.stderr()
+        );
+        assert_eq!(got["ran"], serde_json::json!(ran), "{api}");
+    }
+    let upstream: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        upstream.len() - 10,
+        2 * 8,
+        "7 requests of the SDK and 1 read each"
+    );
+    for r in &upstream[10..] {
+        let body: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+        let tokens = history_tokens(r["path"].as_str().unwrap(), &body);
+        // The budget, plus the newest turn (one ~7k-token log) kept whole.
+        assert!(tokens <= BUDGET + 8_000, "{tokens} tokens sent upstream");
+    }
 
     let (_off, base) = history_proxy(&port, &tmp.path().join("off"), &["--no-read-tool"]);
     let off = run(&base);

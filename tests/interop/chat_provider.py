@@ -82,8 +82,8 @@ class Handler(BaseHTTPRequestHandler):
         n = len(request.get("messages") or request.get("input") or [])
         text = f"ok, {n} items"
         model = request.get("model", "stand-in")
-        if model == "reader":
-            self.reader(request)
+        if model in ("reader", "looper"):
+            getattr(self, model)(request)
             return
         if self.path.endswith("/chat/completions"):
             if request.get("stream"):
@@ -128,42 +128,53 @@ class Handler(BaseHTTPRequestHandler):
 
     def reader(self, request):
         """The scripted model `reader`: it calls lro_history_read on the
-        first offloaded file its history names (pattern `req_2_7 `), then,
+        offloaded file holding turn 2's log (pattern `req_2_7 `), then,
         given the answer, says what it read."""
-        path = self.path
         items = request.get("messages") or request.get("input") or []
-        tools = [t.get("name") or (t.get("function") or {}).get("name") for t in request.get("tools") or []]
         last = items[-1] if items else {}
-        def answers_read(item):
-            blocks = item.get("content") if isinstance(item.get("content"), list) else []
-            return ("read_1" in (item.get("tool_call_id"), item.get("call_id"))
-                    or any(isinstance(b, dict) and b.get("tool_use_id") == "toolu_read_1" for b in blocks))
-        answered = answers_read(last)
-        # The pointer to turn 2's log (its preview starts with req_2_0).
-        found = None
-        for item in items:
-            text = json.dumps(item)
-            if "req_2_0 " in text:
-                found = found or re.search(r"/[^\s\"'\\]*/history-tool-[a-z0-9_-]+\.txt", text)
-        if answered:
-            result = last.get("content") or last.get("output") or ""
-            if isinstance(result, list):
-                result = result[0].get("content", "")
-            say, call = "read back: " + result, None
-        elif READ in tools and found:
-            say, call = "Reading the offloaded log.", {"file": found.group(0), "pattern": "req_2_7 "}
+        found = turn_2_file(items)
+        if answers_read(last):
+            say, call = "read back: " + result_text(last), None
+        elif READ in tool_names(request) and found:
+            say, call = "Reading the offloaded log.", (READ, "read_1", {"file": found, "pattern": "req_2_7 "})
         else:
-            say, call = f"no read tool ({tools}) or no file", None
+            say, call = f"no read tool ({tool_names(request)}) or no file", None
+        self.respond(request, say, call)
+
+    def looper(self, request):
+        """The scripted model `looper`, for agent frameworks that run the
+        tools themselves: it calls read_log for turns 1 to LOOPS, one a
+        turn, then lro_history_read on turn 2's log when offered, then
+        answers `done: N logs` (and what it read back)."""
+        items = request.get("messages") or request.get("input") or []
+        results = [i for i in items if i.get("role") == "tool" or i.get("type") == "function_call_output"]
+        logs = sum(1 for r in results if not answers_read(r))
+        read = next((r for r in results if answers_read(r)), None)
+        found = turn_2_file(items)
+        if logs < LOOPS:
+            say, call = f"Reading log {logs + 1}.", ("read_log", f"call_{logs + 1}", {"turn": logs + 1})
+        elif read is None and READ in tool_names(request) and found:
+            say, call = "Reading the offloaded log.", (READ, "read_1", {"file": found, "pattern": "req_2_7 "})
+        else:
+            say = f"done: {logs} logs" + (" read back: " + result_text(read) if read else " (nothing read back)")
+            call = None
+        self.respond(request, say, call)
+
+    def respond(self, request, say, call):
+        """An answer in the request's format saying `say` and making
+        `call` (name, id, arguments) if any, streamed if asked."""
+        path = self.path
+        name, call_id, call = call if call else (None, None, None)
         stream = request.get("stream")
         if path.endswith("/chat/completions"):
-            calls = [{"id": "read_1", "type": "function", "function": {"name": READ, "arguments": json.dumps(call)}}] if call else []
+            calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(call)}}] if call else []
             if stream:
                 base = {"id": "chatcmpl-r", "object": "chat.completion.chunk", "created": 0, "model": "reader"}
                 events = [(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": say}, "finish_reason": None}]})]
                 if call:
                     args = json.dumps(call)
                     events.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
-                        {"index": 0, "id": "read_1", "type": "function", "function": {"name": READ, "arguments": args[:10]}}]}, "finish_reason": None}]}))
+                        {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": args[:10]}}]}, "finish_reason": None}]}))
                     events.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
                         {"index": 0, "function": {"arguments": args[10:]}}]}, "finish_reason": None}]}))
                 events.append((None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if call else "stop"}]}))
@@ -178,7 +189,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path.endswith("/messages"):
             content = [{"type": "text", "text": say}]
             if call:
-                content.append({"type": "tool_use", "id": "toolu_read_1", "name": READ, "input": call})
+                content.append({"type": "tool_use", "id": "toolu_" + call_id, "name": name, "input": call})
             message = {"id": "msg_r", "type": "message", "role": "assistant", "model": "reader", "content": content,
                        "stop_reason": "tool_use" if call else "end_turn", "stop_sequence": None,
                        "usage": {"input_tokens": 1, "output_tokens": 1}}
@@ -191,7 +202,7 @@ class Handler(BaseHTTPRequestHandler):
                       ("content_block_stop", {"type": "content_block_stop", "index": 0})]
             if call:
                 args = json.dumps(call)
-                events += [("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_read_1", "name": READ, "input": {}}}),
+                events += [("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_" + call_id, "name": name, "input": {}}}),
                            ("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args[:7]}}),
                            ("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args[7:]}}),
                            ("content_block_stop", {"type": "content_block_stop", "index": 1})]
@@ -202,13 +213,44 @@ class Handler(BaseHTTPRequestHandler):
             output = [{"type": "message", "id": "msg_r", "status": "completed", "role": "assistant",
                        "content": [{"type": "output_text", "text": say, "annotations": []}]}]
             if call:
-                output.append({"type": "function_call", "id": "fc_r", "call_id": "read_1", "name": READ,
+                output.append({"type": "function_call", "id": "fc_" + call_id, "call_id": call_id, "name": name,
                                "arguments": json.dumps(call), "status": "completed"})
             self.send_json({"id": "resp_r", "object": "response", "created_at": 0, "status": "completed", "model": "reader",
                             "output": output, "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}})
 
 
 READ = "lro_history_read"
+LOOPS = 6
+
+
+def tool_names(request):
+    return [t.get("name") or (t.get("function") or {}).get("name") for t in request.get("tools") or []]
+
+
+def answers_read(item):
+    """Whether `item` answers the call read_1 (any format)."""
+    blocks = item.get("content") if isinstance(item.get("content"), list) else []
+    return ("read_1" in (item.get("tool_call_id"), item.get("call_id"))
+            or any(isinstance(b, dict) and b.get("tool_use_id") == "toolu_read_1" for b in blocks))
+
+
+def result_text(item):
+    result = item.get("content") or item.get("output") or ""
+    if isinstance(result, list):
+        result = result[0].get("content", "")
+    return result
+
+
+def turn_2_file(items):
+    """The file the pointer to turn 2's log names (its preview starts with
+    req_2_0), if any."""
+    for item in items:
+        text = json.dumps(item)
+        if "req_2_0 " in text:
+            found = re.search(r"/[^\s\"'\\]*/history-tool-[a-z0-9_-]+\.txt", text)
+            if found:
+                return found.group(0)
+    return None
 
 
 def main():
