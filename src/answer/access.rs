@@ -158,8 +158,10 @@ impl BindingKey {
     }
 
     /// The owner of files produced with the credentials `authorization`
-    /// (the `Authorization` header's values, in order).
-    pub(crate) fn credentials<'a>(&self, authorization: impl Iterator<Item = &'a [u8]>) -> String {
+    /// (the `Authorization` header's values, in order): a keyed MAC, in
+    /// 32 hex digits, that names the caller without showing its
+    /// credentials.
+    pub fn credentials<'a>(&self, authorization: impl Iterator<Item = &'a [u8]>) -> String {
         let mut mac = self.mac("credentials");
         for value in authorization {
             mac.update(value);

@@ -145,6 +145,29 @@ fn get(addr: &str, path: &str) -> (u16, String) {
     })
 }
 
+/// The answer to the Chat Completions request `body` at `base` with the
+/// API key `key`.
+fn chat_as(base: &str, key: &str, body: &str) -> Value {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .bearer_auth(key)
+            .body(body.to_owned())
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .expect("an answer")
+            .json()
+            .await
+            .expect("JSON")
+    })
+}
+
 /// POST `body` (as JSON) to `path` on `addr`; the answer is not looked at.
 fn post(addr: &str, path: &str, body: &'static str) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -506,9 +529,37 @@ fn the_model_reads_offloaded_history_back_through_the_proxy() {
             .stderr()
             .contains("the model read back offloaded history")
     );
+    // Each caller's files in a directory of its own: the rewritten history
+    // of the first request, sent again by its caller, reads back; sent by
+    // another caller (other credentials), it names the same file, which
+    // that caller's directory does not hold.
+    let owners = std::fs::read_dir(tmp.path().join("history"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("owner-"))
+        .count();
+    assert_eq!(owners, 2, "one directory per API key");
+    let mut forged: Value = serde_json::from_str(received[0]["body"].as_str().unwrap()).unwrap();
+    forged.as_object_mut().unwrap().remove("tools");
+    let forged = forged.to_string();
+    let as_caller = |key: &str| {
+        let answer = chat_as(&base, key, &forged);
+        answer["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let own = as_caller("sk-test-openai");
+    assert!(own.contains(" req_2_7 GET /api/items/7 took 49ms"), "{own}");
+    let other = as_caller("sk-someone-else");
+    assert!(
+        other.contains("is no longer there") && !other.contains("req_2_7 GET"),
+        "{other}"
+    );
 
     // An OpenAI Agents SDK loop: the SDK runs read_log six times, the
     // model reads turn 2's log back unseen by the SDK, then answers.
+    let before = std::fs::read_to_string(&record).unwrap().lines().count();
     let mut agents = Command::new(interop.join(".venv/bin/python"));
     agents.arg(interop.join("agents_client.py")).arg(&base);
     let out = common::output_within_blocking(agents, Duration::from_secs(120), "agents_client.py");
@@ -536,11 +587,11 @@ fn the_model_reads_offloaded_history_back_through_the_proxy() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(
-        upstream.len() - 10,
+        upstream.len() - before,
         2 * 8,
         "7 requests of the SDK and 1 read each"
     );
-    for r in &upstream[10..] {
+    for r in &upstream[before..] {
         let body: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
         let tokens = history_tokens(r["path"].as_str().unwrap(), &body);
         // The budget, plus the newest turn (one ~7k-token log) kept whole.

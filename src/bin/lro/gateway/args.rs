@@ -95,6 +95,14 @@ pub struct HistoryArgs {
     /// configured read_tool).
     #[arg(long)]
     no_read_tool: bool,
+    /// A file holding the key that binds the history's files to their
+    /// caller's credentials (each caller's files go to a directory of its
+    /// own under --store-dir, named by a keyed MAC of its credentials;
+    /// at least 32 bytes, e.g. `openssl rand -hex 32`): a restarted proxy
+    /// given the same key finds its callers' files again. Default: a
+    /// random key per process.
+    #[arg(long, value_name = "FILE")]
+    binding_key_file: Option<PathBuf>,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -231,6 +239,7 @@ pub fn run_history(
     })?;
     let mut options = GatewayOptions::new(routes, args.serve.listen);
     apply_serve(args.serve, &mut options)?;
+    options.binding_key = binding_key(args.binding_key_file.as_deref())?;
     serve("history", json, options)
 }
 
@@ -339,13 +348,7 @@ fn options(
     if let Some(url) = args.store {
         config.store = url.trim().to_owned();
     }
-    let binding_key = match &args.binding_key_file {
-        Some(file) => Some(
-            tower_lro::offload::BindingKey::from_file(file)
-                .map_err(|e| format!("--binding-key-file: {e}"))?,
-        ),
-        None => None,
-    };
+    let binding_key = binding_key(args.binding_key_file.as_deref())?;
     if let Some(n) = args.threshold_tokens {
         config.threshold_tokens = n;
     }
@@ -366,6 +369,15 @@ fn options(
     options.max_request_bytes = args.max_request_bytes;
     options.binding_key = binding_key;
     Ok(options)
+}
+
+/// The key in `--binding-key-file`, if given.
+fn binding_key(file: Option<&Path>) -> Result<Option<tower_lro::offload::BindingKey>, String> {
+    file.map(|file| {
+        tower_lro::offload::BindingKey::from_file(file)
+            .map_err(|e| format!("--binding-key-file: {e}"))
+    })
+    .transpose()
 }
 
 /// A timeout of at least one second.

@@ -38,8 +38,10 @@
 //! `TCP_NODELAY`, the connection cap), [`limits`], [`routes`] (the routes
 //! file), [`route`] (health, readiness, metrics, the served paths, `404`),
 //! [`metrics`] (their names and labels), [`forward`] (the request upstream
-//! and its answer back), [`deadline`] (bodies with a clock), [`serve`] (hyper's connections, the graceful
-//! end), [`shutdown`] (SIGINT, SIGTERM). Rust programs that want a gateway
+//! and its answer back), [`deadline`] (bodies with a clock), [`serve`]
+//! (hyper's connections, the graceful end), [`shutdown`] (SIGINT,
+//! SIGTERM); for chat routes, [`tenants`] (a history offload per caller)
+//! and [`read_back`] (the `lro_history_read` tool answered here). Rust programs that want a gateway
 //! of their own put `tower_lro::offload::OffloadLayer` in front of their
 //! proxy.
 
@@ -54,6 +56,7 @@ mod route;
 mod routes;
 mod serve;
 mod shutdown;
+mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -70,12 +73,13 @@ pub use shutdown::shutdown_signal;
 use self::forward::{Forward, Upstream};
 use self::listen::Listener;
 use self::metrics::Metrics;
-use self::read_back::ReadBack;
 use self::route::{Route, RouteKind, Router};
+use self::tenants::Tenants;
 use crate::connect::{ConnectError, ConnectOptions, check_upstream, upstream_client};
 use tower_lro::cleanup::CleanupHandle;
 use tower_lro::config::OffloadConfig;
-use tower_lro::history::{HistoryConfig, HistoryOffloadLayer, HistoryOffloader};
+use tower_lro::history::HistoryConfig;
+use tower_lro::offload::BindingKey;
 use tower_lro::offload::OffloadLayer;
 use tower_lro::store::{FsStore, StoreError};
 
@@ -245,6 +249,12 @@ impl Gateway {
         )?;
         let metrics = Metrics::new();
         let client = upstream_client(&options.connect)?;
+        // Binds chat routes' files to their callers (MCP routes take the
+        // option itself: their layer makes its own key without one).
+        let key = options
+            .binding_key
+            .clone()
+            .unwrap_or_else(BindingKey::random);
         let mut routes = Vec::with_capacity(options.routes.len());
         let mut cleanup = Vec::new();
         for route in std::mem::take(&mut options.routes) {
@@ -262,7 +272,7 @@ impl Gateway {
             };
             let forward = Forward(Arc::new(upstream));
             let kind = match route.history {
-                Some(history) => history_route(history, &path, &metrics, forward),
+                Some(history) => history_route(history, &path, &metrics, forward, key.clone()),
                 None => {
                     let (kind, handle) =
                         mcp_route(route.config, &path, &metrics, &options, forward)?;
@@ -355,26 +365,17 @@ fn shown_url(store: &str) -> Option<String> {
     Some(url.to_string())
 }
 
-/// A chat route: the history offload layer over `forward`.
+/// A chat route: the history offload, one per caller ([`Tenants`]), over
+/// `forward`.
 fn history_route(
     config: HistoryConfig,
     path: &str,
     metrics: &Arc<Metrics>,
     forward: Forward,
+    key: BindingKey,
 ) -> RouteKind {
     let store = FsStore::new(config.store_dir.clone()).trust_dir(config.trust_store_dir);
-    let read_tool = config.read_tool;
-    let offloader = HistoryOffloader::new(config);
-    let layer = HistoryOffloadLayer::builder(offloader.clone())
-        .event_hook(metrics.history_hook(path))
-        .build();
-    let read_back = ReadBack {
-        forward,
-        offloader,
-        on: read_tool,
-        reads: metrics.history_reads(path),
-    };
-    let service = tower_layer::Layer::layer(&layer, read_back);
+    let service = Tenants::new(config, key, forward, metrics.clone(), path);
     RouteKind::History { service, store }
 }
 

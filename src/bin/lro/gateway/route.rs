@@ -21,9 +21,8 @@ use serde::Deserialize;
 
 use super::forward::Forward;
 use super::metrics::{self, Metrics, OTHER_ROUTE};
-use super::read_back::ReadBack;
+use super::tenants::Tenants;
 use super::{BoxError, GatewayBody, text_response};
-use tower_lro::history::HistoryOffloadService;
 use tower_lro::offload::{OffloadLayer, OffloadService};
 use tower_lro::store::{FsStore, Store};
 
@@ -52,7 +51,7 @@ pub(crate) enum RouteKind {
     },
     /// A chat provider behind the history offload layer.
     History {
-        service: HistoryOffloadService<ReadBack>,
+        service: Tenants,
         /// Its `store_dir` as the history layer writes to it, which the
         /// readiness probe writes to.
         store: FsStore,
