@@ -1832,18 +1832,7 @@ async fn sigterm_lets_the_request_in_flight_finish_and_leaves_no_temp_file() {
         .expect("the request in flight finishes");
     let answer = response_message(&body, 1).unwrap_or_else(|| panic!("{body}"));
     checked_descriptor(&answer["result"], "in flight at SIGTERM");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = gw.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the gateway did not exit:\n{}",
-            gw.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = gw.exited_within(Duration::from_secs(30)).await;
     assert!(status.success(), "{status:?}\n{}", gw.stderr());
     let log = gw.stderr();
     assert!(log.contains("SIGTERM") && log.contains("stopped"), "{log}");

@@ -192,14 +192,7 @@ fn lro_history_keeps_agent_loops_within_budget() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let record = tmp.path().join("received.jsonl");
-    let mut provider = Command::new(interop.join(".venv/bin/python"));
-    provider.arg(interop.join("chat_provider.py")).arg(&record);
-    let (_provider, port) = spawn_ready(
-        "chat provider",
-        provider,
-        "LISTENING ",
-        Duration::from_secs(30),
-    );
+    let (_provider, port) = chat_provider(&interop, &record);
     let store = tmp.path().join("history");
     let mut proxy = Command::new(lro_bin());
     proxy
@@ -420,6 +413,19 @@ fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Starts `interop/chat_provider.py` recording into `record`; returns it
+/// and its port.
+fn chat_provider(interop: &Path, record: &Path) -> (common::procs::Proc, String) {
+    let mut provider = Command::new(interop.join(".venv/bin/python"));
+    provider.arg(interop.join("chat_provider.py")).arg(record);
+    spawn_ready(
+        "chat provider",
+        provider,
+        "LISTENING ",
+        Duration::from_secs(30),
+    )
+}
+
 /// Starts `lro history` in front of the provider on `port`, files in
 /// `store`, with `extra` flags; returns it and its base URL.
 fn history_proxy(port: &str, store: &Path, extra: &[&str]) -> (common::procs::Proc, String) {
@@ -459,14 +465,7 @@ fn the_model_reads_offloaded_history_back_through_the_proxy() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let record = tmp.path().join("received.jsonl");
-    let mut provider = Command::new(interop.join(".venv/bin/python"));
-    provider.arg(interop.join("chat_provider.py")).arg(&record);
-    let (_provider, port) = spawn_ready(
-        "chat provider",
-        provider,
-        "LISTENING ",
-        Duration::from_secs(30),
-    );
+    let (_provider, port) = chat_provider(&interop, &record);
     let run = |base: &str| {
         let mut client = Command::new(interop.join(".venv/bin/python"));
         client.arg(interop.join("read_back_client.py")).arg(base);

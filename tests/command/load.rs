@@ -372,18 +372,7 @@ async fn sigterm_under_load_finishes_every_call_in_flight() {
         .await
         .expect("the clients end")
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(40);
-    let status = loop {
-        if let Some(status) = gateway.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still running:\n{}",
-            gateway.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = gateway.exited_within(Duration::from_secs(40)).await;
     assert!(status.success(), "{status:?}\n{}", gateway.stderr());
     assert!(gateway.stderr().contains("stopped"), "{}", gateway.stderr());
 

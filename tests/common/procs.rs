@@ -25,6 +25,25 @@ impl Proc {
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+
+    /// Its exit status once it has exited, waiting at most `within`
+    /// (polled, without blocking the async runtime); panics, with its
+    /// stderr, when it is still running then.
+    pub async fn exited_within(&mut self, within: std::time::Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} did not exit:\n{}",
+                self.name,
+                self.stderr()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
 }
 
 impl Drop for Proc {
