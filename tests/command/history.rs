@@ -194,21 +194,7 @@ fn lro_history_keeps_agent_loops_within_budget() {
     let record = tmp.path().join("received.jsonl");
     let (_provider, port) = chat_provider(&interop, &record);
     let store = tmp.path().join("history");
-    let mut proxy = Command::new(lro_bin());
-    proxy
-        .args(["history", "--listen", "127.0.0.1:0", "--upstream"])
-        .arg(format!("http://127.0.0.1:{port}/"))
-        .arg("--store-dir")
-        .arg(&store)
-        .args(["--max-total-tokens", &BUDGET.to_string()])
-        .env("RUST_LOG", "info");
-    let (proxy, url) = spawn_ready(
-        "lro history",
-        proxy,
-        "lro history listening on ",
-        Duration::from_secs(30),
-    );
-    let base = url.trim().trim_end_matches('/').to_owned();
+    let (proxy, base) = history_proxy(&port, &store, &[]);
     let addr = base.trim_start_matches("http://").to_owned();
 
     let mut client = Command::new(interop.join(".venv/bin/python"));
@@ -435,7 +421,7 @@ fn history_proxy(port: &str, store: &Path, extra: &[&str]) -> (common::procs::Pr
         .arg(format!("http://127.0.0.1:{port}/"))
         .arg("--store-dir")
         .arg(store)
-        .args(["--max-total-tokens", "20000"])
+        .args(["--max-total-tokens", &BUDGET.to_string()])
         .args(extra)
         .env("RUST_LOG", "info");
     let (proxy, url) = spawn_ready(
