@@ -127,6 +127,12 @@ pub struct HistoryConfig {
     /// tool to requests whose history names offloaded files, and answers
     /// it, so the model reads them back wherever its own tools run.
     pub read_tool: bool,
+    /// `store` (default empty: `store_dir` only): an object store URL
+    /// (`s3://bucket/prefix`, `gs://…`, `az://…`) the files also go to,
+    /// shared by the processes of a fleet (see
+    /// [`HistoryOffloader::with_bucket`](super::HistoryOffloader::with_bucket);
+    /// the `lro history` command reads it).
+    pub store: String,
 }
 
 impl Default for HistoryConfig {
@@ -146,6 +152,7 @@ impl Default for HistoryConfig {
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             estimator: Arc::new(ScriptAwareEstimator),
             read_tool: true,
+            store: String::new(),
         }
     }
 }
@@ -164,6 +171,7 @@ impl std::fmt::Debug for HistoryConfig {
             .field("store_dir", &self.store_dir)
             .field("chat_id", &self.chat_id.is_some())
             .field("read_tool", &self.read_tool)
+            .field("store", &!self.store.is_empty())
             .finish_non_exhaustive()
     }
 }
@@ -278,8 +286,8 @@ impl HistoryConfig {
     /// `compact_ratio_threshold`, `max_total_tokens`,
     /// `max_tool_message_tokens`, `group_token_threshold` (0: one group),
     /// `store_dir`, `chat_id`), plus `keep_recent_compact`,
-    /// `keep_recent_compress`, `trust_store_dir`, `summary_max_tokens` and
-    /// `read_tool`.
+    /// `keep_recent_compress`, `trust_store_dir`, `summary_max_tokens`,
+    /// `read_tool` and `store`.
     pub fn load(toml_file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = HistoryConfig::default();
         if let Some(path) = toml_file {
@@ -348,6 +356,7 @@ impl HistoryConfig {
             "store_dir" => self.store_dir = PathBuf::from(v.string(name)?),
             "trust_store_dir" => self.trust_store_dir = v.boolean(name)?,
             "read_tool" => self.read_tool = v.boolean(name)?,
+            "store" => self.store = v.string(name)?.trim().to_owned(),
             "chat_id" => self.chat_id = Some(v.string(name)?).filter(|id| !id.is_empty()),
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }

@@ -74,11 +74,55 @@ pub(crate) struct HistoryStore {
     /// Set by [`Store::write`] when it created its file (see
     /// [`recording`](Self::recording)).
     created: Option<Arc<AtomicBool>>,
+    /// Where the files also go, for the other processes of a fleet.
+    remote: Option<Arc<dyn Remote>>,
+}
+
+/// A store the history's files are also written to and read back from
+/// when they are not in the directory (object storage shared by a fleet).
+pub(crate) trait Remote: Send + Sync + std::fmt::Debug {
+    /// Writes `file_name` unless it is there; `true` when written.
+    fn put_new(&self, file_name: &str, contents: &[u8]) -> Result<bool, StoreError>;
+    /// `file_name` when it is there, at most `max` bytes.
+    fn get(&self, file_name: &str, max: u64) -> Result<Option<Vec<u8>>, StoreError>;
 }
 
 impl HistoryStore {
     pub(crate) fn new(fs: FsStore) -> Self {
-        HistoryStore { fs, created: None }
+        HistoryStore {
+            fs,
+            created: None,
+            remote: None,
+        }
+    }
+
+    /// The same store, its files also in `remote`.
+    #[cfg(feature = "object-store")]
+    pub(crate) fn with_remote(mut self, remote: Arc<dyn Remote>) -> Self {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// Fetches `file_name` from the remote store into the directory when
+    /// it is not there; `true` when it is there now. Blocking.
+    pub(crate) fn fetch(&self, file_name: &str, max: u64) -> bool {
+        let path = self.fs.dir().join(file_name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return true;
+        }
+        let Some(remote) = &self.remote else {
+            return false;
+        };
+        match remote.get(file_name, max) {
+            Ok(Some(bytes)) => self
+                .write_local(file_name, &bytes, |n, c| self.fs.publish(n, c))
+                .is_ok(),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(target: "tower_lro", file = file_name, error = %e, "cannot read a history file from the shared store");
+                false
+            }
+        }
     }
 
     /// Writes `contents` as `file_name` (a name this module built); `true`
@@ -99,6 +143,7 @@ impl HistoryStore {
         let store = HistoryStore {
             fs: self.fs.clone(),
             created: Some(created.clone()),
+            remote: self.remote.clone(),
         };
         (store, created)
     }
@@ -107,8 +152,25 @@ impl HistoryStore {
     /// the same content (the same history rewritten twice at once) holds
     /// the temporary name until it publishes: wait for it, a bounded time;
     /// a temporary file still there after that was left by a crash, and is
-    /// removed for one last try. Blocking: runs on the blocking pool.
+    /// removed for one last try. Then into the remote store, when there is
+    /// one. Blocking: runs on the blocking pool.
     fn write_once(
+        &self,
+        file_name: &str,
+        contents: &[u8],
+        write: impl Fn(&str, &[u8]) -> Result<PathBuf, StoreError>,
+    ) -> Result<(PathBuf, bool), StoreError> {
+        let result = self.write_local(file_name, contents, write)?;
+        if let Some(remote) = &self.remote {
+            // Every write, new here or not: another process may have
+            // written it here before the store was shared, or failed to.
+            remote.put_new(file_name, contents)?;
+        }
+        Ok(result)
+    }
+
+    /// [`write_once`](Self::write_once) in the directory only.
+    fn write_local(
         &self,
         file_name: &str,
         contents: &[u8],
@@ -179,13 +241,17 @@ impl HistoryStore {
         Some(text)
     }
 
-    /// A remembered checkpoint (see `budget`).
+    /// A remembered checkpoint (see `budget`), from the remote store when
+    /// it is not here.
     pub(crate) fn read_checkpoint(&self, file_name: &str) -> Option<String> {
+        self.fetch(file_name, MAX_CHECKPOINT_FILE_BYTES);
         self.read(file_name, MAX_CHECKPOINT_FILE_BYTES)
     }
 
-    /// A remembered summary (see [`put`](Self::put)).
+    /// A remembered summary (see [`put`](Self::put)), from the remote
+    /// store when it is not here.
     pub(crate) fn read_summary(&self, file_name: &str) -> Option<String> {
+        self.fetch(file_name, MAX_SUMMARY_FILE_BYTES);
         self.read(file_name, MAX_SUMMARY_FILE_BYTES)
     }
 }
@@ -210,5 +276,36 @@ impl Store for HistoryStore {
 
     fn check(&self) -> Result<(), StoreError> {
         self.fs.check()
+    }
+}
+
+/// A [`BucketStore`](crate::store::BucketStore) as the history's remote
+/// store: its files under `under` (a path below the bucket's prefix).
+#[cfg(feature = "object-store")]
+#[derive(Debug)]
+pub(crate) struct BucketRemote {
+    pub(crate) store: Arc<crate::store::BucketStore>,
+    pub(crate) under: String,
+}
+
+#[cfg(feature = "object-store")]
+impl BucketRemote {
+    fn path(&self, file_name: &str) -> String {
+        match self.under.trim_matches('/') {
+            "" => file_name.to_owned(),
+            under => format!("{under}/{file_name}"),
+        }
+    }
+}
+
+#[cfg(feature = "object-store")]
+impl Remote for BucketRemote {
+    fn put_new(&self, file_name: &str, contents: &[u8]) -> Result<bool, StoreError> {
+        self.store.put_new(&self.path(file_name), contents.to_vec())
+    }
+
+    fn get(&self, file_name: &str, max: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let found = self.store.get_small(&self.path(file_name), max)?;
+        Ok(found.map(|b| b.to_vec()))
     }
 }

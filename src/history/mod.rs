@@ -79,7 +79,10 @@
 //! in front of the provider can add a tool to the requests whose history
 //! names such files and answer the model's calls itself
 //! ([`read_back`]; the `lro history` command does), so a model whose own
-//! tools run elsewhere still reads what was offloaded.
+//! tools run elsewhere still reads what was offloaded. With
+//! [`HistoryOffloader::with_bucket`] (feature `object-store`) the files
+//! also go to object storage, where the other processes of a fleet read
+//! them, and the checkpoints and summaries, back.
 //!
 //! [`HistoryConfig::load`] reads the same keys from a `[prompt.history]`
 //! TOML section and `ATLATL_PROMPT__HISTORY__*` variables

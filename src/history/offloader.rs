@@ -197,6 +197,50 @@ impl HistoryOffloader {
         }
     }
 
+    /// The same offloader with its files also in object storage (feature
+    /// `object-store`): in `store` under `under` (`""` for its prefix,
+    /// else `/`-separated names of `[A-Za-z0-9_-]`), each written there too
+    /// and read back from there when `store_dir` does not hold it. So the
+    /// processes of a fleet given the same store read each other's files
+    /// (`read_back`), checkpoints and summaries: a conversation keeps the
+    /// same rewrite whichever process gets its next turn. What it
+    /// remembered is not carried over.
+    #[cfg(feature = "object-store")]
+    pub fn with_bucket(
+        self,
+        store: Arc<crate::store::BucketStore>,
+        under: &str,
+    ) -> Result<Self, StoreError> {
+        let safe = under
+            .split('/')
+            .filter(|part| !part.is_empty())
+            .all(|part| {
+                part.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            });
+        if !safe {
+            return Err(StoreError::InvalidName(under.to_owned()));
+        }
+        let remote = super::files::BucketRemote {
+            store,
+            under: under.to_owned(),
+        };
+        let inner = &self.inner;
+        let store = inner.store.clone().with_remote(Arc::new(remote));
+        Ok(HistoryOffloader {
+            inner: Arc::new(Inner {
+                config: inner.config.clone(),
+                summarizer: inner.summarizer.clone(),
+                engine: inner
+                    .engine
+                    .clone()
+                    .with_shared_store(Arc::new(store.clone())),
+                store,
+                memo: Mutex::new(Memo::default()),
+            }),
+        })
+    }
+
     /// The configuration.
     pub fn config(&self) -> &HistoryConfig {
         &self.inner.config

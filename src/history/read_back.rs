@@ -50,6 +50,8 @@ pub const MAX_LIMIT: usize = 500;
 /// The most bytes of lines one answer holds (about 8k tokens): more lines
 /// are left for the next call.
 pub const MAX_ANSWER_BYTES: usize = 32 << 10;
+/// The largest file fetched from a shared store to be read back.
+const MAX_READ_BACK_FILE_BYTES: u64 = 64 << 20;
 /// Longest line shown whole; longer ones are cut, saying so.
 const MAX_LINE_BYTES: usize = 8 << 10;
 
@@ -429,6 +431,8 @@ impl HistoryOffloader {
             .filter(|p| !p.is_empty())
             .map(str::to_lowercase);
         let path = self.config().store_dir.join(name);
+        // Written by another process of a fleet: fetched from the store.
+        self.inner.store.fetch(name, MAX_READ_BACK_FILE_BYTES);
         let opened = no_follow(std::fs::OpenOptions::new().read(true)).open(&path);
         let Ok(file) = opened else {
             return format!("{TOOL_NAME}: the file {name} is no longer there (files expire)");
@@ -712,5 +716,38 @@ mod tests {
             &["history-gone.txt".into()],
         );
         assert!(gone.contains("no longer there"), "{gone}");
+    }
+
+    #[cfg(feature = "object-store")]
+    #[test]
+    fn files_of_another_process_are_read_back_from_a_shared_store() {
+        use std::sync::Arc;
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let bucket = Arc::new(crate::store::BucketStore::new(memory, "h").unwrap());
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let process = |i: usize, under: &str| {
+            let config = super::super::HistoryConfig::default().store_dir(dirs[i].path());
+            HistoryOffloader::new(config)
+                .with_bucket(bucket.clone(), under)
+                .unwrap()
+        };
+        let (a, b, other) = (
+            process(0, "owner-a"),
+            process(1, "owner-a"),
+            process(2, "owner-c"),
+        );
+        let name = "history-tool-x-1.txt";
+        a.inner.store.put(name, b"one\ntwo\n").unwrap();
+        let named = vec![name.to_owned()];
+        let read = b.read_back(&json!({"file": name}), &named);
+        assert!(read.ends_with("1: one\n2: two"), "{read}");
+        assert!(dirs[1].path().join(name).is_file(), "kept where b reads");
+        let refused = other.read_back(&json!({"file": name}), &named);
+        assert!(refused.contains("no longer there"), "{refused}");
+        let config = super::super::HistoryConfig::default().store_dir(dirs[2].path());
+        for bad in ["../x", "owner a", "a/./b/.."] {
+            let made = HistoryOffloader::new(config.clone()).with_bucket(bucket.clone(), bad);
+            assert!(made.is_err(), "{bad}");
+        }
     }
 }

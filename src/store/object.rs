@@ -195,6 +195,42 @@ impl BucketStore {
             .join(format!("{name}{MANIFEST_SUFFIX}").as_str())
     }
 
+    /// The object at `path` under the prefix (`/`-separated), written
+    /// create-only: `true` when it was written, `false` when one was there
+    /// (content-addressed names: the same bytes). Blocking.
+    pub(crate) fn put_new(&self, path: &str, bytes: Vec<u8>) -> Result<bool, StoreError> {
+        let key = Path::from(format!("{}/{path}", self.prefix));
+        let (store, k) = (self.store.clone(), key.clone());
+        let put = async move {
+            let opts = PutOptions::from(PutMode::Create);
+            store.put_opts(&k, PutPayload::from(bytes), opts).await
+        };
+        match self.bridge.run(path, put)? {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(Self::remote(&key, e)),
+        }
+    }
+
+    /// The object at `path` under the prefix, when there is one of at most
+    /// `max` bytes. Blocking.
+    pub(crate) fn get_small(&self, path: &str, max: u64) -> Result<Option<Bytes>, StoreError> {
+        let key = Path::from(format!("{}/{path}", self.prefix));
+        let (store, k) = (self.store.clone(), key.clone());
+        let get = async move {
+            let got = store.get(&k).await?;
+            if got.meta.size > max {
+                return Ok(None);
+            }
+            got.bytes().await.map(Some)
+        };
+        match self.bridge.run(path, get)? {
+            Ok(found) => Ok(found),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(Self::remote(&key, e)),
+        }
+    }
+
     /// The error of a failed request on `key`.
     fn remote(key: &Path, e: impl std::fmt::Display) -> StoreError {
         StoreError::Remote {

@@ -29,7 +29,7 @@ pub(crate) struct Moto {
 
 impl Moto {
     /// The statuses of the `GET`s of object `key` logged so far.
-    fn gets_of(&self, key: &str) -> Vec<u16> {
+    pub(crate) fn gets_of(&self, key: &str) -> Vec<u16> {
         let needle = format!("GET /{BUCKET}/{key} ");
         std::fs::read_to_string(self.log.path())
             .unwrap_or_default()

@@ -415,7 +415,17 @@ fn chat_provider(interop: &Path, record: &Path) -> (common::procs::Proc, String)
 /// Starts `lro history` in front of the provider on `port`, files in
 /// `store`, with `extra` flags; returns it and its base URL.
 fn history_proxy(port: &str, store: &Path, extra: &[&str]) -> (common::procs::Proc, String) {
-    let mut proxy = Command::new(lro_bin());
+    history_proxy_with(Command::new(lro_bin()), port, store, extra)
+}
+
+/// [`history_proxy`] run as `proxy` (an `lro` command with its
+/// environment).
+fn history_proxy_with(
+    mut proxy: Command,
+    port: &str,
+    store: &Path,
+    extra: &[&str],
+) -> (common::procs::Proc, String) {
     proxy
         .args(["history", "--listen", "127.0.0.1:0", "--upstream"])
         .arg(format!("http://127.0.0.1:{port}/"))
@@ -587,4 +597,131 @@ fn the_model_reads_offloaded_history_back_through_the_proxy() {
     let off = run(&base);
     let text = off["chat"]["text"].as_str().unwrap_or_default();
     assert!(text.starts_with("no read tool"), "{text}");
+}
+
+/// The messages of a conversation whose `turns` tool answers are
+/// ~7k-token logs (as `interop/read_back_client.py` makes them).
+fn log_conversation(turns: usize) -> Vec<Value> {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "Why is the API slow?"})];
+    for turn in 1..=turns {
+        let call = format!("call_{turn}");
+        let log: Vec<String> = (0..300)
+            .map(|i| {
+                format!(
+                    "2026-11-28T12:{turn:02}:{:02}Z INFO {call} req_{turn}_{i} GET /api/items/{i} took {}ms",
+                    i % 60,
+                    i * 7 % 900
+                )
+            })
+            .collect();
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": call, "type": "function", "function": {"name": "read_log", "arguments": format!("{{\"turn\":{turn}}}")}}]}));
+        messages.push(
+            serde_json::json!({"role": "tool", "tool_call_id": call, "content": log.join("\n")}),
+        );
+    }
+    messages
+}
+
+/// Two `lro history` replicas sharing one object store (moto) and one
+/// binding key, each with its own directory: a history one rewrote, sent
+/// to the other as the rewrite (only pointers: the other holds none of
+/// the files), is read back there from the store; the original history
+/// with a new turn, sent to the other, starts with the first's rewrite
+/// (its checkpoint, read from the store), so the provider's prompt cache
+/// holds across replicas.
+#[test]
+fn replicas_share_history_files_through_object_storage() {
+    let Some(interop) = common::interop_setup() else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let moto = rt.block_on(super::fleet::moto(&interop));
+    let tmp = tempfile::tempdir().unwrap();
+    let record = tmp.path().join("received.jsonl");
+    let (_provider, port) = chat_provider(&interop, &record);
+    let key = tmp.path().join("binding.key");
+    std::fs::write(&key, "k".repeat(64)).unwrap();
+    let store = format!("s3://{}/hist", super::fleet::BUCKET);
+    let flags = [
+        "--store",
+        &store,
+        "--binding-key-file",
+        key.to_str().unwrap(),
+    ];
+    let replica = |dir: &str| {
+        let cmd = super::fleet::lro(moto.port);
+        history_proxy_with(cmd, &port, &tmp.path().join(dir), &flags)
+    };
+    let ((_a, a), (b_proc, b)) = (replica("a"), replica("b"));
+    let forwarded = || -> Value {
+        let last = std::fs::read_to_string(&record)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned();
+        let line: Value = serde_json::from_str(&last).unwrap();
+        serde_json::from_str(line["body"].as_str().unwrap()).unwrap()
+    };
+
+    let original = serde_json::json!({"model": "stand-in", "messages": log_conversation(6)});
+    chat_as(&a, "sk-one", &original.to_string());
+    let rewritten = forwarded();
+    let first = serde_json::to_string(&rewritten["messages"]).unwrap();
+    assert!(first.contains("[history offload]"), "A rewrote nothing");
+    let files = rt.block_on(super::fleet::keys(moto.port, "hist/owner-"));
+    assert!(
+        files.iter().any(|k| k.contains("/history-tool-read_log-")),
+        "{files:?}"
+    );
+
+    // The rewrite, fed back to B: the files are in the store only.
+    let mut fed_back = rewritten.clone();
+    fed_back.as_object_mut().unwrap().remove("tools");
+    fed_back["model"] = "reader".into();
+    let answer = chat_as(&b, "sk-one", &fed_back.to_string());
+    let text = answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains(" req_2_7 GET /api/items/7 took 49ms"),
+        "{text}\n{}",
+        b_proc.stderr()
+    );
+
+    let fetched = files
+        .iter()
+        .filter(|k| k.contains("/history-tool-read_log-"))
+        .any(|k| moto.gets_of(k).contains(&200));
+    assert!(fetched, "B read the log from the store");
+
+    // The original with a new turn, on B: A's rewrite is where it starts.
+    let mut next = original.clone();
+    let messages = next["messages"].as_array_mut().unwrap();
+    messages.push(serde_json::json!({"role": "assistant", "content": "Looking further."}));
+    messages.push(serde_json::json!({"role": "user", "content": "go on"}));
+    chat_as(&b, "sk-one", &next.to_string());
+    let on_b = forwarded();
+    let (before, after) = (
+        rewritten["messages"].as_array().unwrap(),
+        on_b["messages"].as_array().unwrap(),
+    );
+    assert!(
+        after.len() > before.len(),
+        "{} then {}",
+        before.len(),
+        after.len()
+    );
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "B's rewrite starts with A's"
+    );
+    let checkpoint = files.iter().find(|k| k.contains("/history-checkpoint-"));
+    let checkpoint = checkpoint.unwrap_or_else(|| panic!("no checkpoint in {files:?}"));
+    assert!(
+        moto.gets_of(checkpoint).contains(&200),
+        "B read A's checkpoint"
+    );
 }

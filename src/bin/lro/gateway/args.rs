@@ -103,6 +103,13 @@ pub struct HistoryArgs {
     /// random key per process.
     #[arg(long, value_name = "FILE")]
     binding_key_file: Option<PathBuf>,
+    /// An object store the history's files also go to, shared by every
+    /// replica given the same URL and --binding-key-file: s3://bucket/prefix
+    /// (gs://, az://; credentials from AWS_* / GOOGLE_* / AZURE_*), so that
+    /// a conversation's next turn, on any replica, reads its files back and
+    /// keeps its rewrite (default: the configured store, else none).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -210,6 +217,9 @@ pub fn run_history(
     }
     if args.no_read_tool {
         config.read_tool = false;
+    }
+    if let Some(url) = args.store {
+        config.store = url.trim().to_owned();
     }
     for (flag, n, field) in [
         (

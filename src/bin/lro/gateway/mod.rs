@@ -84,6 +84,14 @@ use tower_lro::offload::OffloadLayer;
 use tower_lro::store::{FsStore, StoreError};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// The object store of a chat route's files (none without the
+/// `object-store` feature).
+#[cfg(feature = "object-store")]
+pub(crate) type Bucket = tower_lro::store::BucketStore;
+/// The object store of a chat route's files (none without the
+/// `object-store` feature).
+#[cfg(not(feature = "object-store"))]
+pub(crate) type Bucket = std::convert::Infallible;
 /// The body type flowing through the gateway in both directions.
 type GatewayBody = UnsyncBoxBody<Bytes, BoxError>;
 
@@ -272,7 +280,7 @@ impl Gateway {
             };
             let forward = Forward(Arc::new(upstream));
             let kind = match route.history {
-                Some(history) => history_route(history, &path, &metrics, forward, key.clone()),
+                Some(history) => history_route(history, &path, &metrics, forward, key.clone())?,
                 None => {
                     let (kind, handle) =
                         mcp_route(route.config, &path, &metrics, &options, forward)?;
@@ -366,17 +374,55 @@ fn shown_url(store: &str) -> Option<String> {
 }
 
 /// A chat route: the history offload, one per caller ([`Tenants`]), over
-/// `forward`.
+/// `forward`; its files also in the object store its `store` names (a
+/// fleet's), checked at start.
 fn history_route(
     config: HistoryConfig,
     path: &str,
     metrics: &Arc<Metrics>,
     forward: Forward,
     key: BindingKey,
-) -> RouteKind {
+) -> Result<RouteKind, GatewayError> {
     let store = FsStore::new(config.store_dir.clone()).trust_dir(config.trust_store_dir);
-    let service = Tenants::new(config, key, forward, metrics.clone(), path);
-    RouteKind::History { service, store }
+    let bucket = history_bucket(&config.store)?;
+    let service = Tenants::new(config, key, forward, metrics.clone(), path, bucket.clone());
+    Ok(RouteKind::History {
+        service,
+        store,
+        bucket,
+    })
+}
+
+/// The object store a chat route's `store` URL names, checked (`None`
+/// for none).
+#[cfg(feature = "object-store")]
+fn history_bucket(url: &str) -> Result<Option<Arc<Bucket>>, GatewayError> {
+    if url.trim().is_empty() {
+        return Ok(None);
+    }
+    let shown = shown_url(url).unwrap_or_default();
+    let at = |source| GatewayError::StoreAt {
+        url: shown.clone(),
+        source,
+    };
+    let bucket = Bucket::from_url(url.trim()).map_err(at)?;
+    tower_lro::store::Store::check(&bucket).map_err(at)?;
+    Ok(Some(Arc::new(bucket)))
+}
+
+/// Without the `object-store` feature, a chat route has no object store.
+#[cfg(not(feature = "object-store"))]
+fn history_bucket(url: &str) -> Result<Option<Arc<Bucket>>, GatewayError> {
+    if url.trim().is_empty() {
+        return Ok(None);
+    }
+    Err(GatewayError::StoreAt {
+        url: shown_url(url).unwrap_or_default(),
+        source: tower_lro::store::StoreError::Url {
+            url: shown_url(url).unwrap_or_default(),
+            reason: "object storage needs the `object-store` feature of tower-lro".into(),
+        },
+    })
 }
 
 /// Each endpoint path starts with `/` and differs from the served paths

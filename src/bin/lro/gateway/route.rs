@@ -22,7 +22,7 @@ use serde::Deserialize;
 use super::forward::Forward;
 use super::metrics::{self, Metrics, OTHER_ROUTE};
 use super::tenants::Tenants;
-use super::{BoxError, GatewayBody, text_response};
+use super::{BoxError, Bucket, GatewayBody, text_response};
 use tower_lro::offload::{OffloadLayer, OffloadService};
 use tower_lro::store::{FsStore, Store};
 
@@ -55,6 +55,9 @@ pub(crate) enum RouteKind {
         /// Its `store_dir` as the history layer writes to it, which the
         /// readiness probe writes to.
         store: FsStore,
+        /// The object store its files also go to, which the readiness
+        /// probe checks.
+        bucket: Option<Arc<Bucket>>,
     },
 }
 
@@ -283,7 +286,16 @@ impl Router {
 fn probe_route(kind: &RouteKind) -> Result<(), String> {
     match kind {
         RouteKind::Mcp { layer, .. } => probe_store(layer.offloader().store()),
-        RouteKind::History { store, .. } => probe_store(store),
+        RouteKind::History { store, bucket, .. } => {
+            probe_store(store)?;
+            #[cfg(feature = "object-store")]
+            if let Some(bucket) = bucket {
+                Store::check(&**bucket).map_err(|e| e.to_string())?;
+            }
+            #[cfg(not(feature = "object-store"))]
+            let _ = bucket;
+            Ok(())
+        }
     }
 }
 

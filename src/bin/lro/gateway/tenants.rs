@@ -22,10 +22,10 @@ use tower_lro::history::{
 use tower_lro::offload::BindingKey;
 use tower_service::Service;
 
-use super::GatewayBody;
 use super::forward::Forward;
 use super::metrics::Metrics;
 use super::read_back::ReadBack;
+use super::{Bucket, GatewayBody};
 
 /// Callers whose services are kept at once.
 pub(crate) const MAX_CALLERS: usize = 4096;
@@ -42,6 +42,9 @@ struct Shared {
     forward: Forward,
     metrics: Arc<Metrics>,
     route: String,
+    /// The object store the files also go to (a fleet's).
+    #[cfg_attr(not(feature = "object-store"), allow(dead_code))]
+    bucket: Option<Arc<Bucket>>,
     callers: Mutex<Callers>,
 }
 
@@ -74,6 +77,7 @@ impl Tenants {
         forward: Forward,
         metrics: Arc<Metrics>,
         route: &str,
+        bucket: Option<Arc<Bucket>>,
     ) -> Tenants {
         Tenants(Arc::new(Shared {
             config,
@@ -81,6 +85,7 @@ impl Tenants {
             forward,
             metrics,
             route: route.to_owned(),
+            bucket,
             callers: Mutex::new(Callers::default()),
         }))
     }
@@ -124,6 +129,18 @@ impl Tenants {
             .store_dir(shared.config.store_dir.join(format!("owner-{owner}")));
         let read_tool = config.read_tool;
         let offloader = HistoryOffloader::new(config);
+        // Its files under `owner-{MAC}` (hex: always a valid name).
+        #[cfg(feature = "object-store")]
+        let offloader = match &shared.bucket {
+            Some(bucket) => {
+                let under = format!("owner-{owner}");
+                let fallback = offloader.clone();
+                offloader
+                    .with_bucket(bucket.clone(), &under)
+                    .unwrap_or(fallback)
+            }
+            None => offloader,
+        };
         let layer = HistoryOffloadLayer::builder(offloader.clone())
             .event_hook(shared.metrics.history_hook(&shared.route))
             .build();
