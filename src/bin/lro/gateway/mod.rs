@@ -40,8 +40,9 @@
 //! [`metrics`] (their names and labels), [`forward`] (the request upstream
 //! and its answer back), [`deadline`] (bodies with a clock), [`serve`]
 //! (hyper's connections, the graceful end), [`shutdown`] (SIGINT,
-//! SIGTERM); for chat routes, [`tenants`] (a history offload per caller)
-//! and [`read_back`] (the `lro_history_read` tool answered here). Rust programs that want a gateway
+//! SIGTERM); for chat routes, [`tenants`] (a history offload per caller),
+//! [`read_back`] (the `lro_history_read` tool answered here) and [`relay`]
+//! (streamed answers relayed around it). Rust programs that want a gateway
 //! of their own put `tower_lro::offload::OffloadLayer` in front of their
 //! proxy.
 
@@ -52,6 +53,7 @@ mod limits;
 mod listen;
 mod metrics;
 mod read_back;
+mod relay;
 mod route;
 mod routes;
 mod serve;

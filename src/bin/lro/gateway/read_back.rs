@@ -5,8 +5,10 @@
 //! answered from the named files and the conversation goes upstream again
 //! (at most [`MAX_ROUNDS`] times, the tool taken out for the last), so the
 //! client gets the model's answer after it has read. Every other request,
-//! and every answer without such a call, passes as it came (an answer
-//! to a request given the tool is held whole first, streamed or not).
+//! and every answer without such a call, passes as it came. An answer to a
+//! request given the tool is held whole to look for calls, but for a
+//! streamed Chat Completions or Anthropic answer, which is relayed as it
+//! comes and spliced with the next one ([`relay`](super::relay)).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -23,6 +25,7 @@ use tower_lro::history::{ChatFormat, HistoryOffloader};
 use tower_service::Service;
 
 use super::forward::Forward;
+use super::relay::{self, Events, Splice};
 use super::{BoxError, GatewayBody, text_response};
 
 /// Rounds upstream for one client request at most (the last without the
@@ -123,6 +126,20 @@ impl ReadBack {
                 return response;
             }
             let (head, body) = response.into_parts();
+            let streamed = is_event_stream(&head.headers);
+            if streamed && format != ChatFormat::OpenAiResponses {
+                // Relayed as it comes (see `relay`).
+                let (tx, to_client) = relay::channel();
+                let conversation = Conversation {
+                    parts,
+                    chat,
+                    format,
+                    named,
+                    round,
+                };
+                tokio::spawn(self.relay(conversation, body, tx));
+                return Response::from_parts(head, to_client);
+            }
             let held = match hold(body).await {
                 Ok(held) => held,
                 Err(Held::TooLarge(body)) => {
@@ -133,11 +150,6 @@ impl ReadBack {
                     return text_response(StatusCode::BAD_GATEWAY, text);
                 }
             };
-            let streamed = head
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|t| t.starts_with("text/event-stream"));
             let answer = if streamed {
                 read_back::response_of_events(format, &held)
             } else {
@@ -155,6 +167,62 @@ impl ReadBack {
             tracing::info!(target: "gateway", path = %parts.uri.path(), reads = answers.len(), round, "the model read back offloaded history");
             read_back::continue_after(format, &mut chat, &answer, &answers);
             round += 1;
+        }
+    }
+
+    /// Relays the streamed answer `body`, and the answers after each call
+    /// of the tool in it, to the client through `tx` (see `relay`).
+    async fn relay(mut self, mut c: Conversation, mut body: GatewayBody, tx: relay::Sender) {
+        let mut splice = Splice::default();
+        loop {
+            let mut events = Events::new(body);
+            let mut all = BytesMut::new();
+            let mut held: Vec<Bytes> = Vec::new();
+            while let Some(event) = events.next().await {
+                let event = match event {
+                    Ok(event) => event,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                all.extend_from_slice(&event);
+                let ours = c.round < MAX_ROUNDS && splice.starts_our_call(c.format, &event);
+                if !held.is_empty() || ours {
+                    held.push(event);
+                } else if !send(&tx, splice.rewrite(c.format, event)).await {
+                    return;
+                }
+            }
+            let Some((answer, calls)) =
+                relay::answer_of(c.format, &all).filter(|_| !held.is_empty())
+            else {
+                for event in held {
+                    if !send(&tx, splice.rewrite(c.format, event)).await {
+                        return;
+                    }
+                }
+                return;
+            };
+            let answers = self.answer(calls, c.named.clone()).await;
+            self.reads.inc_by(answers.len() as u64);
+            tracing::info!(target: "gateway", path = %c.parts.uri.path(), reads = answers.len(), round = c.round, "the model read back offloaded history");
+            read_back::continue_after(c.format, &mut c.chat, &answer, &answers);
+            c.round += 1;
+            if c.round == MAX_ROUNDS {
+                read_back::remove_tool(c.format, &mut c.chat);
+            }
+            splice.next_answer();
+            let next = Bytes::from(serde_json::to_vec(&c.chat).unwrap_or_default());
+            let response = self.send(with_body(&c.parts, next)).await;
+            if !response.status().is_success() || !is_event_stream(response.headers()) {
+                tracing::warn!(target: "gateway", status = %response.status(), "the upstream's answer after a read back failed");
+                let _ = tx
+                    .send(Err("the upstream's answer after a read back failed".into()))
+                    .await;
+                return;
+            }
+            body = response.into_body();
         }
     }
 
@@ -183,6 +251,33 @@ impl ReadBack {
                 .collect::<Vec<_>>()
         };
         tokio::task::spawn_blocking(read).await.unwrap_or_default()
+    }
+}
+
+/// One client request given the tool, as it goes upstream round after
+/// round.
+struct Conversation {
+    parts: http::request::Parts,
+    chat: Value,
+    format: ChatFormat,
+    named: Vec<String>,
+    round: usize,
+}
+
+/// Whether `headers` say the body is a stream of server-sent events.
+fn is_event_stream(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"))
+}
+
+/// Sends `event` (when there is one) to the client; `false` when it has
+/// gone.
+async fn send(tx: &relay::Sender, event: Option<Bytes>) -> bool {
+    match event {
+        Some(event) => tx.send(Ok(event)).await.is_ok(),
+        None => true,
     }
 }
 

@@ -1,0 +1,251 @@
+//! A streamed answer (Chat Completions, Anthropic Messages) to a request
+//! given the read-back tool, relayed as it comes: each event goes on to the
+//! client at once until one starts a call of the tool. From there the
+//! answer is held; once it has ended, the calls are answered, the
+//! conversation goes upstream again, and the next answer's events follow
+//! on the same stream, spliced in: its `message_start` dropped and its
+//! content block indices moved past those already sent (Anthropic), its
+//! tool call indices moved past those already sent (Chat Completions). So
+//! the client reads one answer, its first tokens as soon as the provider
+//! sends them.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tower_lro::history::ChatFormat;
+use tower_lro::history::read_back::{self, TOOL_NAME};
+
+use super::{BoxError, GatewayBody};
+
+/// Events buffered between the relay and the client.
+const CHANNEL_EVENTS: usize = 64;
+/// The longest event read (a larger one ends the stream with an error).
+const MAX_EVENT_BYTES: usize = 16 << 20;
+
+/// The client's side of a relayed stream.
+pub(crate) struct Relayed(mpsc::Receiver<Result<Bytes, BoxError>>);
+
+impl Body for Relayed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|got| got.map(|r| r.map(Frame::data)))
+    }
+}
+
+/// The relay's side of a relayed stream.
+pub(crate) type Sender = mpsc::Sender<Result<Bytes, BoxError>>;
+
+/// A channel to the client: its sending end and the body it reads.
+pub(crate) fn channel() -> (Sender, GatewayBody) {
+    let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+    (tx, Relayed(rx).boxed_unsync())
+}
+
+/// The server-sent events of a body, one at a time (each with its blank
+/// line).
+pub(crate) struct Events {
+    body: GatewayBody,
+    buffer: BytesMut,
+    done: bool,
+}
+
+impl Events {
+    pub(crate) fn new(body: GatewayBody) -> Events {
+        Events {
+            body,
+            buffer: BytesMut::new(),
+            done: false,
+        }
+    }
+
+    /// The next event; `None` at the end (a last event without its blank
+    /// line included).
+    pub(crate) async fn next(&mut self) -> Option<Result<Bytes, BoxError>> {
+        loop {
+            if let Some(end) = event_end(&self.buffer) {
+                return Some(Ok(self.buffer.split_to(end).freeze()));
+            }
+            if self.done {
+                return (!self.buffer.is_empty()).then(|| Ok(self.buffer.split().freeze()));
+            }
+            if self.buffer.len() > MAX_EVENT_BYTES {
+                return Some(Err("an event of the upstream's stream is too long".into()));
+            }
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.buffer.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => self.done = true,
+            }
+        }
+    }
+}
+
+/// Where the first event in `buffer` ends (after its blank line).
+fn event_end(buffer: &[u8]) -> Option<usize> {
+    let lf = memchr::memmem::find(buffer, b"\n\n").map(|i| i + 2);
+    let crlf = memchr::memmem::find(buffer, b"\r\n\r\n").map(|i| i + 4);
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// An event's name (its `event:` line) and data (its `data:` lines).
+fn parse(event: &[u8]) -> (Option<String>, Option<Value>) {
+    let text = String::from_utf8_lossy(event);
+    let mut name = None;
+    let mut data = Vec::new();
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("event:") {
+            name = Some(n.trim().to_owned());
+        } else if let Some(d) = line.strip_prefix("data:") {
+            data.push(d.strip_prefix(' ').unwrap_or(d));
+        }
+    }
+    (name, serde_json::from_str(&data.join("\n")).ok())
+}
+
+/// How the answers after the first are spliced into the client's stream.
+#[derive(Debug, Default)]
+pub(crate) struct Splice {
+    /// Answers relayed before this one.
+    answers: usize,
+    /// Added to each index of this answer (Anthropic content blocks, Chat
+    /// Completions tool calls).
+    offset: u64,
+    /// Indices of this answer sent on (one more than the highest).
+    sent: u64,
+}
+
+impl Splice {
+    /// Whether `event` starts a call of the tool.
+    pub(crate) fn starts_our_call(&self, format: ChatFormat, event: &[u8]) -> bool {
+        let (_, Some(data)) = parse(event) else {
+            return false;
+        };
+        match format {
+            ChatFormat::AnthropicMessages => {
+                let block = &data["content_block"];
+                data["type"] == "content_block_start"
+                    && block["type"] == "tool_use"
+                    && block["name"] == TOOL_NAME
+            }
+            _ => data["choices"][0]["delta"]["tool_calls"]
+                .as_array()
+                .is_some_and(|calls| calls.iter().any(|c| c["function"]["name"] == TOOL_NAME)),
+        }
+    }
+
+    /// `event` as the client gets it; `None`: not sent.
+    pub(crate) fn rewrite(&mut self, format: ChatFormat, event: Bytes) -> Option<Bytes> {
+        let (name, data) = parse(&event);
+        let Some(mut data) = data else {
+            return Some(event);
+        };
+        let index = match format {
+            ChatFormat::AnthropicMessages => {
+                if self.answers > 0 && data["type"] == "message_start" {
+                    return None;
+                }
+                data.get_mut("index")
+            }
+            _ => data
+                .pointer_mut("/choices/0/delta/tool_calls")
+                .and_then(Value::as_array_mut)
+                .and_then(|calls| calls.first_mut())
+                .and_then(|call| call.get_mut("index")),
+        };
+        let Some(index) = index else {
+            return Some(event);
+        };
+        let at = index.as_u64().unwrap_or(0);
+        self.sent = self.sent.max(at + 1);
+        if self.offset == 0 {
+            return Some(event);
+        }
+        *index = (at + self.offset).into();
+        let name = name.map(|n| format!("event: {n}\n")).unwrap_or_default();
+        Some(Bytes::from(format!("{name}data: {data}\n\n")))
+    }
+
+    /// The next answer follows this one.
+    pub(crate) fn next_answer(&mut self) {
+        self.answers += 1;
+        self.offset += self.sent;
+        self.sent = 0;
+    }
+}
+
+/// The whole answer the events `all` make, and its calls of the tool.
+pub(crate) fn answer_of(
+    format: ChatFormat,
+    all: &[u8],
+) -> Option<(Value, Vec<read_back::ReadCall>)> {
+    let answer = read_back::response_of_events(format, all)?;
+    let calls = read_back::calls(format, &answer);
+    (!calls.is_empty()).then_some((answer, calls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_answers_move_past_what_was_sent() {
+        let mut s = Splice::default();
+        let f = ChatFormat::AnthropicMessages;
+        let start = Bytes::from("event: message_start\ndata: {\"type\":\"message_start\"}\n\n");
+        let block = |i: u64| {
+            Bytes::from(format!(
+                "event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{i},\"content_block\":{{\"type\":\"text\"}}}}\n\n"
+            ))
+        };
+        assert_eq!(s.rewrite(f, start.clone()), Some(start.clone()));
+        assert_eq!(s.rewrite(f, block(0)), Some(block(0)));
+        let ours = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"name\":\"lro_history_read\"}}\n\n";
+        assert!(s.starts_our_call(f, ours.as_bytes()));
+        assert!(!s.starts_our_call(f, &block(0)));
+        s.next_answer();
+        assert_eq!(s.rewrite(f, start), None);
+        let moved = s.rewrite(f, block(0)).unwrap();
+        assert!(
+            String::from_utf8_lossy(&moved).contains("\"index\":1"),
+            "{moved:?}"
+        );
+        let chat = ChatFormat::OpenAiChat;
+        let mut s = Splice::default();
+        let call = |i: u64, name: &str| {
+            Bytes::from(format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":{i},\"function\":{{\"name\":\"{name}\"}}}}]}}}}]}}\n\n"
+            ))
+        };
+        assert_eq!(
+            s.rewrite(chat, call(0, "read_log")),
+            Some(call(0, "read_log"))
+        );
+        assert!(s.starts_our_call(chat, &call(1, TOOL_NAME)));
+        s.next_answer();
+        let moved = s.rewrite(chat, call(0, "read_log")).unwrap();
+        assert!(
+            String::from_utf8_lossy(&moved).contains("\"index\":1"),
+            "{moved:?}"
+        );
+        assert_eq!(event_end(b"data: 1\r\n\r\ndata: 2\n\n"), Some(11));
+    }
+}
