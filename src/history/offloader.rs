@@ -61,6 +61,8 @@ pub(super) struct Memo {
     starts: HashMap<[u8; 32], Vec<(usize, [u8; 32])>>,
     /// Bytes of the texts held.
     bytes: usize,
+    /// The most bytes held (`None`: [`MAX_MEMO_BYTES`]).
+    limit: Option<usize>,
 }
 
 impl Memo {
@@ -140,9 +142,10 @@ impl Memo {
     /// Starts over when `more` bytes would pass the bound.
     fn make_room(&mut self, more: usize) {
         self.bytes += more;
-        if self.bytes > MAX_MEMO_BYTES {
+        if self.bytes > self.limit.unwrap_or(MAX_MEMO_BYTES) {
             *self = Memo {
                 bytes: more,
+                limit: self.limit,
                 ..Memo::default()
             };
         }
@@ -239,6 +242,18 @@ impl HistoryOffloader {
                 memo: Mutex::new(Memo::default()),
             }),
         })
+    }
+
+    /// Bounds what it remembers in memory (rewrites of tool answers,
+    /// summaries, checkpoints) to about `bytes` of text (default 32 MiB);
+    /// past it, it starts over, doing the work again (the files keep the
+    /// rewrites the same). For a process that keeps one offloader per
+    /// caller.
+    pub fn with_memo_limit(self, bytes: usize) -> Self {
+        if let Ok(mut memo) = self.inner.memo.lock() {
+            memo.limit = Some(bytes);
+        }
+        self
     }
 
     /// The configuration.

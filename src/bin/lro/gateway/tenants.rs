@@ -6,9 +6,10 @@
 //! and summaries are never another's, and `lro_history_read` answers a
 //! caller from its own files whatever its history names.
 //!
-//! The services of the most recent [`MAX_CALLERS`] callers are kept; an
-//! older caller's comes back with its directory, where its checkpoints and
-//! summaries are (a new service reads them back).
+//! The services of the most recent [`MAX_CALLERS`] callers are kept, each
+//! remembering at most [`CALLER_MEMO_BYTES`]; an older caller's comes back
+//! with its directory, where its checkpoints and summaries are (a new
+//! service reads them back).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -28,7 +29,11 @@ use super::read_back::ReadBack;
 use super::{Bucket, GatewayBody};
 
 /// Callers whose services are kept at once.
-pub(crate) const MAX_CALLERS: usize = 4096;
+pub(crate) const MAX_CALLERS: usize = 256;
+/// What each caller's history offload remembers in memory at most: with
+/// [`MAX_CALLERS`], 1 GiB in all at worst (an active conversation needs
+/// far less: its pointers and its last checkpoint).
+pub(crate) const CALLER_MEMO_BYTES: usize = 4 << 20;
 
 /// The request headers that carry a chat provider's credentials.
 const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "x-api-key", "api-key", "x-goog-api-key"];
@@ -128,7 +133,7 @@ impl Tenants {
             .clone()
             .store_dir(shared.config.store_dir.join(format!("owner-{owner}")));
         let read_tool = config.read_tool;
-        let offloader = HistoryOffloader::new(config);
+        let offloader = HistoryOffloader::new(config).with_memo_limit(CALLER_MEMO_BYTES);
         // Its files under `owner-{MAC}` (hex: always a valid name).
         #[cfg(feature = "object-store")]
         let offloader = match &shared.bucket {
