@@ -473,11 +473,24 @@ async fn forwarder(upstream: SocketAddr, dir: &Path, with_layer: bool) -> Socket
 }
 
 /// What a client sees: status, the bytes before the body ended, and
-/// whether it ended with an error.
+/// whether it ended with an error (status 0: the connection ended before
+/// a whole head, which a server aborting a body it has not flushed yet
+/// may cause as well as a cut one).
 async fn observe(addr: SocketAddr, body: &Value) -> (u16, Vec<u8>, bool) {
-    let mut resp = tokio::time::timeout(Duration::from_secs(20), post(addr, body, &[]))
+    let sent = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string())
+        .send();
+    let mut resp = match tokio::time::timeout(Duration::from_secs(20), sent)
         .await
-        .expect("headers in time");
+        .expect("headers in time")
+    {
+        Ok(resp) => resp,
+        Err(_) => return (0, Vec::new(), true),
+    };
     let status = resp.status().as_u16();
     let mut got = Vec::new();
     loop {
