@@ -40,6 +40,15 @@ pub(super) fn chain(messages: &[Value]) -> Vec<[u8; 32]> {
     out
 }
 
+/// How many of a history's longest prefixes are looked for in a shared
+/// store when `store_dir` lacks their checkpoint (a round trip each): a
+/// checkpoint another process made within the conversation's last this
+/// many messages is found, older ones only in `store_dir`. Across a fleet
+/// taking turns, each process sees a new checkpoint a turn or two after
+/// it is made; a first request of a long history costs at most this many
+/// round trips.
+const MAX_REMOTE_CHECKPOINT_LOOKUPS: usize = 16;
+
 /// The file name of the checkpoint of a prefix.
 fn checkpoint_name(key: &[u8; 32]) -> String {
     format!("{HISTORY_FILE_PREFIX}checkpoint-{}.json", hex(key, 16))
@@ -57,13 +66,16 @@ impl Inner {
                 return found;
             }
         }
-        (1..chain.len()).rev().find_map(|i| {
+        (1..chain.len()).rev().enumerate().find_map(|(n, i)| {
             // Each prefix is looked for on disk once per process: the next
             // turns ask again only for their new ones.
             if !self.memo.lock().is_ok_and(|mut m| m.first_look(chain[i])) {
                 return None;
             }
-            let text = self.store.read_checkpoint(&checkpoint_name(&chain[i]))?;
+            let remote = n < MAX_REMOTE_CHECKPOINT_LOOKUPS;
+            let text = self
+                .store
+                .read_checkpoint(&checkpoint_name(&chain[i]), remote)?;
             let messages: Vec<Value> = serde_json::from_str(&text).ok()?;
             let messages = Arc::new(messages);
             if let Ok(mut memo) = self.memo.lock() {

@@ -242,9 +242,11 @@ impl HistoryStore {
     }
 
     /// A remembered checkpoint (see `budget`), from the remote store when
-    /// it is not here.
-    pub(crate) fn read_checkpoint(&self, file_name: &str) -> Option<String> {
-        self.fetch(file_name, MAX_CHECKPOINT_FILE_BYTES);
+    /// it is not here and `remote`.
+    pub(crate) fn read_checkpoint(&self, file_name: &str, remote: bool) -> Option<String> {
+        if remote {
+            self.fetch(file_name, MAX_CHECKPOINT_FILE_BYTES);
+        }
         self.read(file_name, MAX_CHECKPOINT_FILE_BYTES)
     }
 
