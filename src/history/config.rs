@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::{
     ConfigError, EnvValue, RawValue, TomlValue, apply_toml_file, env_vars, integer, parse_toml,
@@ -23,6 +24,9 @@ pub const DEFAULT_KEEP_RECENT_COMPACT: usize = 1;
 pub const DEFAULT_KEEP_RECENT_COMPRESS: usize = 2;
 /// Default most tokens of one summary.
 pub const DEFAULT_SUMMARY_MAX_TOKENS: usize = 800;
+/// How long a history file lives unused (7 days), by default: see
+/// [`HistoryConfig::file_ttl`].
+pub const DEFAULT_HISTORY_FILE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The spec's `working_summary_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -133,6 +137,12 @@ pub struct HistoryConfig {
     /// [`HistoryOffloader::with_bucket`](super::HistoryOffloader::with_bucket);
     /// the `lro history` command reads it).
     pub store: String,
+    /// `file_ttl_seconds` (default [`DEFAULT_HISTORY_FILE_TTL`]; 0: never):
+    /// files of `store_dir` unused this long may be deleted by
+    /// [`sweep_history_dir`](super::sweep_history_dir) (the `lro history`
+    /// command sweeps); a file is used when it is written again, read back
+    /// or read as a checkpoint or summary.
+    pub file_ttl: Option<Duration>,
 }
 
 impl Default for HistoryConfig {
@@ -153,6 +163,7 @@ impl Default for HistoryConfig {
             estimator: Arc::new(ScriptAwareEstimator),
             read_tool: true,
             store: String::new(),
+            file_ttl: Some(DEFAULT_HISTORY_FILE_TTL),
         }
     }
 }
@@ -172,6 +183,7 @@ impl std::fmt::Debug for HistoryConfig {
             .field("chat_id", &self.chat_id.is_some())
             .field("read_tool", &self.read_tool)
             .field("store", &!self.store.is_empty())
+            .field("file_ttl", &self.file_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -287,7 +299,7 @@ impl HistoryConfig {
     /// `max_tool_message_tokens`, `group_token_threshold` (0: one group),
     /// `store_dir`, `chat_id`), plus `keep_recent_compact`,
     /// `keep_recent_compress`, `trust_store_dir`, `summary_max_tokens`,
-    /// `read_tool` and `store`.
+    /// `read_tool`, `store` and `file_ttl_seconds`.
     pub fn load(toml_file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = HistoryConfig::default();
         if let Some(path) = toml_file {
@@ -357,6 +369,10 @@ impl HistoryConfig {
             "trust_store_dir" => self.trust_store_dir = v.boolean(name)?,
             "read_tool" => self.read_tool = v.boolean(name)?,
             "store" => self.store = v.string(name)?.trim().to_owned(),
+            "file_ttl_seconds" => {
+                let seconds = integer::<u64>(v, name, 0, u32::MAX.into())?;
+                self.file_ttl = (seconds > 0).then(|| Duration::from_secs(seconds));
+            }
             "chat_id" => self.chat_id = Some(v.string(name)?).filter(|id| !id.is_empty()),
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }

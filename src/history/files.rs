@@ -236,6 +236,8 @@ impl HistoryStore {
         if !file.metadata().ok()?.is_file() {
             return None;
         }
+        // Used: the sweep keeps it (see `sweep_history_dir`).
+        let _ = file.set_modified(std::time::SystemTime::now());
         let mut text = String::new();
         file.take(max).read_to_string(&mut text).ok()?;
         Some(text)
@@ -309,5 +311,138 @@ impl Remote for BucketRemote {
     fn get(&self, file_name: &str, max: u64) -> Result<Option<Vec<u8>>, StoreError> {
         let found = self.store.get_small(&self.path(file_name), max)?;
         Ok(found.map(|b| b.to_vec()))
+    }
+}
+
+/// What one [`sweep_history_dir`] did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct HistorySweep {
+    /// History files seen.
+    pub scanned: usize,
+    /// History files deleted.
+    pub deleted: usize,
+    /// Files or directories that could not be read or deleted, and why
+    /// (the sweep went on).
+    pub errors: Vec<(PathBuf, String)>,
+}
+
+/// Deletes the history's files unused for `ttl` as of `now` in `dir` and in
+/// its `owner-*` directories (one per caller, as `lro history` keeps them):
+/// regular files named `history-…` or `atlatl-…` (never through a symbolic
+/// link, never another name) whose modification time is older; a file is
+/// touched each time it is used (written again, read back, read as a
+/// checkpoint or summary). A conversation that comes back after its files
+/// went gets its answers offloaded again from what it resends; only its
+/// read back of an answer it no longer resends, and its remembered
+/// rewrite, are lost. Blocking.
+pub fn sweep_history_dir(
+    dir: &std::path::Path,
+    ttl: std::time::Duration,
+    now: std::time::SystemTime,
+) -> HistorySweep {
+    let mut sweep = HistorySweep::default();
+    sweep_one(dir, ttl, now, true, &mut sweep);
+    sweep
+}
+
+fn sweep_one(
+    dir: &std::path::Path,
+    ttl: std::time::Duration,
+    now: std::time::SystemTime,
+    owners: bool,
+    sweep: &mut HistorySweep,
+) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => return sweep.errors.push((dir.to_owned(), e.to_string())),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() && owners && name.starts_with("owner-") {
+            sweep_one(&path, ttl, now, false, sweep);
+            continue;
+        }
+        let ours = name.starts_with(HISTORY_FILE_PREFIX) || name.starts_with("atlatl-");
+        if !kind.is_file() || !ours {
+            continue;
+        }
+        sweep.scanned += 1;
+        let modified = entry.metadata().and_then(|m| m.modified());
+        let old = modified.is_ok_and(|m| now.duration_since(m).is_ok_and(|age| age > ttl));
+        if !old {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => sweep.deleted += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => sweep.errors.push((path, e.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[cfg(unix)]
+    #[test]
+    fn the_sweep_deletes_unused_history_files_only_and_use_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let owner = dir.path().join("owner-ab");
+        std::fs::create_dir(&owner).unwrap();
+        let store = HistoryStore::new(FsStore::new(&owner));
+        let day = Duration::from_secs(24 * 3600);
+        let old = SystemTime::now() - 3 * day;
+        let age = |path: &std::path::Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        for name in [
+            "history-tool-a-1.txt",
+            "history-checkpoint-1.json",
+            "atlatl-a-01J0000000000000000000000.jsonl",
+            "notes.txt",
+        ] {
+            std::fs::write(owner.join(name), "x").unwrap();
+            age(&owner.join(name));
+        }
+        std::fs::write(dir.path().join("history-tool-b-2.txt"), "y").unwrap();
+        age(&dir.path().join("history-tool-b-2.txt"));
+        std::os::unix::fs::symlink(owner.join("notes.txt"), owner.join("history-link.txt"))
+            .unwrap();
+        // Used since: written again with the same bytes, read as a checkpoint.
+        store.put("history-tool-a-1.txt", b"x").unwrap();
+        assert!(
+            store
+                .read_checkpoint("history-checkpoint-1.json", false)
+                .is_some()
+        );
+        let sweep = sweep_history_dir(dir.path(), day, SystemTime::now());
+        assert_eq!((sweep.scanned, sweep.deleted), (4, 2), "{sweep:?}");
+        let left: std::collections::BTreeSet<String> = std::fs::read_dir(&owner)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let want = [
+            "history-checkpoint-1.json",
+            "history-link.txt",
+            "history-tool-a-1.txt",
+            "notes.txt",
+        ];
+        assert_eq!(left, want.iter().map(|s| s.to_string()).collect());
+        assert!(!dir.path().join("history-tool-b-2.txt").exists());
+        assert!(sweep.errors.is_empty(), "{sweep:?}");
     }
 }

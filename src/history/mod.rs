@@ -134,8 +134,12 @@
 //!
 //! Files in `store_dir` carry a content-derived id
 //! whose time part is zero and do not expire by the offload TTL: do not
-//! point a [`Custodian`](crate::cleanup::Custodian) at `store_dir`; delete it when
-//! the conversation ends.
+//! point a [`Custodian`](crate::cleanup::Custodian) at `store_dir`. They
+//! expire when unused for `file_ttl_seconds` (7 days): each use touches a
+//! file, and [`sweep_history_dir`] deletes those past it (`lro history`
+//! sweeps its directory; a program of its own calls it, or deletes
+//! `store_dir` when the conversation ends). In a shared store, give the
+//! prefix a lifecycle rule of the same age.
 //!
 //! # Summarizers
 //!
@@ -358,12 +362,12 @@ mod summarize;
 pub use compact::POINTER_MARKER;
 pub use compress::SUMMARY_MARKER;
 pub use config::{
-    DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_KEEP_RECENT_COMPACT, DEFAULT_KEEP_RECENT_COMPRESS,
-    DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS,
-    HISTORY_ENV_PREFIX, HistoryConfig, SummaryMode, UnknownMode,
+    DEFAULT_COMPACT_RATIO_THRESHOLD, DEFAULT_HISTORY_FILE_TTL, DEFAULT_KEEP_RECENT_COMPACT,
+    DEFAULT_KEEP_RECENT_COMPRESS, DEFAULT_MAX_TOOL_MESSAGE_TOKENS, DEFAULT_MAX_TOTAL_TOKENS,
+    DEFAULT_SUMMARY_MAX_TOKENS, HISTORY_ENV_PREFIX, HistoryConfig, SummaryMode, UnknownMode,
 };
 pub use extractive::ExtractiveSummarizer;
-pub use files::HISTORY_FILE_PREFIX;
+pub use files::{HISTORY_FILE_PREFIX, HistorySweep, sweep_history_dir};
 pub use format::ChatFormat;
 #[cfg(feature = "history-endpoint")]
 pub use layer::{

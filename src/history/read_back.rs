@@ -437,6 +437,8 @@ impl HistoryOffloader {
         let Ok(file) = opened else {
             return format!("{TOOL_NAME}: the file {name} is no longer there (files expire)");
         };
+        // Used: the sweep keeps it.
+        let _ = file.set_modified(std::time::SystemTime::now());
         let mut page = Page::new(offset, limit);
         for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
             let Ok(line) = line else {

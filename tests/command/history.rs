@@ -733,3 +733,27 @@ fn replicas_share_history_files_through_object_storage() {
         "B read A's checkpoint"
     );
 }
+
+/// `--file-ttl-seconds`: the proxy deletes history files unused that long
+/// (here 1 s, swept every second): a conversation's files are there after
+/// its request, and gone a few seconds later.
+#[test]
+fn unused_history_files_expire() {
+    let Some(interop) = common::interop_setup() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_provider, port) = chat_provider(&interop, &tmp.path().join("received.jsonl"));
+    let store = tmp.path().join("history");
+    let (proxy, base) = history_proxy(&port, &store, &["--file-ttl-seconds", "1"]);
+    let original = serde_json::json!({"model": "stand-in", "messages": log_conversation(6)});
+    chat_as(&base, "sk-one", &original.to_string());
+    let files = || walk_files(&store).len();
+    assert!(files() > 0, "the rewrite wrote no file");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while files() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(files(), 0, "{}", proxy.stderr());
+    assert!(proxy.stderr().contains("expired history files deleted"));
+}

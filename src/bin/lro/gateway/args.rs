@@ -110,6 +110,10 @@ pub struct HistoryArgs {
     /// keeps its rewrite (default: the configured store, else none).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
+    /// Delete the history's files unused this long (default: the
+    /// configured file_ttl_seconds, 7 days; 0: never).
+    #[arg(long, value_name = "SECONDS")]
+    file_ttl_seconds: Option<u64>,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -220,6 +224,9 @@ pub fn run_history(
     }
     if let Some(url) = args.store {
         config.store = url.trim().to_owned();
+    }
+    if let Some(seconds) = args.file_ttl_seconds {
+        config.file_ttl = (seconds > 0).then(|| Duration::from_secs(seconds));
     }
     for (flag, n, field) in [
         (

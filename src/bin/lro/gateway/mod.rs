@@ -62,6 +62,7 @@ mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -387,12 +388,42 @@ fn history_route(
 ) -> Result<RouteKind, GatewayError> {
     let store = FsStore::new(config.store_dir.clone()).trust_dir(config.trust_store_dir);
     let bucket = history_bucket(&config.store)?;
+    if let Some(ttl) = config.file_ttl {
+        tokio::spawn(sweep_history(
+            config.store_dir.clone(),
+            ttl,
+            path.to_owned(),
+        ));
+    }
     let service = Tenants::new(config, key, forward, metrics.clone(), path, bucket.clone());
     Ok(RouteKind::History {
         service,
         store,
         bucket,
     })
+}
+
+/// Deletes the files of a chat route's `dir` unused for `ttl`, every
+/// quarter of it (at least every second, at most every hour), for as long
+/// as the gateway runs.
+async fn sweep_history(dir: std::path::PathBuf, ttl: Duration, route: String) {
+    let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let d = dir.clone();
+        let swept = tokio::task::spawn_blocking(move || {
+            tower_lro::history::sweep_history_dir(&d, ttl, std::time::SystemTime::now())
+        });
+        let Ok(sweep) = swept.await else { continue };
+        if sweep.deleted > 0 {
+            tracing::info!(target: "gateway", route = %route, deleted = sweep.deleted, scanned = sweep.scanned, "expired history files deleted");
+        }
+        for (path, error) in sweep.errors.iter().take(3) {
+            tracing::warn!(target: "gateway", route = %route, path = %path.display(), error = %error, "history sweep");
+        }
+    }
 }
 
 /// The object store a chat route's `store` URL names, checked (`None`
