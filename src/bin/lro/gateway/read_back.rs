@@ -8,7 +8,7 @@
 //! and every answer without such a call, passes as it came. An answer to a
 //! request given the tool is held whole to look for calls, but for a
 //! streamed Chat Completions or Anthropic answer, which is relayed as it
-//! comes and spliced with the next one ([`relay`](super::relay)).
+//! comes and spliced with the next one ([`relay`]).
 
 use std::convert::Infallible;
 use std::pin::Pin;
