@@ -198,6 +198,7 @@ impl BucketStore {
     /// The object at `path` under the prefix (`/`-separated), written
     /// create-only: `true` when it was written, `false` when one was there
     /// (content-addressed names: the same bytes). Blocking.
+    #[cfg(feature = "history")]
     pub(crate) fn put_new(&self, path: &str, bytes: Vec<u8>) -> Result<bool, StoreError> {
         let key = Path::from(format!("{}/{path}", self.prefix));
         let (store, k) = (self.store.clone(), key.clone());
@@ -214,6 +215,7 @@ impl BucketStore {
 
     /// The object at `path` under the prefix, when there is one of at most
     /// `max` bytes. Blocking.
+    #[cfg(feature = "history")]
     pub(crate) fn get_small(&self, path: &str, max: u64) -> Result<Option<Bytes>, StoreError> {
         let key = Path::from(format!("{}/{path}", self.prefix));
         let (store, k) = (self.store.clone(), key.clone());
