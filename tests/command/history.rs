@@ -554,6 +554,36 @@ fn the_model_reads_offloaded_history_back_through_the_proxy() {
     };
     let own = as_caller("sk-test-openai");
     assert!(own.contains(" req_2_7 GET /api/items/7 took 49ms"), "{own}");
+    // Sent in chunks of no stated length: the history layer holds it, so
+    // the tool is offered all the same.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = forged
+        .as_bytes()
+        .chunks(4096)
+        .map(|c| Ok(c.to_vec()))
+        .collect();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let chunked: Value = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .bearer_auth("sk-test-openai")
+            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                chunks,
+            )))
+            .send()
+            .await
+            .expect("an answer")
+            .json()
+            .await
+            .expect("JSON")
+    });
+    let text = chunked["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains(" req_2_7 GET /api/items/7 took 49ms"),
+        "chunked: {text}"
+    );
     let other = as_caller("sk-someone-else");
     assert!(
         other.contains("is no longer there") && !other.contains("req_2_7 GET"),

@@ -4,8 +4,9 @@
 //! tool; when the model calls it, the answer is read here, the calls are
 //! answered from the named files and the conversation goes upstream again
 //! (at most [`MAX_ROUNDS`] times, the tool taken out for the last), so the
-//! client gets the model's answer after it has read. Every other request,
-//! and every answer without such a call, passes as it came. An answer to a
+//! client gets the model's answer after it has read. Every other request
+//! (and one over the history layer's 32 MiB, which it did not hold), and
+//! every answer without such a call, passes as it came. An answer to a
 //! request given the tool is held whole to look for calls, but for a
 //! streamed Chat Completions or Anthropic answer, which is relayed as it
 //! comes and spliced with the next one ([`relay`]).
@@ -21,7 +22,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tower_lro::history::read_back::{self, ReadCall};
-use tower_lro::history::{ChatFormat, HistoryOffloader};
+use tower_lro::history::{ChatFormat, DEFAULT_MAX_CHAT_BODY_BYTES, HistoryOffloader};
 use tower_service::Service;
 
 use super::forward::Forward;
@@ -92,7 +93,13 @@ impl ReadBack {
         B::Error: Into<BoxError>,
     {
         let format = format_of_path(request.uri().path());
-        let (Some(format), true) = (format, self.on && request.method() == Method::POST) else {
+        // Read whole only within the history layer's own bound: a body it
+        // held is of known length; one over the bound, or streaming past
+        // it, it let pass as it came.
+        let length = request.body().size_hint().upper();
+        let small = length.is_some_and(|n| n <= DEFAULT_MAX_CHAT_BODY_BYTES as u64);
+        let (Some(format), true) = (format, self.on && small && request.method() == Method::POST)
+        else {
             return self.send(request).await;
         };
         let (parts, body) = request.into_parts();
