@@ -6,7 +6,7 @@
 //! besides comments, `id:`, `event:`, `retry:` and priming events with empty
 //! data. [`EventSplitter`] cuts such a byte stream into complete events as
 //! the chunks arrive, whatever their boundaries; [`event_data`] reads the
-//! message of one. The offload layer reads event streams with them, and so
+//! message of one, and [`replace_data`] gives it another. The offload layer reads event streams with them, and so
 //! does the `lro proxy` command, which writes each message to the agent on
 //! a line of its own.
 //!
@@ -29,4 +29,4 @@
 //! assert_eq!(splitter.buffered(), 0);
 //! ```
 
-pub use crate::wire::sse::{EventSplitter, event_data};
+pub use crate::wire::sse::{EventSplitter, event_data, replace_data};

@@ -296,18 +296,18 @@ pub fn continue_after(
 /// streamed: as far as [`calls`] and [`continue_after`] read it. `None`
 /// when the events make no answer.
 pub fn response_of_events(format: ChatFormat, events: &[u8]) -> Option<Value> {
-    let text = std::str::from_utf8(events).ok()?.replace("\r\n", "\n");
-    let datas = text.split("\n\n").filter_map(|event| {
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        let data = data.join("\n");
-        (!data.is_empty() && data != "[DONE]")
-            .then(|| serde_json::from_str::<Value>(&data).ok())
-            .flatten()
-    });
+    let mut splitter = crate::sse::EventSplitter::default();
+    splitter.push(events);
+    let mut all = Vec::new();
+    while let Some(event) = splitter.next_event() {
+        all.push(event);
+    }
+    all.extend(splitter.finish_event());
+    all.push(splitter.take_rest());
+    // `[DONE]` and comments are no JSON: left out.
+    let datas = all
+        .into_iter()
+        .filter_map(|event| serde_json::from_slice::<Value>(&crate::sse::event_data(&event)?).ok());
     match format {
         ChatFormat::OpenAiChat => Some(chat_of_chunks(datas)),
         ChatFormat::AnthropicMessages => anthropic_of_events(datas),

@@ -226,7 +226,7 @@ pub fn event_data(event: &Bytes) -> Option<Bytes> {
 
 /// The event with its data lines replaced by one `data:` line holding
 /// `data` (which must not contain line breaks); every other line is kept.
-pub(crate) fn replace_data(event: &[u8], data: &[u8]) -> Bytes {
+pub fn replace_data(event: &[u8], data: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(data.len() + 64);
     let mut written = false;
     for (line, term) in lines(event) {

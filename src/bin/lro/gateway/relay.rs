@@ -12,13 +12,14 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tower_lro::history::ChatFormat;
 use tower_lro::history::read_back::{self, TOOL_NAME};
+use tower_lro::sse::{EventSplitter, event_data, replace_data};
 
 use super::{BoxError, GatewayBody};
 
@@ -53,11 +54,11 @@ pub(crate) fn channel() -> (Sender, GatewayBody) {
     (tx, Relayed(rx).boxed_unsync())
 }
 
-/// The server-sent events of a body, one at a time (each with its blank
-/// line).
+/// The server-sent events of a body, one at a time, as
+/// [`EventSplitter`] cuts them (each with its blank line).
 pub(crate) struct Events {
     body: GatewayBody,
-    buffer: BytesMut,
+    splitter: EventSplitter,
     done: bool,
 }
 
@@ -65,7 +66,7 @@ impl Events {
     pub(crate) fn new(body: GatewayBody) -> Events {
         Events {
             body,
-            buffer: BytesMut::new(),
+            splitter: EventSplitter::default(),
             done: false,
         }
     }
@@ -74,19 +75,21 @@ impl Events {
     /// line included).
     pub(crate) async fn next(&mut self) -> Option<Result<Bytes, BoxError>> {
         loop {
-            if let Some(end) = event_end(&self.buffer) {
-                return Some(Ok(self.buffer.split_to(end).freeze()));
+            if let Some(event) = self.splitter.next_event() {
+                return Some(Ok(event));
             }
             if self.done {
-                return (!self.buffer.is_empty()).then(|| Ok(self.buffer.split().freeze()));
+                let last = self.splitter.finish_event();
+                let last = last.unwrap_or_else(|| self.splitter.take_rest());
+                return (!last.is_empty()).then_some(Ok(last));
             }
-            if self.buffer.len() > MAX_EVENT_BYTES {
+            if self.splitter.buffered() > MAX_EVENT_BYTES {
                 return Some(Err("an event of the upstream's stream is too long".into()));
             }
             match self.body.frame().await {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
-                        self.buffer.extend_from_slice(&data);
+                        self.splitter.push(&data);
                     }
                 }
                 Some(Err(e)) => return Some(Err(e)),
@@ -96,29 +99,9 @@ impl Events {
     }
 }
 
-/// Where the first event in `buffer` ends (after its blank line).
-fn event_end(buffer: &[u8]) -> Option<usize> {
-    let lf = memchr::memmem::find(buffer, b"\n\n").map(|i| i + 2);
-    let crlf = memchr::memmem::find(buffer, b"\r\n\r\n").map(|i| i + 4);
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// An event's name (its `event:` line) and data (its `data:` lines).
-fn parse(event: &[u8]) -> (Option<String>, Option<Value>) {
-    let text = String::from_utf8_lossy(event);
-    let mut name = None;
-    let mut data = Vec::new();
-    for line in text.lines() {
-        if let Some(n) = line.strip_prefix("event:") {
-            name = Some(n.trim().to_owned());
-        } else if let Some(d) = line.strip_prefix("data:") {
-            data.push(d.strip_prefix(' ').unwrap_or(d));
-        }
-    }
-    (name, serde_json::from_str(&data.join("\n")).ok())
+/// An event's data, as JSON.
+fn data_of(event: &Bytes) -> Option<Value> {
+    serde_json::from_slice(&event_data(event)?).ok()
 }
 
 /// How the answers after the first are spliced into the client's stream.
@@ -135,8 +118,8 @@ pub(crate) struct Splice {
 
 impl Splice {
     /// Whether `event` starts a call of the tool.
-    pub(crate) fn starts_our_call(&self, format: ChatFormat, event: &[u8]) -> bool {
-        let (_, Some(data)) = parse(event) else {
+    pub(crate) fn starts_our_call(&self, format: ChatFormat, event: &Bytes) -> bool {
+        let Some(data) = data_of(event) else {
             return false;
         };
         match format {
@@ -154,8 +137,7 @@ impl Splice {
 
     /// `event` as the client gets it; `None`: not sent.
     pub(crate) fn rewrite(&mut self, format: ChatFormat, event: Bytes) -> Option<Bytes> {
-        let (name, data) = parse(&event);
-        let Some(mut data) = data else {
+        let Some(mut data) = data_of(&event) else {
             return Some(event);
         };
         let index = match format {
@@ -180,8 +162,7 @@ impl Splice {
             return Some(event);
         }
         *index = (at + self.offset).into();
-        let name = name.map(|n| format!("event: {n}\n")).unwrap_or_default();
-        Some(Bytes::from(format!("{name}data: {data}\n\n")))
+        Some(replace_data(&event, data.to_string().as_bytes()))
     }
 
     /// The next answer follows this one.
@@ -219,7 +200,7 @@ mod tests {
         assert_eq!(s.rewrite(f, start.clone()), Some(start.clone()));
         assert_eq!(s.rewrite(f, block(0)), Some(block(0)));
         let ours = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"name\":\"lro_history_read\"}}\n\n";
-        assert!(s.starts_our_call(f, ours.as_bytes()));
+        assert!(s.starts_our_call(f, &Bytes::from(ours)));
         assert!(!s.starts_our_call(f, &block(0)));
         s.next_answer();
         assert_eq!(s.rewrite(f, start), None);
@@ -246,6 +227,5 @@ mod tests {
             String::from_utf8_lossy(&moved).contains("\"index\":1"),
             "{moved:?}"
         );
-        assert_eq!(event_end(b"data: 1\r\n\r\ndata: 2\n\n"), Some(11));
     }
 }
