@@ -37,6 +37,21 @@ impl ChatFormat {
         }
     }
 
+    /// The format a request path names: `…/chat/completions`, `…/messages`,
+    /// `…/responses` (a trailing `/` allowed); `None` for other paths.
+    pub fn of_path(path: &str) -> Option<ChatFormat> {
+        let path = path.trim_end_matches('/');
+        if path.ends_with("/chat/completions") {
+            Some(ChatFormat::OpenAiChat)
+        } else if path.ends_with("/messages") {
+            Some(ChatFormat::AnthropicMessages)
+        } else if path.ends_with("/responses") {
+            Some(ChatFormat::OpenAiResponses)
+        } else {
+            None
+        }
+    }
+
     /// The format of a request body: an `input` array without `messages`
     /// is Responses; `messages` with a top-level `system`, or with a
     /// `tool_use` / `tool_result` / `thinking` block, is Anthropic; other

@@ -50,21 +50,6 @@ impl<S> HistoryOffloadService<S> {
     }
 }
 
-/// The chat format a request's path names: `…/chat/completions`,
-/// `…/messages`, `…/responses`.
-pub(crate) fn format_of_path(path: &str) -> Option<ChatFormat> {
-    let path = path.trim_end_matches('/');
-    if path.ends_with("/chat/completions") {
-        Some(ChatFormat::OpenAiChat)
-    } else if path.ends_with("/messages") {
-        Some(ChatFormat::AnthropicMessages)
-    } else if path.ends_with("/responses") {
-        Some(ChatFormat::OpenAiResponses)
-    } else {
-        None
-    }
-}
-
 /// What to do with a request.
 enum Plan {
     /// Not a chat request: on at once, never read.
@@ -80,7 +65,7 @@ fn plan<B>(req: &Request<B>, shared: &HistoryShared) -> Plan {
     if req.method() != Method::POST {
         return Plan::Pass;
     }
-    let format = format_of_path(req.uri().path());
+    let format = ChatFormat::of_path(req.uri().path());
     if format.is_none() && !is_json(req.headers()) {
         return Plan::Pass;
     }
@@ -159,7 +144,7 @@ mod tests {
             ("/v1/models", None),
         ];
         for (path, format) in cases {
-            assert_eq!(format_of_path(path), format, "{path}");
+            assert_eq!(ChatFormat::of_path(path), format, "{path}");
         }
     }
 }

@@ -473,10 +473,14 @@ fn check_endpoints(
     Ok(())
 }
 
+/// A whole body.
+fn full(bytes: Bytes) -> GatewayBody {
+    Full::new(bytes).map_err(|e| match e {}).boxed_unsync()
+}
+
 /// A short plain-text answer of the gateway's own.
 fn text_response(status: StatusCode, text: &str) -> Response<GatewayBody> {
-    let body = Full::new(Bytes::copy_from_slice(text.as_bytes()));
-    let mut response = Response::new(body.map_err(|e| match e {}).boxed_unsync());
+    let mut response = Response::new(full(Bytes::copy_from_slice(text.as_bytes())));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

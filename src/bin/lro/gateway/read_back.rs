@@ -19,7 +19,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use serde_json::Value;
 use tower_lro::history::read_back::{self, ReadCall};
 use tower_lro::history::{ChatFormat, DEFAULT_MAX_CHAT_BODY_BYTES, HistoryOffloader};
@@ -27,7 +27,7 @@ use tower_service::Service;
 
 use super::forward::Forward;
 use super::relay::{self, Events, Splice};
-use super::{BoxError, GatewayBody, text_response};
+use super::{BoxError, GatewayBody, full, text_response};
 
 /// Rounds upstream for one client request at most (the last without the
 /// tool, so the model answers).
@@ -74,25 +74,13 @@ where
     }
 }
 
-/// The chat format a path names.
-fn format_of_path(path: &str) -> Option<ChatFormat> {
-    let path = path.trim_end_matches('/');
-    [
-        ("/chat/completions", ChatFormat::OpenAiChat),
-        ("/messages", ChatFormat::AnthropicMessages),
-        ("/responses", ChatFormat::OpenAiResponses),
-    ]
-    .into_iter()
-    .find_map(|(end, format)| path.ends_with(end).then_some(format))
-}
-
 impl ReadBack {
     async fn run<B>(mut self, request: Request<B>) -> Response<GatewayBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        let format = format_of_path(request.uri().path());
+        let format = ChatFormat::of_path(request.uri().path());
         // Read whole only within the history layer's own bound: a body it
         // held is of known length; one over the bound, or streaming past
         // it, it let pass as it came.
@@ -348,8 +336,4 @@ impl Body for Chained {
         }
         Pin::new(&mut self.rest).poll_frame(cx)
     }
-}
-
-fn full(bytes: Bytes) -> GatewayBody {
-    Full::new(bytes).map_err(|e| match e {}).boxed_unsync()
 }

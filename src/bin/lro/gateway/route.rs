@@ -16,13 +16,12 @@ use http_body_util::BodyExt;
 use tower_service::Service;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use serde::Deserialize;
 
 use super::forward::Forward;
 use super::metrics::{self, Metrics, OTHER_ROUTE};
 use super::tenants::Tenants;
-use super::{BoxError, Bucket, GatewayBody, text_response};
+use super::{BoxError, Bucket, GatewayBody, full, text_response};
 use tower_lro::offload::{OffloadLayer, OffloadService};
 use tower_lro::store::{FsStore, Store};
 
@@ -310,11 +309,6 @@ fn probe_store(store: &dyn Store) -> Result<(), String> {
         .remove(&name)
         .map(|_| ())
         .map_err(|e| format!("removing the probe: {e}"))
-}
-
-/// A whole body.
-fn full(bytes: Bytes) -> GatewayBody {
-    Full::new(bytes).map_err(|e| match e {}).boxed_unsync()
 }
 
 /// Whether a request body is one `tools/call` of `lro_extract`.
