@@ -48,6 +48,14 @@ async fn rpc(url: &str, token: &str, body: Value) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| common::mcp::sse_messages(&text).remove(0))
 }
 
+/// The bytes of the object `key` in `memory`.
+async fn object(memory: &object_store::memory::InMemory, key: &str) -> Vec<u8> {
+    use object_store::ObjectStoreExt;
+    let key = object_store::path::Path::from(key);
+    let got = memory.get(&key).await.unwrap();
+    got.bytes().await.unwrap().to_vec()
+}
+
 /// `lro_extract` of `file` with `query` (slurped): the text and `isError`.
 async fn extract(url: &str, token: &str, file: &str, query: &str) -> (String, bool) {
     let args = json!({"file_path": file, "query": query, "slurp": true});
@@ -162,20 +170,11 @@ async fn a_damaged_object_is_refused_on_a_whole_read() {
     let d: Value =
         serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     let file = d["file_path"].as_str().unwrap().to_owned();
-    let key = object_store::path::Path::from(format!(
-        "fleet/{}",
-        file.trim_start_matches("lro://files/")
-    ));
-    let mut bytes = memory
-        .get(&key)
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap()
-        .to_vec();
+    let key = format!("fleet/{}", file.trim_start_matches("lro://files/"));
+    let mut bytes = object(&memory, &key).await;
     let at = bytes.len() - 5;
     bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    let key = object_store::path::Path::from(key);
     memory.put(&key, bytes.into()).await.unwrap();
 
     let (text, err) = extract(&b, "alice", &file, "length").await;
@@ -228,21 +227,8 @@ async fn a_deep_page_is_read_from_its_record() {
         serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     let file = d["file_path"].as_str().unwrap().to_owned();
     let key = format!("fleet/{}", file.trim_start_matches("lro://files/"));
-    let get = |key: String| {
-        let memory = memory.clone();
-        async move {
-            let key = object_store::path::Path::from(key);
-            memory
-                .get(&key)
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap()
-                .to_vec()
-        }
-    };
-    let manifest: Value = serde_json::from_slice(&get(format!("{key}.manifest")).await).unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&object(&memory, &format!("{key}.manifest")).await).unwrap();
     let lines = &manifest["lines"];
     assert_eq!(lines["records"], 3000, "{manifest}");
     assert_eq!(lines["stride"], 256);
@@ -254,7 +240,7 @@ async fn a_deep_page_is_read_from_its_record() {
         .map(|o| o.as_u64().unwrap() as usize)
         .collect();
     assert_eq!(offsets.len(), 12);
-    let data = get(key.clone()).await;
+    let data = object(&memory, &key).await;
     for (k, &at) in offsets.iter().enumerate() {
         let header_and_before = data[..at].iter().filter(|&&b| b == b'\n').count();
         assert_eq!(header_and_before, 1 + k * 256, "entry {k}");
