@@ -207,7 +207,7 @@ impl ReadBack {
             if c.round == MAX_ROUNDS {
                 read_back::remove_tool(c.format, &mut c.chat);
             }
-            splice.next_answer();
+            splice.next_answer(c.format, &answer);
             let next = Bytes::from(serde_json::to_vec(&c.chat).unwrap_or_default());
             let response = self.send(with_body(&c.parts, next)).await;
             if !response.status().is_success() || !is_event_stream(response.headers()) {

@@ -112,13 +112,15 @@ pub(crate) struct Splice {
     /// Added to each index of this answer (Anthropic content blocks, Chat
     /// Completions tool calls).
     offset: u64,
-    /// Indices of this answer sent on (one more than the highest).
-    sent: u64,
 }
 
 impl Splice {
-    /// Whether `event` starts a call of the tool.
+    /// Whether `event` starts a call of the tool (only an event naming it
+    /// is read as JSON).
     pub(crate) fn starts_our_call(&self, format: ChatFormat, event: &Bytes) -> bool {
+        if memchr::memmem::find(event, TOOL_NAME.as_bytes()).is_none() {
+            return false;
+        }
         let Some(data) = data_of(event) else {
             return false;
         };
@@ -135,14 +137,18 @@ impl Splice {
         }
     }
 
-    /// `event` as the client gets it; `None`: not sent.
-    pub(crate) fn rewrite(&mut self, format: ChatFormat, event: Bytes) -> Option<Bytes> {
+    /// `event` as the client gets it (the first answer's as it came);
+    /// `None`: not sent.
+    pub(crate) fn rewrite(&self, format: ChatFormat, event: Bytes) -> Option<Bytes> {
+        if self.answers == 0 {
+            return Some(event);
+        }
         let Some(mut data) = data_of(&event) else {
             return Some(event);
         };
         let index = match format {
             ChatFormat::AnthropicMessages => {
-                if self.answers > 0 && data["type"] == "message_start" {
+                if data["type"] == "message_start" {
                     return None;
                 }
                 data.get_mut("index")
@@ -153,23 +159,25 @@ impl Splice {
                 .and_then(|calls| calls.first_mut())
                 .and_then(|call| call.get_mut("index")),
         };
-        let Some(index) = index else {
+        let Some(index) = index.filter(|_| self.offset > 0) else {
             return Some(event);
         };
-        let at = index.as_u64().unwrap_or(0);
-        self.sent = self.sent.max(at + 1);
-        if self.offset == 0 {
-            return Some(event);
-        }
-        *index = (at + self.offset).into();
+        *index = (index.as_u64().unwrap_or(0) + self.offset).into();
         Some(replace_data(&event, data.to_string().as_bytes()))
     }
 
-    /// The next answer follows this one.
-    pub(crate) fn next_answer(&mut self) {
+    /// The next answer follows `answer` (put back together), whose blocks
+    /// or tool calls before its first call of the tool were sent on.
+    pub(crate) fn next_answer(&mut self, format: ChatFormat, answer: &Value) {
+        let is_ours = |v: &Value| v["name"] == TOOL_NAME || v["function"]["name"] == TOOL_NAME;
+        let sent = match format {
+            ChatFormat::AnthropicMessages => answer["content"].as_array(),
+            _ => answer["choices"][0]["message"]["tool_calls"].as_array(),
+        }
+        .and_then(|parts| parts.iter().position(is_ours))
+        .unwrap_or(0);
         self.answers += 1;
-        self.offset += self.sent;
-        self.sent = 0;
+        self.offset += sent as u64;
     }
 }
 
@@ -202,11 +210,16 @@ mod tests {
         let ours = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"name\":\"lro_history_read\"}}\n\n";
         assert!(s.starts_our_call(f, &Bytes::from(ours)));
         assert!(!s.starts_our_call(f, &block(0)));
-        s.next_answer();
+        let answer = serde_json::json!({"content": [{"type": "text"}, {"type": "tool_use", "name": TOOL_NAME}]});
+        s.next_answer(f, &answer);
         assert_eq!(s.rewrite(f, start), None);
         let moved = s.rewrite(f, block(0)).unwrap();
         assert!(
             String::from_utf8_lossy(&moved).contains("\"index\":1"),
+            "{moved:?}"
+        );
+        assert!(
+            moved.starts_with(b"event: content_block_start\n"),
             "{moved:?}"
         );
         let chat = ChatFormat::OpenAiChat;
@@ -221,7 +234,10 @@ mod tests {
             Some(call(0, "read_log"))
         );
         assert!(s.starts_our_call(chat, &call(1, TOOL_NAME)));
-        s.next_answer();
+        assert!(!s.starts_our_call(chat, &call(0, "read_log")));
+        let answer = serde_json::json!({"choices": [{"message": {"tool_calls": [
+            {"function": {"name": "read_log"}}, {"function": {"name": TOOL_NAME}}]}}]});
+        s.next_answer(chat, &answer);
         let moved = s.rewrite(chat, call(0, "read_log")).unwrap();
         assert!(
             String::from_utf8_lossy(&moved).contains("\"index\":1"),
