@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use common::mcp::{Mode, mcp_service, serve_mcp, tools_call};
 use serde_json::Value;
-use sha2::Digest;
 
 use crate::gateway::gateway_with;
 
@@ -133,12 +132,7 @@ fn contract_of(path: &str) -> ((u64, String), (u64, String)) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let end = bytes.iter().position(|b| *b == b'\n').unwrap();
     let header: Value = serde_json::from_slice(&bytes[..end]).unwrap();
-    let data = &bytes[end + 1..];
-    let lines = data.iter().filter(|b| **b == b'\n').count() as u64;
-    let digest: String = sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let (lines, _, digest) = common::data_figures(&bytes);
     let stated = (
         header["count"].as_u64().unwrap_or(u64::MAX),
         header["data_sha256"]
@@ -146,7 +140,7 @@ fn contract_of(path: &str) -> ((u64, String), (u64, String)) {
             .unwrap_or_default()
             .to_owned(),
     );
-    (stated, (lines, digest))
+    (stated, (lines as u64, digest))
 }
 
 /// p50 and p99 of `micros`, in microseconds.

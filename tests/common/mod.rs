@@ -303,6 +303,20 @@ pub fn checked_descriptor(result: &impl serde::Serialize, what: &str) -> Offload
     d
 }
 
+/// Count, bytes and SHA-256 (hex) of the data lines of `file` (every byte
+/// after the header line): what its completeness contract states.
+pub fn data_figures(file: &[u8]) -> (usize, u64, String) {
+    use sha2::Digest;
+    let at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let data = &file[at..];
+    let lines = data.iter().filter(|&&b| b == b'\n').count();
+    let sha: String = sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    (lines, data.len() as u64, sha)
+}
+
 /// Waits until `cond` holds, checking every 20 ms; fails the test after 10 s.
 pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
     let start = std::time::Instant::now();

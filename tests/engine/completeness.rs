@@ -5,23 +5,11 @@
 
 use crate::shapes;
 
-use sha2::{Digest, Sha256};
 use tower_lro::config::OffloadConfig;
 use tower_lro::descriptor::OffloadHeader;
 use tower_lro::offload::{Offloader, Outcome};
 
-/// Count, bytes and SHA-256 (hex) of the data lines of `file` (every byte
-/// after the header line).
-pub(crate) fn data_figures(file: &[u8]) -> (usize, u64, String) {
-    let at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let data = &file[at..];
-    let lines = data.iter().filter(|&&b| b == b'\n').count();
-    let sha: String = Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    (lines, data.len() as u64, sha)
-}
+pub(crate) use crate::common::data_figures;
 
 #[test]
 fn every_shape_says_how_to_tell_the_file_is_whole() {
