@@ -42,6 +42,8 @@
 //! max_buffered_bytes = 536870912 # cap on response bytes held in memory at once (larger ones are spilled to disk)
 //! extraction = true              # serve offloaded data over MCP (lro_extract, lro_list, resources/read)
 //! open_output_schemas = true     # take closed output schemas out of tools/list (else such results stay inline)
+//! builtin_profiles = true        # the shipped client profiles apply (see ClientProfile)
+//! files_local_to_client = false  # the files are on the client's machine (lro proxy: true)
 //! exclude_tools = ["read_secret"]
 //!
 //! [prompt.offload.tools.query_logs]   # per-tool policy; every key optional
@@ -52,8 +54,10 @@
 //!
 //! [prompt.offload.clients.claude-code] # per-client profile, by clientInfo.name; every key optional
 //! threshold_tokens = 4000
+//! max_result_bytes = 50000             # its own limit: larger results always offloaded
+//! shell = true                         # its model has a shell on the client's machine
 //! guidance = "shell"                   # "extract" (lro_extract) or "shell" (jq recipes)
-//! list_tools = false                   # lro_extract / lro_list not listed to it
+//! list_tools = "after_offload"         # true, false, or once something was offloaded
 //! enabled = true                       # false: its results pass through
 //! ```
 //!
@@ -91,7 +95,7 @@ mod client;
 mod debug;
 mod load;
 
-pub use client::{ClientProfile, GuidanceKind};
+pub use client::{ClientProfile, GuidanceKind, ToolListing, shipped_profiles};
 
 pub use load::ConfigError;
 // The loader's parts the history offload's configuration shares.
@@ -188,6 +192,14 @@ pub struct OffloadConfig {
     /// gives it, folded (`[prompt.offload.clients.NAME]`; see
     /// [`ClientProfile`]).
     pub clients: BTreeMap<String, ClientProfile>,
+    /// Whether the [shipped client profiles](client::shipped_profiles)
+    /// apply under the configured ones (`builtin_profiles`, default true).
+    pub builtin_profiles: bool,
+    /// Whether the files are on the machine where the client and its
+    /// model's tools run (`files_local_to_client`, default false; `lro
+    /// proxy` sets it): a client whose profile says it has a shell
+    /// ([`ClientProfile::shell`]) then gets the shell guidance.
+    pub files_local_to_client: bool,
     /// Interval of the cleanup task (`cleanup_interval_seconds`, default
     /// one hour).
     pub cleanup_interval: Duration,
@@ -240,6 +252,8 @@ impl Default for OffloadConfig {
             excluded_tools: BTreeSet::new(),
             tools: BTreeMap::new(),
             clients: BTreeMap::new(),
+            builtin_profiles: true,
+            files_local_to_client: false,
             cleanup_interval: DEFAULT_CLEANUP_INTERVAL,
             auto_cleanup: true,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
@@ -438,6 +452,20 @@ impl OffloadConfig {
         self.open_output_schemas = on;
         self
     }
+    /// Sets [`builtin_profiles`](Self::builtin_profiles): the shipped
+    /// client profiles apply (`builtin_profiles`,
+    /// `ATLATL_PROMPT__OFFLOAD__BUILTIN_PROFILES`; default true).
+    pub fn builtin_profiles(mut self, on: bool) -> Self {
+        self.builtin_profiles = on;
+        self
+    }
+    /// Sets [`files_local_to_client`](Self::files_local_to_client): the
+    /// files are on the client's machine (`files_local_to_client`,
+    /// `ATLATL_PROMPT__OFFLOAD__FILES_LOCAL_TO_CLIENT`; default false).
+    pub fn files_local_to_client(mut self, local: bool) -> Self {
+        self.files_local_to_client = local;
+        self
+    }
     /// Sets [`extraction`](Self::extraction): serve offloaded data over MCP
     /// (`extraction`, `ATLATL_PROMPT__OFFLOAD__EXTRACTION`; default true).
     pub fn extraction(mut self, on: bool) -> Self {
@@ -460,39 +488,72 @@ impl OffloadConfig {
         self.policy_for_client(tool, None)
     }
 
-    /// The profile of `client` (a `clientInfo.name`), if it has one.
-    pub fn profile_for(&self, client: Option<&str>) -> Option<&ClientProfile> {
-        self.clients.get(&client::fold_name(client?))
+    /// The profile of `client` (a `clientInfo.name`), if it has one: the
+    /// configured one, its unset keys from the shipped one (unless
+    /// [`builtin_profiles`](Self::builtin_profiles) is off).
+    pub fn profile_for(&self, client: Option<&str>) -> Option<ClientProfile> {
+        let folded = client::fold_name(client?);
+        let shipped = self
+            .builtin_profiles
+            .then(|| client::shipped_profile(&folded))
+            .flatten();
+        match (self.clients.get(&folded), shipped) {
+            (Some(own), Some(base)) => Some(own.over(base)),
+            (Some(own), None) => Some(*own),
+            (None, base) => base,
+        }
     }
 
     /// [`policy_for`](Self::policy_for) `tool` called by `client`: the
-    /// client's profile may switch offloading off for it and sets the
-    /// threshold where the tool has none of its own.
+    /// client's profile may switch offloading off for it, sets the
+    /// threshold where the tool has none of its own, and its own limit
+    /// ([`ClientProfile::max_result_bytes`]) caps the byte trigger.
     pub fn policy_for_client(&self, tool: &str, client: Option<&str>) -> EffectivePolicy {
-        let profile = self.profile_for(client);
         let mut policy = self.tool_policy_in_force(tool);
-        if profile.and_then(|p| p.enabled) == Some(false) {
+        let Some(profile) = self.profile_for(client) else {
+            return policy;
+        };
+        if profile.enabled == Some(false) {
             policy.enabled = false;
         }
         let own = self.tools.get(tool).and_then(|p| p.threshold_tokens);
-        if let (None, Some(t)) = (own, profile.and_then(|p| p.threshold_tokens)) {
+        if let (None, Some(t)) = (own, profile.threshold_tokens) {
             policy.threshold_tokens = t;
+        }
+        if let Some(limit) = profile.max_result_bytes.filter(|&b| b > 0) {
+            let bytes = policy.max_tool_output_bytes.map_or(limit, |b| b.min(limit));
+            policy.max_tool_output_bytes = Some(bytes);
         }
         policy
     }
 
-    /// Whether `lro_extract` and `lro_list` are listed to `client` (when
-    /// the layer serves extraction at all).
+    /// When `lro_extract` and `lro_list` are listed to `client` (when the
+    /// layer serves extraction at all): its profile's
+    /// [`list_tools`](ClientProfile::list_tools), else always.
+    pub fn tool_listing_for(&self, client: Option<&str>) -> ToolListing {
+        self.profile_for(client)
+            .and_then(|p| p.list_tools)
+            .unwrap_or(ToolListing::Always)
+    }
+
+    /// Whether `lro_extract` and `lro_list` are listed to `client` at all
+    /// (from the start, or once something was offloaded).
     pub fn lists_tools_to(&self, client: Option<&str>) -> bool {
-        self.profile_for(client).and_then(|p| p.list_tools) != Some(false)
+        self.tool_listing_for(client) != ToolListing::Never
     }
 
     /// Whether the guidance given to `client` points at `lro_extract`: the
-    /// layer serves extraction, lists its tools to the client, and the
-    /// client's profile does not ask for the shell one.
+    /// layer serves extraction and lists its tools to the client, and the
+    /// client's profile neither asks for the shell guidance nor says its
+    /// model has a shell where the files are
+    /// ([`files_local_to_client`](Self::files_local_to_client)).
     pub fn extract_guidance_for(&self, client: Option<&str>) -> bool {
-        let kind = self.profile_for(client).and_then(|p| p.guidance);
-        self.extraction && self.lists_tools_to(client) && kind != Some(GuidanceKind::Shell)
+        let profile = self.profile_for(client).unwrap_or_default();
+        let shell = match profile.guidance {
+            Some(kind) => kind == GuidanceKind::Shell,
+            None => profile.shell == Some(true) && self.files_local_to_client,
+        };
+        self.extraction && self.lists_tools_to(client) && !shell
     }
 
     fn tool_policy_in_force(&self, tool: &str) -> EffectivePolicy {
@@ -569,6 +630,20 @@ mod tests {
                 set(d.clone()).client_profile("A b", ClientProfile::new().list_tools(false)),
                 OffloadConfig {
                     clients: [("a_b".to_owned(), ClientProfile::new().list_tools(false))].into(),
+                    ..d.clone()
+                },
+            ),
+            (
+                set(d.clone()).builtin_profiles(false),
+                OffloadConfig {
+                    builtin_profiles: false,
+                    ..d.clone()
+                },
+            ),
+            (
+                set(d.clone()).files_local_to_client(true),
+                OffloadConfig {
+                    files_local_to_client: true,
                     ..d.clone()
                 },
             ),

@@ -102,6 +102,10 @@ pub(crate) struct ToolEdits {
     /// `structuredContent` and clients that show `structuredContent` read
     /// the text content instead.
     pub open_closed_schemas: bool,
+    /// Declare the added tools' answers to be at most this many characters
+    /// (`_meta["anthropic/maxResultSizeChars"]`, which Claude Code reads:
+    /// it keeps answers up to that size in its model's context).
+    pub max_result_chars: Option<usize>,
 }
 
 /// A `tools/list` result edited as `edits` says (the text unchanged when
@@ -140,11 +144,17 @@ pub(crate) fn add_tools(
         listed.push(text);
     }
     let (extract, list) = tool_texts();
+    let sized = |text: &'static String| -> std::borrow::Cow<'static, str> {
+        match edits.max_result_chars {
+        Some(chars) => std::borrow::Cow::Owned(with_result_size(text, chars)),
+        None => std::borrow::Cow::Borrowed(text.as_str()),
+        }
+    };
     if edits.add_tools && !shadowed.extract {
-        listed.push(extract.as_str().into());
+        listed.push(sized(extract));
     }
     if edits.add_tools && !shadowed.list {
-        listed.push(list.as_str().into());
+        listed.push(sized(list));
     }
     let changed = listed.len() != tools.len()
         || listed
@@ -157,32 +167,50 @@ pub(crate) fn add_tools(
     Some((with_member(&raw, "tools", Some(&array))?, shadowed, schemas))
 }
 
+/// One of the layer's tool definitions with
+/// `_meta["anthropic/maxResultSizeChars"]` set to `chars`.
+fn with_result_size(tool: &str, chars: usize) -> String {
+    let meta = format!(r#","_meta":{{"anthropic/maxResultSizeChars":{chars}}}}}"#);
+    // The definitions are objects made here, without `_meta`.
+    format!("{}{meta}", &tool[..tool.len() - 1])
+}
+
 /// A tool definition (raw JSON) without its `outputSchema` member.
 fn without_output_schema(tool: &str) -> Option<String> {
     let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(tool).ok()?;
     with_member(&raw, "outputSchema", None)
 }
 
-/// An `initialize` (or `server/discover`) result with `capabilities.resources`
-/// added, when it has a `capabilities` object without `resources`; `None`
-/// otherwise (nothing to change).
-pub(crate) fn add_resources_capability(result: &str) -> Option<String> {
+/// An `initialize` (or `server/discover`) result with what the layer
+/// adds to its `capabilities` object: `resources` when the server declared
+/// none; with `tools_list_changed`, `tools.listChanged: true` (the layer
+/// then sends `notifications/tools/list_changed` itself). `None` when
+/// there is nothing to change or no `capabilities` object.
+pub(crate) fn add_capabilities(result: &str, tools_list_changed: bool) -> Option<String> {
     let raw: indexmap::IndexMap<String, Box<RawValue>> = serde_json::from_str(result).ok()?;
-    let caps: indexmap::IndexMap<String, Box<RawValue>> =
+    let mut caps: indexmap::IndexMap<String, Box<RawValue>> =
         serde_json::from_str(raw.get("capabilities")?.get()).ok()?;
-    if caps.contains_key("resources") {
+    let mut changed = false;
+    if !caps.contains_key("resources") {
+        caps.insert("resources".to_owned(), RawValue::from_string("{}".into()).ok()?);
+        changed = true;
+    }
+    if tools_list_changed {
+        let mut tools: indexmap::IndexMap<String, Box<RawValue>> = match caps.get("tools") {
+            Some(t) => serde_json::from_str(t.get()).ok()?,
+            None => indexmap::IndexMap::new(),
+        };
+        if tools.get("listChanged").map(|v| v.get()) != Some("true") {
+            tools.insert("listChanged".to_owned(), RawValue::from_string("true".into()).ok()?);
+            let text = serde_json::to_string(&tools).ok()?;
+            caps.insert("tools".to_owned(), RawValue::from_string(text).ok()?);
+            changed = true;
+        }
+    }
+    if !changed {
         return None;
     }
-    let mut object = String::with_capacity(result.len() / 4 + 32);
-    object.push('{');
-    for (k, v) in &caps {
-        object.push_str(&serde_json::to_string(k).ok()?);
-        object.push(':');
-        object.push_str(v.get());
-        object.push(',');
-    }
-    object.push_str("\"resources\":{}}");
-    with_member(&raw, "capabilities", Some(&object))
+    with_member(&raw, "capabilities", Some(&serde_json::to_string(&caps).ok()?))
 }
 
 /// The object `raw` with the value of its member `key` replaced by `value`
@@ -217,6 +245,7 @@ mod tests {
     const EDITS: ToolEdits = ToolEdits {
         add_tools: true,
         open_closed_schemas: true,
+        max_result_chars: None,
     };
 
     #[test]
@@ -267,6 +296,18 @@ mod tests {
             .collect();
         assert_eq!(names, ["status", "lro_extract", "lro_list"]);
         assert_eq!(v["nextCursor"], "c");
+        assert!(v["tools"][1].get("_meta").is_none());
+        // Sized for a client whose profile gives its limit.
+        let sized = ToolEdits {
+            max_result_chars: Some(50_000),
+            ..EDITS
+        };
+        let (out, _, _) = add_tools(result, sized).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        for tool in &v["tools"].as_array().unwrap()[1..] {
+            assert_eq!(tool["_meta"]["anthropic/maxResultSizeChars"], 50_000);
+        }
+        assert!(v["tools"][0].get("_meta").is_none());
         let own = r#"{"tools":[{"name":"lro_extract"}]}"#;
         let (out, shadowed, _) = add_tools(own, EDITS).unwrap();
         assert!(shadowed.extract && !shadowed.list);
@@ -321,17 +362,30 @@ mod tests {
     #[test]
     fn the_resources_capability_is_added_only_when_missing() {
         let init = r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s"}}"#;
-        let out = add_resources_capability(init).unwrap();
+        let out = add_capabilities(init, false).unwrap();
         assert_eq!(
             out,
             r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{}},"serverInfo":{"name":"s"}}"#
         );
-        assert!(
-            add_resources_capability(r#"{"capabilities":{"resources":{"subscribe":true}}}"#)
-                .is_none()
-        );
-        assert!(add_resources_capability(r#"{"capabilities":5}"#).is_none());
-        let empty = add_resources_capability(r#"{"capabilities":{}}"#).unwrap();
+        let subscribed = r#"{"capabilities":{"resources":{"subscribe":true}}}"#;
+        assert!(add_capabilities(subscribed, false).is_none());
+        assert!(add_capabilities(r#"{"capabilities":5}"#, false).is_none());
+        let empty = add_capabilities(r#"{"capabilities":{}}"#, false).unwrap();
         assert_eq!(empty, r#"{"capabilities":{"resources":{}}}"#);
+    }
+
+    #[test]
+    fn tools_list_changed_is_declared_for_lazy_listing() {
+        let init = r#"{"capabilities":{"tools":{"x":1},"resources":{}},"serverInfo":{"name":"s"}}"#;
+        assert_eq!(
+            add_capabilities(init, true).unwrap(),
+            r#"{"capabilities":{"tools":{"x":1,"listChanged":true},"resources":{}},"serverInfo":{"name":"s"}}"#
+        );
+        let declared = r#"{"capabilities":{"tools":{"listChanged":true},"resources":{}}}"#;
+        assert!(add_capabilities(declared, true).is_none());
+        assert_eq!(
+            add_capabilities(r#"{"capabilities":{"resources":{}}}"#, true).unwrap(),
+            r#"{"capabilities":{"resources":{},"tools":{"listChanged":true}}}"#
+        );
     }
 }

@@ -4,8 +4,10 @@
 //! ```toml
 //! [prompt.offload.clients.claude-code]   # clientInfo.name, any letter case
 //! threshold_tokens = 4000                # its own threshold
+//! max_result_bytes = 50000               # its own limit: larger results always offloaded
+//! shell = true                           # its model has a shell where the client runs
 //! guidance = "shell"                     # "extract" (lro_extract) or "shell" (jq recipes)
-//! list_tools = false                     # lro_extract / lro_list not listed to it
+//! list_tools = "after_offload"           # true, false, or listed once something was offloaded
 //! enabled = true                         # false: its results pass through
 //! ```
 //!
@@ -18,6 +20,28 @@
 //! configuration: today's behaviour. A tool's own policy
 //! ([`ToolPolicy`](super::ToolPolicy)) wins over a client's threshold; an
 //! exclusion or a global `enabled = false` wins over everything.
+//!
+//! **Shipped profiles** ([`shipped_profiles`]) for the clients whose
+//! behaviour was read from their code and run (see the
+//! [`offload`](crate::offload) docs' table); a configured profile of the
+//! same name overrides them key by key, and `builtin_profiles = false`
+//! turns them off:
+//!
+//! | `clientInfo.name` | client | `max_result_bytes` | `shell` | `list_tools` |
+//! |---|---|---|---|---|
+//! | `claude-code` | Claude Code | 50,000 (over it: a 2 KB preview and a saved file) | yes | always (it defers MCP tools behind a tool search) |
+//! | `codex-mcp-client` | Codex CLI | 40,000 (~10k tokens; over it the middle is cut and lost) | yes | always (deferred too) |
+//! | `gemini-cli-mcp-client` | Gemini CLI | 40,000 (over it: head and tail only) | yes | after the first offload (it sends every tool definition with every request, and follows `tools/list_changed`) |
+//! | `goose` | Goose | 200,000 (over it: a saved path only) | yes | always |
+//! | `Visual Studio Code` | VS Code | none | yes | always |
+//!
+//! Their threshold stays the configured one (1,600 tokens by default): a
+//! descriptor costs ~850, so a lower one would cost more than the result;
+//! `max_result_bytes` is a ceiling beside it, so that no tool's own larger
+//! threshold lets a result reach a client that would cut or spill it.
+//! `shell` takes effect only where the files are on the client's machine
+//! ([`files_local_to_client`](super::OffloadConfig::files_local_to_client):
+//! `lro proxy`); through a gateway the guidance stays `lro_extract`.
 
 /// What the descriptor's guidance points the model at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +54,36 @@ pub enum GuidanceKind {
     Shell,
 }
 
+/// When `lro_extract` and `lro_list` are added to a client's `tools/list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolListing {
+    /// In every `tools/list` (`list_tools = true`).
+    Always,
+    /// Once something was offloaded in the client's MCP session
+    /// (`list_tools = "after_offload"`): the layer then sends
+    /// `notifications/tools/list_changed` before the offloaded result, so
+    /// the client lists its tools again and finds them. Until then their
+    /// definitions cost its model nothing. Where the layer cannot notify
+    /// (no `Mcp-Session-Id`, a client that does not accept event streams)
+    /// the tools are listed from the start.
+    AfterOffload,
+    /// Never (`list_tools = false`); the guidance is then the shell one.
+    Never,
+}
+
+impl From<bool> for ToolListing {
+    fn from(listed: bool) -> Self {
+        if listed {
+            ToolListing::Always
+        } else {
+            ToolListing::Never
+        }
+    }
+}
+
 /// The settings of one client; `None` fields follow the rest of the
 /// configuration.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClientProfile {
     /// `Some(false)`: this client's results always pass through.
@@ -42,10 +93,23 @@ pub struct ClientProfile {
     /// What the guidance points at; `Extract` only takes effect where the
     /// layer serves extraction and lists its tools to the client.
     pub guidance: Option<GuidanceKind>,
-    /// `Some(false)`: `lro_extract` and `lro_list` are not added to the
-    /// client's `tools/list` (their definitions cost every request to its
-    /// model ~460 tokens); its guidance is then the shell one.
-    pub list_tools: Option<bool>,
+    /// When `lro_extract` and `lro_list` are added to the client's
+    /// `tools/list` (their definitions cost ~460 tokens in every request
+    /// to a model that is sent them all); `Never`: its guidance is then
+    /// the shell one.
+    pub list_tools: Option<ToolListing>,
+    /// The client's own limit on one tool result, in bytes: a result over
+    /// it is offloaded whatever the tool's threshold (unless offloading is
+    /// off for the tool), and `lro_extract` and `lro_list` are declared to
+    /// it with `_meta["anthropic/maxResultSizeChars"]` of this size.
+    pub max_result_bytes: Option<usize>,
+    /// The client's model has a shell tool on the client's machine: where
+    /// the files are there too
+    /// ([`files_local_to_client`](super::OffloadConfig::files_local_to_client)),
+    /// its guidance is the shell one (one `jq` instead of finding and
+    /// calling `lro_extract`), unless [`guidance`](Self::guidance) says
+    /// otherwise.
+    pub shell: Option<bool>,
 }
 
 impl ClientProfile {
@@ -68,11 +132,59 @@ impl ClientProfile {
         self.guidance = Some(kind);
         self
     }
-    /// Sets whether the layer's tools are listed to the client.
-    pub fn list_tools(mut self, list: bool) -> Self {
-        self.list_tools = Some(list);
+    /// Sets when the layer's tools are listed to the client (`true`,
+    /// `false` or a [`ToolListing`]).
+    pub fn list_tools(mut self, listing: impl Into<ToolListing>) -> Self {
+        self.list_tools = Some(listing.into());
         self
     }
+    /// Sets the client's own limit on one result, in bytes.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = Some(bytes);
+        self
+    }
+    /// Sets whether the client's model has a shell on its machine.
+    pub fn shell(mut self, shell: bool) -> Self {
+        self.shell = Some(shell);
+        self
+    }
+
+    /// This profile, its unset keys taken from `base`.
+    pub(crate) fn over(self, base: ClientProfile) -> ClientProfile {
+        ClientProfile {
+            enabled: self.enabled.or(base.enabled),
+            threshold_tokens: self.threshold_tokens.or(base.threshold_tokens),
+            guidance: self.guidance.or(base.guidance),
+            list_tools: self.list_tools.or(base.list_tools),
+            max_result_bytes: self.max_result_bytes.or(base.max_result_bytes),
+            shell: self.shell.or(base.shell),
+        }
+    }
+}
+
+/// The profiles shipped for the clients in the module docs' table, by
+/// folded name (see [`ClientProfile`]'s module docs for why each value).
+pub fn shipped_profiles() -> [(&'static str, ClientProfile); 5] {
+    let local_shell = ClientProfile::new().shell(true);
+    [
+        ("claude_code", local_shell.max_result_bytes(50_000)),
+        ("codex_mcp_client", local_shell.max_result_bytes(40_000)),
+        (
+            "gemini_cli_mcp_client",
+            local_shell
+                .max_result_bytes(40_000)
+                .list_tools(ToolListing::AfterOffload),
+        ),
+        ("goose", local_shell.max_result_bytes(200_000)),
+        ("visual_studio_code", local_shell),
+    ]
+}
+
+/// The shipped profile of a folded client name.
+pub(crate) fn shipped_profile(folded: &str) -> Option<ClientProfile> {
+    shipped_profiles()
+        .into_iter()
+        .find_map(|(name, profile)| (name == folded).then_some(profile))
 }
 
 /// A client name folded for matching: lower case, every character that is
@@ -147,6 +259,93 @@ mod tests {
         assert!(!config.extract_guidance_for(Some("gemini-cli")));
         assert!(config.extract_guidance_for(Some("other")));
         assert!(!config.clone().extraction(false).extract_guidance_for(None));
+    }
+
+    #[test]
+    fn shipped_profiles_apply_under_configured_ones() {
+        let config = OffloadConfig::from_toml_str(
+            r#"
+            [prompt.offload.clients.gemini-cli-mcp-client]
+            list_tools = "always"
+            [prompt.offload.clients.goose]
+            max_result_bytes = 1000
+            shell = false
+            "#,
+        )
+        .unwrap();
+        let gemini = Some("gemini-cli-mcp-client");
+        // Configured key wins, the others come from the shipped profile.
+        assert_eq!(config.tool_listing_for(gemini), ToolListing::Always);
+        assert_eq!(
+            config.profile_for(gemini).unwrap().max_result_bytes,
+            Some(40_000)
+        );
+        // The client's own limit caps the byte trigger, whatever the
+        // tool's threshold; a tool's smaller trigger stays.
+        let config = config.tool_policy(
+            "logs",
+            ToolPolicy::new()
+                .threshold_tokens(1_000_000)
+                .max_tool_output_bytes(500),
+        );
+        let policy = config.policy_for_client("big", Some("goose"));
+        assert_eq!(policy.max_tool_output_bytes, Some(1000));
+        assert_eq!(
+            config
+                .policy_for_client("logs", Some("goose"))
+                .max_tool_output_bytes,
+            Some(500)
+        );
+        assert_eq!(
+            config
+                .policy_for_client("big", Some("claude-code"))
+                .max_tool_output_bytes,
+            Some(50_000)
+        );
+        assert_eq!(config.policy_for_client("big", None).max_tool_output_bytes, None);
+        // A shell client gets the shell guidance only where the files are
+        // on its machine; one without a shell, or unknown, never.
+        assert!(config.extract_guidance_for(Some("claude-code")));
+        let local = config.clone().files_local_to_client(true);
+        assert!(!local.extract_guidance_for(Some("claude-code")));
+        assert!(local.extract_guidance_for(Some("goose")));
+        assert!(local.extract_guidance_for(Some("some-other-agent")));
+        assert!(local.extract_guidance_for(None));
+        // Off: today's behaviour for every client.
+        let plain = local.builtin_profiles(false);
+        assert_eq!(plain.profile_for(Some("claude-code")), None);
+        assert!(plain.extract_guidance_for(Some("claude-code")));
+        assert_eq!(plain.tool_listing_for(gemini), ToolListing::Always);
+        assert_eq!(
+            plain.profile_for(Some("goose")).unwrap().max_result_bytes,
+            Some(1000)
+        );
+    }
+
+    #[test]
+    fn list_tools_takes_booleans_and_words() {
+        for (value, listing) in [
+            ("true", ToolListing::Always),
+            ("false", ToolListing::Never),
+            ("\"after_offload\"", ToolListing::AfterOffload),
+            ("\"Never\"", ToolListing::Never),
+        ] {
+            let toml = format!("[prompt.offload.clients.x]\nlist_tools = {value}\n");
+            let config = OffloadConfig::from_toml_str(&toml).unwrap();
+            assert_eq!(config.tool_listing_for(Some("x")), listing, "{value}");
+        }
+        let env = OffloadConfig::default()
+            .apply_env_vars([(
+                "ATLATL_PROMPT__OFFLOAD__CLIENTS__X__LIST_TOOLS",
+                "after_offload",
+            )])
+            .unwrap();
+        assert_eq!(env.tool_listing_for(Some("x")), ToolListing::AfterOffload);
+        let bad = OffloadConfig::from_toml_str("[prompt.offload.clients.x]\nlist_tools = \"later\"\n");
+        assert!(
+            matches!(&bad, Err(ConfigError::Invalid { key, .. }) if key == "prompt.offload.clients.x.list_tools"),
+            "{bad:?}"
+        );
     }
 
     #[test]

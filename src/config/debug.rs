@@ -26,6 +26,8 @@ impl std::fmt::Debug for OffloadConfig {
             .field("max_buffered_bytes", &self.max_buffered_bytes)
             .field("extraction", &self.extraction)
             .field("open_output_schemas", &self.open_output_schemas)
+            .field("builtin_profiles", &self.builtin_profiles)
+            .field("files_local_to_client", &self.files_local_to_client)
             .finish()
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::client::fold_name;
-use super::{ClientProfile, ENV_PREFIX, GuidanceKind, OffloadConfig, ToolPolicy};
+use super::{ClientProfile, ENV_PREFIX, GuidanceKind, OffloadConfig, ToolListing, ToolPolicy};
 
 impl OffloadConfig {
     /// The defaults, then the `[prompt.offload]` section of `toml_file` (if
@@ -174,6 +174,8 @@ impl OffloadConfig {
             "auto_cleanup" => self.auto_cleanup = v.boolean(name)?,
             "extraction" => self.extraction = v.boolean(name)?,
             "open_output_schemas" => self.open_output_schemas = v.boolean(name)?,
+            "builtin_profiles" => self.builtin_profiles = v.boolean(name)?,
+            "files_local_to_client" => self.files_local_to_client = v.boolean(name)?,
             _ => return Err(ConfigError::UnknownKey(name.to_owned())),
         }
         Ok(())
@@ -198,6 +200,25 @@ fn set_tool_key(
     Ok(())
 }
 
+/// A `list_tools` value: a boolean, or `"always"`, `"never"`,
+/// `"after_offload"`.
+fn tool_listing(v: &dyn RawValue, name: &str) -> Result<ToolListing, ConfigError> {
+    if let Ok(listed) = v.boolean(name) {
+        return Ok(listed.into());
+    }
+    let s = v.string(name).unwrap_or_else(|_| v.shown());
+    match s.trim().to_ascii_lowercase().as_str() {
+        "always" => Ok(ToolListing::Always),
+        "never" => Ok(ToolListing::Never),
+        "after_offload" | "after-offload" => Ok(ToolListing::AfterOffload),
+        _ => Err(ConfigError::Invalid {
+            key: name.to_owned(),
+            value: s,
+            expected: "true, false, \"always\", \"never\" or \"after_offload\"",
+        }),
+    }
+}
+
 fn set_client_key(
     profile: &mut ClientProfile,
     key: &str,
@@ -209,7 +230,11 @@ fn set_client_key(
         "threshold_tokens" => {
             profile.threshold_tokens = Some(integer(v, name, 0, u32::MAX.into())?)
         }
-        "list_tools" => profile.list_tools = Some(v.boolean(name)?),
+        "list_tools" => profile.list_tools = Some(tool_listing(v, name)?),
+        "max_result_bytes" => {
+            profile.max_result_bytes = Some(integer(v, name, 0, u64::MAX)?)
+        }
+        "shell" => profile.shell = Some(v.boolean(name)?),
         "guidance" => {
             let s = v.string(name)?;
             profile.guidance = Some(match s.trim().to_ascii_lowercase().as_str() {

@@ -121,6 +121,7 @@ impl Serving {
             owner,
             protocol,
             answer_as_stream: streams,
+            accepts_stream: sse,
         }
     }
 }
@@ -157,6 +158,8 @@ pub(crate) struct Caller {
     /// The layer's own answers go as an event stream (the client accepts
     /// only that, or both and the server answers so).
     pub answer_as_stream: bool,
+    /// Its `Accept` header admits event streams.
+    pub accepts_stream: bool,
 }
 
 impl std::fmt::Debug for Caller {

@@ -181,6 +181,7 @@ where
     let extra = Extra {
         watches: extra,
         resource_link: caller.resource_link(),
+        accepts_stream: caller.accepts_stream,
         owner: caller.owner,
     };
     // Classified for the response only if the inner service reads it all,

@@ -16,6 +16,7 @@ use super::body::OffloadBody;
 use super::budget::Lease;
 use super::spill::{SPILL_AT, broke_off, failed_calls, read_spilled};
 use super::state::{Shared, Watch};
+use super::tools_changed::as_stream_after_notice;
 use crate::wire::jsonrpc::{Found, created_task_id, find_results};
 
 /// Collects a JSON response and rewrites the watched results in it.
@@ -64,10 +65,15 @@ where
         // Sent as it came, the error after it.
         return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
     }
-    let data = if shared.passes_unread(&watched, data.len()) {
-        data
+    let (data, tell) = if shared.passes_unread(&watched, data.len()) {
+        (data, false)
     } else {
         rewrite_json(&shared, data, &watched).await
+    };
+    let data = if tell {
+        as_stream_after_notice(&mut parts, &data)
+    } else {
+        data
     };
     lease.resize(data.len());
     // Whatever the server's framing said (a stale Content-Length beside
@@ -155,12 +161,15 @@ where
     }
 }
 
-/// Rewrites the watched results in a JSON body (one message or a batch).
-async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes {
+/// Rewrites the watched results in a JSON body (one message or a batch);
+/// `true` when the client must first be told that the layer's tools
+/// changed (see [`Shared::tell_tools_changed`]).
+async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> (Bytes, bool) {
     // Checked as UTF-8 once: the results are handed on as text.
     let Ok(body) = ByteString::try_from(data.clone()) else {
-        return data;
+        return (data, false);
     };
+    let mut tell = false;
     let text: &str = &body;
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for found in find_results(text) {
@@ -188,11 +197,12 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
             .transform(w, body.slice_ref(&text[range.clone()]), members)
             .await
         {
+            tell |= shared.tell_tools_changed(w);
             edits.push((range, new));
         }
     }
     if edits.is_empty() {
-        return data;
+        return (data, false);
     }
     edits.sort_by_key(|(r, _)| r.start);
     let mut out = BytesMut::with_capacity(data.len());
@@ -203,5 +213,5 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> Bytes 
         at = range.end;
     }
     out.extend_from_slice(&data[at..]);
-    out.freeze()
+    (out.freeze(), tell)
 }

@@ -21,6 +21,13 @@ impl Weigh for RawCall {
     }
 }
 
+/// Whether a session's client was told of the layer's tools.
+impl Weigh for bool {
+    fn weight(&self) -> usize {
+        1
+    }
+}
+
 /// A client's name.
 impl Weigh for String {
     fn weight(&self) -> usize {

@@ -491,6 +491,7 @@ mod spill;
 mod sse_rewrite;
 mod sse_spill;
 mod state;
+mod tools_changed;
 
 pub use body::OffloadBody;
 pub use future::ResponseFuture;

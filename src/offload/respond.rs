@@ -127,13 +127,16 @@ where
     }
     note_media(shared, &parts);
     let mut watched = shared.resolve(classified.watched);
+    let accepts_stream = extra.accepts_stream;
     extra.apply(&mut watched);
     if !watched.is_empty() {
         let client = classified
             .client
             .or_else(|| shared.clients.get(session.as_deref()?));
+        let lazy = shared.lazy_session(client.as_deref(), session.as_deref(), accepts_stream);
         for w in &mut watched {
             w.client.clone_from(&client);
+            w.lazy_session.clone_from(&lazy);
         }
     }
     if watched.is_empty() || !parts.status.is_success() {

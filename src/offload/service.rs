@@ -111,6 +111,7 @@ where
             && let Some(id) = &session
         {
             shared.sessions.forget(id);
+            shared.offloaded_in.take(id);
         }
         let pass = !shared.offloader.config().enabled
             || req

@@ -23,6 +23,7 @@ use http_body_util::BodyExt;
 use super::body::OffloadBody;
 use super::replay::SpillReplay;
 use super::state::{Shared, Watch, WatchKind};
+use super::tools_changed::as_stream_after_notice;
 use crate::offload::Outcome;
 
 /// A single response holds at most this many bytes in memory; past it, it
@@ -109,7 +110,15 @@ where
     };
     match reply.message {
         Some(message) if reply.id == w.id && !matches!(reply.outcome, Outcome::Inline(_)) => {
-            let data = Bytes::from(message);
+            let mut parts = parts;
+            if matches!(reply.outcome, Outcome::Offloaded(_)) {
+                shared.note_offload(w);
+            }
+            let data = if shared.tell_tools_changed(w) {
+                as_stream_after_notice(&mut parts, message.as_bytes())
+            } else {
+                Bytes::from(message)
+            };
             Ok(own(parts, data, spilled.trailers))
         }
         _ => {

@@ -19,6 +19,7 @@ use super::replay::SpillReplay;
 use super::spill::SPILL_AT;
 use super::sse_spill::{EventSpill, offload_event};
 use super::state::{Shared, Watch, WatchKind};
+use super::tools_changed::after_notice;
 use crate::json::{minify_into, range_in};
 use crate::offload::Outcome;
 use crate::wire::jsonrpc::{Reply, created_task_id, read_reply};
@@ -65,8 +66,9 @@ pub(crate) struct SseRewriter<E> {
 
 /// What became of a spilled event.
 enum SpillDone {
-    /// Offloaded: the reply's id and the rewritten event.
-    Event(serde_json::Value, Bytes),
+    /// Rewritten: the reply's id, the rewritten event, and whether its
+    /// result was offloaded (else cut).
+    Event(serde_json::Value, Bytes, bool),
     /// Kept: the event's file and length, played back (`None`: the disk
     /// failed under the spill).
     Replay(Option<std::fs::File>, u64),
@@ -279,7 +281,12 @@ async fn rewrite_event(
             minify_into(before, &mut message);
             message.push_str(&result);
             minify_into(after, &mut message);
-            replace_data(&event, message.as_bytes())
+            let event = replace_data(&event, message.as_bytes());
+            if shared.tell_tools_changed(&watch) {
+                after_notice(event)
+            } else {
+                event
+            }
         }
         None => event,
     }
@@ -501,7 +508,9 @@ impl<E> SseRewriter<E> {
                 tokio::task::spawn_blocking(move || offload_event(&offloader, &call, &file)).await;
             let _ = back.rewind();
             match done {
-                Ok(Some((id, event, _))) if ids.contains(&id) => SpillDone::Event(id, event),
+                Ok(Some((id, event, outcome))) if ids.contains(&id) => {
+                    SpillDone::Event(id, event, matches!(outcome, Outcome::Offloaded(_)))
+                }
                 Ok(Some((_, _, outcome))) => {
                     if let Outcome::Offloaded(o) = &outcome {
                         // Not a watched answer: no one hears of this file.
@@ -526,15 +535,23 @@ impl<E> SseRewriter<E> {
     /// The spilled event was offloaded or is played back.
     fn spill_done(&mut self, done: SpillDone) {
         match done {
-            SpillDone::Event(id, event) => {
-                match self.watched.iter().position(|w| w.id == id) {
+            SpillDone::Event(id, event, offloaded) => {
+                let event = match self.watched.iter().position(|w| w.id == id) {
                     Some(pos) => {
-                        self.watched.swap_remove(pos);
-                        self.ready.push_back(Frame::data(event));
+                        let w = self.watched.swap_remove(pos);
+                        if offloaded {
+                            self.shared.note_offload(&w);
+                        }
+                        if self.shared.tell_tools_changed(&w) {
+                            after_notice(event)
+                        } else {
+                            event
+                        }
                     }
                     // Checked before: only a watched id gets here.
-                    None => self.ready.push_back(Frame::data(event)),
-                }
+                    None => event,
+                };
+                self.ready.push_back(Frame::data(event));
             }
             SpillDone::Replay(Some(file), len) => {
                 self.replaying = Some(SpillReplay::plain(file, len));

@@ -12,7 +12,8 @@ use super::caller::Serving;
 use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
 use crate::answer::BindingKey;
-use crate::answer::manifest::{ToolEdits, add_resources_capability, add_tools};
+use crate::answer::manifest::{ToolEdits, add_capabilities, add_tools};
+use crate::config::ToolListing;
 use crate::cleanup::{CleanupError, CleanupHandle, Custodian};
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
@@ -45,6 +46,12 @@ pub(crate) struct Shared {
     pub output_schemas: Memo<OutputSchema>,
     /// The client name each session gave in `initialize` (`clientInfo.name`).
     pub clients: Memo<String>,
+    /// Sessions whose client is listed the layer's tools once something
+    /// was offloaded ([`ToolListing::AfterOffload`]) and had an offload:
+    /// `true` once it was sent `notifications/tools/list_changed`.
+    ///
+    /// [`ToolListing::AfterOffload`]: crate::config::ToolListing::AfterOffload
+    pub offloaded_in: Memo<bool>,
     pub unanswered: Unanswered,
     pub buffers: BufferBudget,
     /// The layer's one cleanup task, once started: by the first request
@@ -103,6 +110,10 @@ pub(crate) struct Watch {
     pub resource_link: bool,
     /// The calling client's name (`clientInfo.name`), when known.
     pub client: Option<String>,
+    /// The MCP session whose client is listed the layer's tools only once
+    /// something was offloaded in it, and can be told so (see
+    /// [`Shared::lazy_session`]).
+    pub lazy_session: Option<String>,
 }
 
 /// What a watched answer carries.
@@ -131,6 +142,7 @@ impl Watch {
             owner: None,
             resource_link: false,
             client: None,
+            lazy_session: None,
         }
     }
 
@@ -157,6 +169,8 @@ pub(crate) struct Extra {
     pub owner: Option<String>,
     /// Whether its offloads get a `resource_link` block.
     pub resource_link: bool,
+    /// The client accepts event streams: the layer may answer with one.
+    pub accepts_stream: bool,
 }
 
 impl Extra {
@@ -165,6 +179,7 @@ impl Extra {
         Extra {
             watches: Vec::new(),
             resource_link: caller.resource_link(),
+            accepts_stream: caller.accepts_stream,
             owner: caller.owner,
         }
     }
@@ -194,6 +209,7 @@ impl Shared {
             tasks: TaskCalls::new(TASK_BOUNDS),
             output_schemas: Memo::new(OUTPUT_SCHEMA_BOUNDS),
             clients: Memo::new(CLIENT_BOUNDS),
+            offloaded_in: Memo::new(CLIENT_BOUNDS),
             unanswered: Unanswered::new(UNANSWERED_BOUNDS),
             cleanup: OnceLock::new(),
             serving: Serving::new(ExtractLimits::default(), BindingKey::random(), None),
@@ -228,15 +244,27 @@ impl Shared {
                     .offloader
                     .process_validated_async(&call, result, members)
                     .await;
-                outcome.ok().and_then(|o| o.into_replacement())
+                let replacement = outcome.ok().and_then(|o| o.into_replacement());
+                if replacement.is_some() {
+                    self.note_offload(w);
+                }
+                replacement
             }
             WatchKind::ListTools | WatchKind::ListMoreTools => {
                 let text: &str = &result;
                 let config = self.offloader.config();
+                let client = w.client.as_deref();
+                let listed = config.lists_tools_to(client)
+                    && w
+                        .lazy_session
+                        .as_deref()
+                        .is_none_or(|s| self.offloaded_in.get(s).is_some());
                 let edits = ToolEdits {
-                    add_tools: w.kind == WatchKind::ListTools
-                        && config.lists_tools_to(w.client.as_deref()),
+                    add_tools: w.kind == WatchKind::ListTools && listed,
                     open_closed_schemas: config.open_output_schemas,
+                    max_result_chars: config
+                        .profile_for(client)
+                        .and_then(|p| p.max_result_bytes),
                 };
                 let (out, shadowed, schemas) = add_tools(text, edits)?;
                 if edits.add_tools {
@@ -247,8 +275,53 @@ impl Shared {
                 }
                 (out != text).then_some(out)
             }
-            WatchKind::Capabilities => add_resources_capability(&result),
+            WatchKind::Capabilities => {
+                let lazy = self.offloader.config().tool_listing_for(w.client.as_deref())
+                    == ToolListing::AfterOffload;
+                add_capabilities(&result, lazy)
+            }
         }
+    }
+
+    /// The session of a request whose client is listed the layer's tools
+    /// only once something was offloaded in it ([`ToolListing::AfterOffload`]),
+    /// when the layer can tell it then: it has a session and accepts an
+    /// event stream (the notification goes before the result). `None`:
+    /// the tools are listed as usual.
+    pub(crate) fn lazy_session(
+        &self,
+        client: Option<&str>,
+        session: Option<&str>,
+        accepts_stream: bool,
+    ) -> Option<String> {
+        let config = self.offloader.config();
+        let lazy = self.serves()
+            && accepts_stream
+            && config.tool_listing_for(client) == ToolListing::AfterOffload;
+        session.filter(|_| lazy).map(str::to_owned)
+    }
+
+    /// Notes that the result `w` watches was offloaded: if its session
+    /// lists the layer's tools lazily, they are listed from now on.
+    pub(crate) fn note_offload(&self, w: &Watch) {
+        if let Some(session) = &w.lazy_session {
+            self.offloaded_in
+                .update(session, |told| told.unwrap_or(false));
+        }
+    }
+
+    /// Whether the answer to `w` must be preceded by
+    /// `notifications/tools/list_changed`: its session had its first
+    /// offload and its client was not told yet (it is now taken as told).
+    pub(crate) fn tell_tools_changed(&self, w: &Watch) -> bool {
+        let Some(session) = &w.lazy_session else {
+            return false;
+        };
+        if self.offloaded_in.get(session) != Some(false) {
+            return false;
+        }
+        self.offloaded_in.insert(session, true);
+        true
     }
 
     /// The call whose result `w` watches, as the engine takes it.

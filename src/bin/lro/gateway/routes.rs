@@ -349,7 +349,13 @@ mod tests {
             9000
         );
         assert!(!routes[0].config.extract_guidance_for(claude));
-        assert!(routes[1].config.profile_for(claude).is_none());
+        // The other route: the shipped profile only.
+        assert_eq!(
+            routes[1].config.profile_for(claude),
+            tower_lro::config::shipped_profiles()
+                .into_iter()
+                .find_map(|(name, p)| (name == "claude_code").then_some(p))
+        );
     }
 
     #[test]

@@ -186,6 +186,10 @@ pub fn run(args: ProxyArgs, mut config: OffloadConfig) -> Result<(), String> {
     if let Some(n) = args.threshold_tokens {
         config.threshold_tokens = n;
     }
+    // The agent runs on this machine: its shell reaches files in a
+    // directory here (not those in object storage).
+    let store = config.store.trim();
+    config.files_local_to_client = store.is_empty() || store.starts_with("file:");
     let mut options = ProxyOptions::new(upstream);
     options.headers = headers(&args.headers, &args.header_file)?;
     options.config = config;
