@@ -146,11 +146,11 @@ pub(crate) fn start_gateway(cmd: Command) -> (Proc, SocketAddr) {
 }
 
 /// A Python server with the gateway in front of it.
-struct Stack {
+pub(crate) struct Stack {
     gateway_proc: Proc,
     _python: Proc,
     /// `http://127.0.0.1:PORT/mcp` of the gateway.
-    gateway: String,
+    pub(crate) gateway: String,
     /// `http://127.0.0.1:PORT/mcp` of the Python server itself.
     upstream: String,
     upstream_port: u16,
@@ -164,7 +164,7 @@ fn stack() -> Option<Stack> {
 
 /// The stack, the Python server started with `python_args`. `None`: skipped
 /// (no interop tooling; see `common::require`).
-fn stack_with(python_args: &[&str]) -> Option<Stack> {
+pub(crate) fn stack_with(python_args: &[&str]) -> Option<Stack> {
     let dir = tempfile::tempdir().unwrap();
     let (python, port) = python_server(python_args)?;
     let upstream = format!("http://127.0.0.1:{port}/mcp");

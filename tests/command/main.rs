@@ -8,6 +8,7 @@ mod common;
 mod agent;
 mod agent_clients;
 mod cli;
+mod client_listing;
 mod fleet;
 mod fleet_azure;
 mod fleet_faults;

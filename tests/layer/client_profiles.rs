@@ -138,3 +138,164 @@ async fn a_request_names_its_client_in_meta() {
         );
     }
 }
+
+/// An rmcp client that counts the `notifications/tools/list_changed` it
+/// is sent.
+#[derive(Clone)]
+struct Counting {
+    info: ClientConfig,
+    changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ClientHandler for Counting {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.changed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Counting {
+    fn changed(&self) -> usize {
+        self.changed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits (5 s at most) until `n` notifications came.
+    async fn wait_for(&self, n: usize) {
+        for _ in 0..100 {
+            if self.changed() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{} notifications, {n} expected", self.changed());
+    }
+}
+
+/// Connects to `url` as `name`; its handler counts tool-list changes.
+async fn connect_counting(
+    url: &str,
+    name: &str,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, Counting>,
+    Counting,
+) {
+    let handler = Counting {
+        info: ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(name, "1.0"),
+        ),
+        changed: Default::default(),
+    };
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned());
+    let client = handler.clone().serve(transport).await.unwrap();
+    (client, handler)
+}
+
+/// The layer's tools as listed to `client`: name and declared result size.
+async fn lro_tools(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, Counting>,
+) -> Vec<(String, Option<Value>)> {
+    let tools = client.list_all_tools().await.unwrap();
+    tools
+        .iter()
+        .filter(|t| t.name.starts_with("lro_"))
+        .map(|t| {
+            let size = t
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("anthropic/maxResultSizeChars").cloned());
+            (t.name.to_string(), size)
+        })
+        .collect()
+}
+
+async fn recall(client: &rmcp::service::RunningService<rmcp::RoleClient, Counting>, count: u64) -> Value {
+    let params = CallToolRequestParams::new("recall_memories").with_arguments(
+        json!({"query": "cache", "count": count})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(params))
+        .await
+        .unwrap()
+        .unwrap();
+    serde_json::to_value(&result).unwrap()
+}
+
+/// The shipped profiles with no configuration: Gemini CLI (which sends
+/// every tool definition with every request) is listed `lro_extract` and
+/// `lro_list` only once something was offloaded in its session, and told
+/// so by `notifications/tools/list_changed` before that result; Claude
+/// Code is listed them from the start, sized to its own limit; switched
+/// off, every client gets today's listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shipped_profiles_list_the_tools_when_the_client_needs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = OffloadConfig::default().output_dir(dir.path());
+    let addr = serve_mcp(
+        mcp_service(Mode::StatefulSse),
+        Some(OffloadLayer::new(config.clone())),
+    )
+    .await;
+    let url = format!("http://{addr}/mcp");
+
+    let (gemini, counts) = connect_counting(&url, "gemini-cli-mcp-client").await;
+    let caps = gemini.peer_info().unwrap().capabilities.tools.clone();
+    assert_eq!(caps.and_then(|t| t.list_changed), Some(true));
+    assert!(lro_tools(&gemini).await.is_empty());
+    // Small: nothing offloaded, nothing said.
+    let small = recall(&gemini, 2).await;
+    assert!(common::try_descriptor(&small).is_none());
+    assert!(lro_tools(&gemini).await.is_empty());
+    let large = recall(&gemini, 200).await;
+    let d = common::descriptor(&large);
+    assert!(d.guidance.contains("lro_extract("), "{}", d.guidance);
+    counts.wait_for(1).await;
+    let listed = lro_tools(&gemini).await;
+    assert_eq!(
+        listed,
+        [
+            ("lro_extract".to_owned(), Some(json!(40_000))),
+            ("lro_list".to_owned(), Some(json!(40_000)))
+        ]
+    );
+    // Told once per session.
+    let _ = recall(&gemini, 200).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(counts.changed(), 1);
+    let _ = gemini.cancel().await;
+
+    // Claude Code defers MCP tools behind a tool search: listed at once.
+    let (claude, counts) = connect_counting(&url, "claude-code").await;
+    let listed = lro_tools(&claude).await;
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|(_, size)| *size == Some(json!(50_000))));
+    let _ = recall(&claude, 200).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(counts.changed(), 0);
+    let _ = claude.cancel().await;
+
+    // A client with no profile, and Gemini CLI with the shipped profiles off.
+    let plain = serve_mcp(
+        mcp_service(Mode::StatefulSse),
+        Some(OffloadLayer::new(config.builtin_profiles(false))),
+    )
+    .await;
+    for (url, name) in [(&url, "some-client"), (&format!("http://{plain}/mcp"), "gemini-cli-mcp-client")] {
+        let (client, counts) = connect_counting(url, name).await;
+        let listed = lro_tools(&client).await;
+        assert_eq!(listed, [("lro_extract".to_owned(), None), ("lro_list".to_owned(), None)], "{name}");
+        let _ = recall(&client, 200).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(counts.changed(), 0, "{name}");
+        let _ = client.cancel().await;
+    }
+}
