@@ -212,6 +212,24 @@ fn check_offloaded(agent: Agent, report: &Value, path: &str, tool: &str) -> Seen
         text.contains(".jsonl") && text.contains("jq_recipes") && text.contains("tail -n +2"),
         "{what}: the model did not see the descriptor: {text:.1500}"
     );
+    // The shipped profiles: each of these agents has a shell, so where the
+    // files are on its machine (`lro proxy`) the guidance is the shell
+    // one; through the gateway, `lro_extract`.
+    assert_eq!(
+        text.contains("lro_extract("),
+        path == "gateway",
+        "{what}: the guidance: {text:.1500}"
+    );
+    if let Agent::Gemini = agent {
+        // Listed `lro_extract` only once something was offloaded.
+        let offered = |key: &str| -> Vec<String> {
+            let names = report[key].as_array().cloned().unwrap_or_default();
+            names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect()
+        };
+        let has_extract = |names: &[String]| names.iter().any(|n| n.ends_with("_lro_extract"));
+        assert!(!has_extract(&offered("offered_first")), "{what}: {:?}", offered("offered_first"));
+        assert!(has_extract(&offered("offered_tools")), "{what}: {:?}", offered("offered_tools"));
+    }
     if let Some(empty) = text.find(r#""rows":[]"#) {
         let descriptor = text.find(r#""offloaded":{"#);
         assert!(

@@ -86,7 +86,9 @@ block, per resource link line, and per line of Gemini's own outside them,
 wrappers and truncation notice; for run_shell_command the command's output
 alone), `truncated` (Gemini's truncation notice is in the text). `mcp_tools`
 lists the MCP tools offered (name, description bytes, declaration keys),
-`offered_tools` every function's name, `requests` the main and side model
+`offered_tools` every function's name in the last request and
+`offered_first` in the first (the layer's tools may come in between, after
+`notifications/tools/list_changed`), `requests` the main and side model
 requests, `spills` the files Gemini CLI saved over-long outputs to (path,
 size, first 400 bytes). Nothing but 127.0.0.1 is contacted.
 """
@@ -212,6 +214,9 @@ def analyse(records: list) -> dict:
         report["script_skipped"] += (r.get("reply") or {}).get("skipped") or []
     if not mains:
         return report
+    report["offered_first"] = [
+        d.get("name") for t in mains[0]["body"].get("tools") or [] for d in t.get("functionDeclarations") or []
+    ]
     last = mains[-1]["body"]
     for t in last.get("tools") or []:
         for d in t.get("functionDeclarations") or []:
