@@ -146,8 +146,8 @@ pub(crate) fn add_tools(
     let (extract, list) = tool_texts();
     let sized = |text: &'static String| -> std::borrow::Cow<'static, str> {
         match edits.max_result_chars {
-        Some(chars) => std::borrow::Cow::Owned(with_result_size(text, chars)),
-        None => std::borrow::Cow::Borrowed(text.as_str()),
+            Some(chars) => std::borrow::Cow::Owned(with_result_size(text, chars)),
+            None => std::borrow::Cow::Borrowed(text.as_str()),
         }
     };
     if edits.add_tools && !shadowed.extract {
@@ -192,7 +192,10 @@ pub(crate) fn add_capabilities(result: &str, tools_list_changed: bool) -> Option
         serde_json::from_str(raw.get("capabilities")?.get()).ok()?;
     let mut changed = false;
     if !caps.contains_key("resources") {
-        caps.insert("resources".to_owned(), RawValue::from_string("{}".into()).ok()?);
+        caps.insert(
+            "resources".to_owned(),
+            RawValue::from_string("{}".into()).ok()?,
+        );
         changed = true;
     }
     if tools_list_changed {
@@ -201,7 +204,10 @@ pub(crate) fn add_capabilities(result: &str, tools_list_changed: bool) -> Option
             None => indexmap::IndexMap::new(),
         };
         if tools.get("listChanged").map(|v| v.get()) != Some("true") {
-            tools.insert("listChanged".to_owned(), RawValue::from_string("true".into()).ok()?);
+            tools.insert(
+                "listChanged".to_owned(),
+                RawValue::from_string("true".into()).ok()?,
+            );
             let text = serde_json::to_string(&tools).ok()?;
             caps.insert("tools".to_owned(), RawValue::from_string(text).ok()?);
             changed = true;
@@ -210,7 +216,11 @@ pub(crate) fn add_capabilities(result: &str, tools_list_changed: bool) -> Option
     if !changed {
         return None;
     }
-    with_member(&raw, "capabilities", Some(&serde_json::to_string(&caps).ok()?))
+    with_member(
+        &raw,
+        "capabilities",
+        Some(&serde_json::to_string(&caps).ok()?),
+    )
 }
 
 /// The object `raw` with the value of its member `key` replaced by `value`

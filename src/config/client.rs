@@ -1,47 +1,5 @@
-//! Client profiles: what suits one MCP client, chosen by the name it gives
-//! in `initialize`'s `clientInfo` (or the 2026-07-28 `_meta` client info).
-//!
-//! ```toml
-//! [prompt.offload.clients.claude-code]   # clientInfo.name, any letter case
-//! threshold_tokens = 4000                # its own threshold
-//! max_result_bytes = 50000               # its own limit: larger results always offloaded
-//! shell = true                           # its model has a shell where the client runs
-//! guidance = "shell"                     # "extract" (lro_extract) or "shell" (jq recipes)
-//! list_tools = "after_offload"           # true, false, or listed once something was offloaded
-//! enabled = true                         # false: its results pass through
-//! ```
-//!
-//! As environment variables, with the name's letters upper-cased and every
-//! character that is not a letter or a digit written `_`:
-//! `ATLATL_PROMPT__OFFLOAD__CLIENTS__CLAUDE_CODE__THRESHOLD_TOKENS=4000`.
-//! A name matches a profile after the same folding (`claude-code`,
-//! `Claude Code` and `CLAUDE_CODE` are one profile). A client with no
-//! profile, no name, or a name the layer never saw gets the rest of the
-//! configuration: today's behaviour. A tool's own policy
-//! ([`ToolPolicy`](super::ToolPolicy)) wins over a client's threshold; an
-//! exclusion or a global `enabled = false` wins over everything.
-//!
-//! **Shipped profiles** ([`shipped_profiles`]) for the clients whose
-//! behaviour was read from their code and run (see the
-//! [`offload`](crate::offload) docs' table); a configured profile of the
-//! same name overrides them key by key, and `builtin_profiles = false`
-//! turns them off:
-//!
-//! | `clientInfo.name` | client | `max_result_bytes` | `shell` | `list_tools` |
-//! |---|---|---|---|---|
-//! | `claude-code` | Claude Code | 50,000 (over it: a 2 KB preview and a saved file) | yes | always (it defers MCP tools behind a tool search) |
-//! | `codex-mcp-client` | Codex CLI | 40,000 (~10k tokens; over it the middle is cut and lost) | yes | always (deferred too) |
-//! | `gemini-cli-mcp-client` | Gemini CLI | 40,000 (over it: head and tail only) | yes | after the first offload (it sends every tool definition with every request, and follows `tools/list_changed`) |
-//! | `goose` | Goose | 200,000 (over it: a saved path only) | yes | always |
-//! | `Visual Studio Code` | VS Code | none | yes | always |
-//!
-//! Their threshold stays the configured one (1,600 tokens by default): a
-//! descriptor costs ~850, so a lower one would cost more than the result;
-//! `max_result_bytes` is a ceiling beside it, so that no tool's own larger
-//! threshold lets a result reach a client that would cut or spill it.
-//! `shell` takes effect only where the files are on the client's machine
-//! ([`files_local_to_client`](super::OffloadConfig::files_local_to_client):
-//! `lro proxy`); through a gateway the guidance stays `lro_extract`.
+//! Client profiles ([`ClientProfile`]): what suits one MCP client, and the
+//! profiles shipped for the clients this crate was tried with.
 
 /// What the descriptor's guidance points the model at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,8 +39,52 @@ impl From<bool> for ToolListing {
     }
 }
 
-/// The settings of one client; `None` fields follow the rest of the
-/// configuration.
+/// Client profiles: what suits one MCP client, chosen by the name it gives
+/// in `initialize`'s `clientInfo` (or the 2026-07-28 `_meta` client info).
+///
+/// ```toml
+/// [prompt.offload.clients.claude-code]   # clientInfo.name, any letter case
+/// threshold_tokens = 4000                # its own threshold
+/// max_result_bytes = 50000               # its own limit: larger results always offloaded
+/// shell = true                           # its model has a shell where the client runs
+/// guidance = "shell"                     # "extract" (lro_extract) or "shell" (jq recipes)
+/// list_tools = "after_offload"           # true, false, or listed once something was offloaded
+/// enabled = true                         # false: its results pass through
+/// ```
+///
+/// As environment variables, with the name's letters upper-cased and every
+/// character that is not a letter or a digit written `_`:
+/// `ATLATL_PROMPT__OFFLOAD__CLIENTS__CLAUDE_CODE__THRESHOLD_TOKENS=4000`.
+/// A name matches a profile after the same folding (`claude-code`,
+/// `Claude Code` and `CLAUDE_CODE` are one profile). A client with no
+/// profile, no name, or a name the layer never saw gets the rest of the
+/// configuration: today's behaviour. A tool's own policy
+/// ([`ToolPolicy`](super::ToolPolicy)) wins over a client's threshold; an
+/// exclusion or a global `enabled = false` wins over everything.
+///
+/// **Shipped profiles** ([`shipped_profiles`](super::shipped_profiles)) for the clients whose
+/// behaviour was read from their code and run (see the
+/// [`offload`](crate::offload) docs' table); a configured profile of the
+/// same name overrides them key by key, and `builtin_profiles = false`
+/// turns them off:
+///
+/// | `clientInfo.name` | client | `max_result_bytes` | `shell` | `list_tools` |
+/// |---|---|---|---|---|
+/// | `claude-code` | Claude Code | 50,000 (over it: a 2 KB preview and a saved file) | yes | always (it defers MCP tools behind a tool search) |
+/// | `codex-mcp-client` | Codex CLI | 40,000 (~10k tokens; over it the middle is cut and lost) | yes | always (deferred too) |
+/// | `gemini-cli-mcp-client` | Gemini CLI | 40,000 (over it: head and tail only) | yes | after the first offload (it sends every tool definition with every request, and follows `tools/list_changed`) |
+/// | `goose` | Goose | 200,000 (over it: a saved path only) | yes | always |
+/// | `Visual Studio Code` | VS Code | none | yes | always |
+///
+/// Their threshold stays the configured one (1,600 tokens by default): a
+/// descriptor costs ~850, so a lower one would cost more than the result;
+/// `max_result_bytes` is a ceiling beside it, so that no tool's own larger
+/// threshold lets a result reach a client that would cut or spill it.
+/// `shell` takes effect only where the files are on the client's machine
+/// ([`files_local_to_client`](super::OffloadConfig::files_local_to_client):
+/// `lro proxy`); through a gateway the guidance stays `lro_extract`.
+///
+/// `None` fields follow the rest of the configuration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClientProfile {
@@ -162,8 +164,8 @@ impl ClientProfile {
     }
 }
 
-/// The profiles shipped for the clients in the module docs' table, by
-/// folded name (see [`ClientProfile`]'s module docs for why each value).
+/// The profiles shipped for the clients in [`ClientProfile`]'s table, by
+/// folded name.
 pub fn shipped_profiles() -> [(&'static str, ClientProfile); 5] {
     let local_shell = ClientProfile::new().shell(true);
     [
@@ -302,7 +304,10 @@ mod tests {
                 .max_tool_output_bytes,
             Some(50_000)
         );
-        assert_eq!(config.policy_for_client("big", None).max_tool_output_bytes, None);
+        assert_eq!(
+            config.policy_for_client("big", None).max_tool_output_bytes,
+            None
+        );
         // A shell client gets the shell guidance only where the files are
         // on its machine; one without a shell, or unknown, never.
         assert!(config.extract_guidance_for(Some("claude-code")));
@@ -341,7 +346,8 @@ mod tests {
             )])
             .unwrap();
         assert_eq!(env.tool_listing_for(Some("x")), ToolListing::AfterOffload);
-        let bad = OffloadConfig::from_toml_str("[prompt.offload.clients.x]\nlist_tools = \"later\"\n");
+        let bad =
+            OffloadConfig::from_toml_str("[prompt.offload.clients.x]\nlist_tools = \"later\"\n");
         assert!(
             matches!(&bad, Err(ConfigError::Invalid { key, .. }) if key == "prompt.offload.clients.x.list_tools"),
             "{bad:?}"

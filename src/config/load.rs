@@ -231,9 +231,7 @@ fn set_client_key(
             profile.threshold_tokens = Some(integer(v, name, 0, u32::MAX.into())?)
         }
         "list_tools" => profile.list_tools = Some(tool_listing(v, name)?),
-        "max_result_bytes" => {
-            profile.max_result_bytes = Some(integer(v, name, 0, u64::MAX)?)
-        }
+        "max_result_bytes" => profile.max_result_bytes = Some(integer(v, name, 0, u64::MAX)?),
         "shell" => profile.shell = Some(v.boolean(name)?),
         "guidance" => {
             let s = v.string(name)?;

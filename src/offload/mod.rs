@@ -458,20 +458,27 @@
 //! Claude Code and Codex both defer MCP tools behind a tool search: the
 //! definitions of `lro_extract` and `lro_list` reach their model only when
 //! it searches for them; other clients send them with every request (a
-//! [`ClientProfile`](crate::config::ClientProfile) can leave them out).
+//! [`ClientProfile`](crate::config::ClientProfile) lists them only once
+//! something was offloaded, or never).
 //!
 //! **Client profiles.** The layer learns each client's name from
 //! `initialize`'s `clientInfo` (remembered per `Mcp-Session-Id`, bounded)
 //! or from the request's 2026-07-28 `_meta` client info, and applies that
 //! client's [`ClientProfile`](crate::config::ClientProfile): its own
-//! threshold, offloading off, the shell guidance instead of the
-//! `lro_extract` one, or `lro_extract`/`lro_list` left out of its
-//! `tools/list`. Profiles are configuration (`[prompt.offload.clients.NAME]`,
+//! threshold and result limit, offloading off, the shell guidance where
+//! its model has a shell on the files' machine, and when `lro_extract` and
+//! `lro_list` are in its `tools/list`: always, never, or once something
+//! was offloaded in its session (the layer then declares
+//! `tools.listChanged` in `initialize` and sends
+//! `notifications/tools/list_changed` just before that first offloaded
+//! result, a JSON answer becoming an event stream of the two). Profiles
+//! ship for Claude Code, Codex CLI, Gemini CLI, Goose and VS Code (the
+//! table and the reasons: [`config::client`](crate::config::ClientProfile));
+//! configuration overrides them key by key (`[prompt.offload.clients.NAME]`,
 //! `ATLATL_PROMPT__OFFLOAD__CLIENTS__NAME__KEY`, per route in `lro
-//! gateway`); none is shipped: the descriptor in both parts serves every
-//! client above, and no measurement here showed another setting doing
-//! better for one of them. A client without a profile, a name, or whose
-//! name the layer never saw gets the rest of the configuration.
+//! gateway`) or turns them off (`builtin_profiles = false`). A client
+//! without a profile, a name, or whose name the layer never saw gets the
+//! rest of the configuration.
 
 mod body;
 mod budget;

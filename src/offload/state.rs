@@ -13,8 +13,8 @@ use super::memo::{Bounds, Memo};
 use super::sessions::ProxySessions;
 use crate::answer::BindingKey;
 use crate::answer::manifest::{ToolEdits, add_capabilities, add_tools};
-use crate::config::ToolListing;
 use crate::cleanup::{CleanupError, CleanupHandle, Custodian};
+use crate::config::ToolListing;
 use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
 use crate::extract::ExtractLimits;
@@ -255,16 +255,13 @@ impl Shared {
                 let config = self.offloader.config();
                 let client = w.client.as_deref();
                 let listed = config.lists_tools_to(client)
-                    && w
-                        .lazy_session
+                    && w.lazy_session
                         .as_deref()
                         .is_none_or(|s| self.offloaded_in.get(s).is_some());
                 let edits = ToolEdits {
                     add_tools: w.kind == WatchKind::ListTools && listed,
                     open_closed_schemas: config.open_output_schemas,
-                    max_result_chars: config
-                        .profile_for(client)
-                        .and_then(|p| p.max_result_bytes),
+                    max_result_chars: config.profile_for(client).and_then(|p| p.max_result_bytes),
                 };
                 let (out, shadowed, schemas) = add_tools(text, edits)?;
                 if edits.add_tools {
@@ -276,7 +273,10 @@ impl Shared {
                 (out != text).then_some(out)
             }
             WatchKind::Capabilities => {
-                let lazy = self.offloader.config().tool_listing_for(w.client.as_deref())
+                let lazy = self
+                    .offloader
+                    .config()
+                    .tool_listing_for(w.client.as_deref())
                     == ToolListing::AfterOffload;
                 add_capabilities(&result, lazy)
             }

@@ -27,10 +27,9 @@ pub(crate) fn as_stream_after_notice(parts: &mut http::response::Parts, json: &[
     out.extend_from_slice(b"\n");
     parts.headers.remove(CONTENT_LENGTH);
     parts.headers.remove(TRANSFER_ENCODING);
-    parts.headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     out.freeze()
 }
 
@@ -51,7 +50,9 @@ mod tests {
     fn a_json_answer_becomes_two_events_read_back_whole() {
         let json = b"{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 1,\n  \"result\": {}\n}";
         let mut parts = http::Response::new(()).into_parts().0;
-        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(json.len()));
+        parts
+            .headers
+            .insert(CONTENT_LENGTH, HeaderValue::from(json.len()));
         let body = as_stream_after_notice(&mut parts, json);
         assert_eq!(parts.headers[CONTENT_TYPE], "text/event-stream");
         assert!(!parts.headers.contains_key(CONTENT_LENGTH));

@@ -224,11 +224,22 @@ fn check_offloaded(agent: Agent, report: &Value, path: &str, tool: &str) -> Seen
         // Listed `lro_extract` only once something was offloaded.
         let offered = |key: &str| -> Vec<String> {
             let names = report[key].as_array().cloned().unwrap_or_default();
-            names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect()
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
         };
         let has_extract = |names: &[String]| names.iter().any(|n| n.ends_with("_lro_extract"));
-        assert!(!has_extract(&offered("offered_first")), "{what}: {:?}", offered("offered_first"));
-        assert!(has_extract(&offered("offered_tools")), "{what}: {:?}", offered("offered_tools"));
+        assert!(
+            !has_extract(&offered("offered_first")),
+            "{what}: {:?}",
+            offered("offered_first")
+        );
+        assert!(
+            has_extract(&offered("offered_tools")),
+            "{what}: {:?}",
+            offered("offered_tools")
+        );
     }
     if let Some(empty) = text.find(r#""rows":[]"#) {
         let descriptor = text.find(r#""offloaded":{"#);

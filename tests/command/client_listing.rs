@@ -11,7 +11,12 @@ use super::gateway::{http, stack_with};
 use common::mcp::{sse_messages, tools_call};
 
 /// POSTs `body` with this `Accept` header (only), and a session when given.
-async fn post_to(url: &str, body: &Value, accept: &str, session: Option<&str>) -> reqwest::Response {
+async fn post_to(
+    url: &str,
+    body: &Value,
+    accept: &str,
+    session: Option<&str>,
+) -> reqwest::Response {
     let mut req = http()
         .post(url)
         .header("content-type", "application/json")
@@ -32,7 +37,10 @@ async fn initialize_as(url: &str, client: &str, accept: &str) -> (String, Value)
         "clientInfo": {"name": client, "version": "1"}}});
     let resp = post_to(url, &init, accept, None).await;
     assert_eq!(resp.status(), 200);
-    let session = resp.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let body = resp.text().await.unwrap();
     let result = messages(&body).remove(0)["result"].clone();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});

@@ -216,7 +216,10 @@ async fn lro_tools(
         .collect()
 }
 
-async fn recall(client: &rmcp::service::RunningService<rmcp::RoleClient, Counting>, count: u64) -> Value {
+async fn recall(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, Counting>,
+    count: u64,
+) -> Value {
     let params = CallToolRequestParams::new("recall_memories").with_arguments(
         json!({"query": "cache", "count": count})
             .as_object()
@@ -289,10 +292,20 @@ async fn shipped_profiles_list_the_tools_when_the_client_needs_them() {
         Some(OffloadLayer::new(config.builtin_profiles(false))),
     )
     .await;
-    for (url, name) in [(&url, "some-client"), (&format!("http://{plain}/mcp"), "gemini-cli-mcp-client")] {
+    for (url, name) in [
+        (&url, "some-client"),
+        (&format!("http://{plain}/mcp"), "gemini-cli-mcp-client"),
+    ] {
         let (client, counts) = connect_counting(url, name).await;
         let listed = lro_tools(&client).await;
-        assert_eq!(listed, [("lro_extract".to_owned(), None), ("lro_list".to_owned(), None)], "{name}");
+        assert_eq!(
+            listed,
+            [
+                ("lro_extract".to_owned(), None),
+                ("lro_list".to_owned(), None)
+            ],
+            "{name}"
+        );
         let _ = recall(&client, 200).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(counts.changed(), 0, "{name}");
