@@ -1,4 +1,4 @@
-//! The history offload (issue 15 point 8): rewriting the request body of a
+//! The history offload: rewriting the request body of a
 //! 200-turn OpenAI Chat Completions history with 50 large tool answers
 //! (about 1 MB) with `HistoryOffloader::rewrite_body`, in `auto` mode with
 //! the built-in extractive summarizer, files written to a temp dir.

@@ -282,7 +282,7 @@ async fn sdk_clients_round_robin(interop: &Path, addrs: &[SocketAddr], moto_port
 
 /// A bucket that does not exist is refused at start, in one line naming
 /// the store URL (its credentials left out) and the server's code and
-/// message; no XML body reaches stderr (issue 40, points 2 and 3).
+/// message; no XML body reaches stderr.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_bucket_is_refused_at_start_in_one_line() {
     let Some(interop) = common::interop_setup() else {

@@ -331,7 +331,7 @@ fn check_file(descriptor: &Value, records: usize) {
 /// About 100 MB of records (1,000,000 records of about 95 bytes), as sized
 /// JSON, chunked JSON and one event of an event stream: offloaded whole,
 /// the gateway's memory bounded. `LRO_LARGE_RECORDS` sets another count
-/// (6,300,000 for the 600 MB of issue 25: about ten minutes in a debug
+/// (6,300,000 for 600 MB: about ten minutes in a debug
 /// build).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_of_100_mb_is_offloaded_in_bounded_memory() {

@@ -546,7 +546,7 @@ impl rmcp::ServerHandler for FixedResults {
     }
 }
 
-/// The shapes issue 23 found inline behind a long output directory, and
+/// The shapes once found inline behind a long output directory, and
 /// every record kind of `shapes::all`: (tool name, result).
 fn long_dir_cases() -> Vec<(String, Value)> {
     let numbers: String = (0..100_000).map(|i| format!("{i}\n")).collect();

@@ -1,4 +1,4 @@
-//! Fuzzing the engine through the public API (issue 16, point 8):
+//! Fuzzing the engine through the public API:
 //! `Offloader::process` on generated tool results (hostile shapes
 //! included, see `tests/fuzz/values.rs`), on results with a few edits and
 //! on arbitrary bytes, checked against `rebuild_file` / `rebuild_with`.

@@ -1,4 +1,4 @@
-//! The history offload (issue 15): compaction, compression and auto mode on
+//! The history offload: compaction, compression and auto mode on
 //! the three chat formats, their pairing rules, stability across turns, the
 //! files written (JSONL recipes run under real `jq`), CJK-aware estimation,
 //! the extractive summarizer and typed errors.

@@ -1,5 +1,4 @@
-//! What the file and the rewritten result keep (issue 14, points 3, 8, 9
-//! and 10): the header's query under other argument names, a zero TTL, the
+//! What the file and the rewritten result keep: the header's query under other argument names, a zero TTL, the
 //! text of embedded resources, kept blocks and annotations, a small header
 //! line for any input, and the `resource_link` to the file.
 
@@ -584,7 +583,7 @@ fn a_failed_write_keeps_the_large_parts_the_header_leaves_out() {
 }
 
 /// Texts over a megabyte that may lay out `structuredContent` are told on
-/// a second thread while the structured records are taken (issue 25):
+/// a second thread while the structured records are taken:
 /// whatever the text turns out to be, the file holds every record, the
 /// estimate is the text's (or the structured content's, when larger) and
 /// the file with the rewritten result rebuilds the result exactly.

@@ -1,4 +1,4 @@
-//! Fuzz suite (issue 16, point 8): property-based fuzzing, with proptest,
+//! Fuzz suite: property-based fuzzing, with proptest,
 //! of the code that reads what servers and clients send.
 //!
 //! * Through the public API: the engine (`Offloader::process`, checked

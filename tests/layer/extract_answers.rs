@@ -1,5 +1,4 @@
-//! `lro_extract` as a remote, shell-less agent meets it (issue 23, points 4
-//! and 5), through the real layer in front of a real rmcp server, with a
+//! `lro_extract` as a remote, shell-less agent meets it, through the real layer in front of a real rmcp server, with a
 //! real rmcp client, over loopback: an input schema every client can use
 //! (one type per property; numbers and `params` also accepted as strings,
 //! as the MCP Inspector CLI and models send them), and answers a model can
@@ -633,7 +632,7 @@ async fn a_lone_value_that_is_not_an_object_is_also_structured() {
 
 /// A file cut short on disk (a full disk, a crash, someone's truncate) is
 /// refused as damaged, by name, with an `OffloadFileDamaged` event, rather
-/// than served in part as if it were whole (issue 40, point 5); an intact
+/// than served in part as if it were whole; an intact
 /// file of the same layer is still served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_cut_short_is_refused_as_damaged() {

@@ -1,4 +1,4 @@
-//! Fuzzing the rewriter through the public API (issue 16, point 8):
+//! Fuzzing the rewriter through the public API:
 //! `OffloadLayer` in process, around a `tower::service_fn` inner service
 //! that reads the request and answers with a generated body — JSON or an
 //! event stream, hostile shapes included — in generated chunks, with

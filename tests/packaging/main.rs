@@ -1,4 +1,4 @@
-//! `lro` as users install it without Rust (issue 39): the npm packages
+//! `lro` as users install it without Rust: the npm packages
 //! (`packaging/npm`: the `tower-lro` launcher and the `@tower-lro/linux-x64`
 //! platform package, packed with `npm pack` around the binary cargo built
 //! for these tests) and the PyPI wheel (`packaging/pypi`, built with
