@@ -48,7 +48,6 @@
 //! | `history-endpoint` | `history::EndpointSummarizer`: summaries from an OpenAI-compatible chat endpoint (HTTP client: hyper) |
 //! | `o200k` | `estimate::O200kEstimator`, exact token counts with OpenAI's o200k BPE |
 //! | `fixtures` | the `fixtures` module |
-//! | `cli` | the `lro` binary (gateway, local stdio proxy with OAuth, file tools); nothing of it is in the library's API (see its README, `src/bin/lro/README.md`) |
 //!
 //! # Module map
 //!
@@ -87,8 +86,9 @@
 //!    and its tower layer (`history::layer`, on the offload layer's request
 //!    reader and buffer budget).
 //!
-//! The `lro` command (`src/bin/lro/`, feature `cli`) is a separate crate
-//! target on top: it uses only this public API.
+//! The `lro` command is a crate of its own on top (`lro/` in the
+//! repository, the package `tower-lro-cli`, with its own dependencies): it
+//! uses only this public API.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -20,7 +20,7 @@ use tower_lro::config::OffloadConfig;
 use tower_lro::offload::OffloadLayer;
 
 /// The cases: (JSON or event stream, MB).
-pub const CASES: [&str; 4] = [
+pub(crate) const CASES: [&str; 4] = [
     "large:json:600",
     "large:sse:600",
     "large:json:1000",
@@ -104,7 +104,7 @@ impl Body for Generated {
 }
 
 /// One case (`large:json:600`): prints its row.
-pub fn run(case: &str) {
+pub(crate) fn run(case: &str) {
     let mut parts = case.split(':').skip(1);
     let sse = parts.next() == Some("sse");
     let mb: usize = parts.next().and_then(|m| m.parse().ok()).unwrap_or(600);

@@ -17,7 +17,7 @@ use tower_lro::descriptor::Detail;
 use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 
 /// `LRO_BENCH_QUICK=1`: short runs (the whole set in a few minutes on 2 cores).
-pub fn quick() -> bool {
+pub(crate) fn quick() -> bool {
     std::env::var("LRO_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
@@ -25,7 +25,7 @@ pub fn quick() -> bool {
 static SAMPLES: Mutex<BTreeMap<String, Vec<f64>>> = Mutex::new(BTreeMap::new());
 
 /// Records one batch of `iters` iterations that took `total`.
-pub fn record(name: &str, iters: u64, total: Duration) {
+pub(crate) fn record(name: &str, iters: u64, total: Duration) {
     if iters == 0 {
         return;
     }
@@ -35,7 +35,7 @@ pub fn record(name: &str, iters: u64, total: Duration) {
 }
 
 /// Median per-iteration time of `name`, in nanoseconds.
-pub fn median_ns(name: &str) -> Option<f64> {
+pub(crate) fn median_ns(name: &str) -> Option<f64> {
     let map = SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
     let mut v = map.get(name)?.clone();
     if v.is_empty() {
@@ -46,7 +46,7 @@ pub fn median_ns(name: &str) -> Option<f64> {
 }
 
 /// Percentile (0..=100) of a sorted slice.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -56,7 +56,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Prints a summary table and saves it as markdown under
 /// `$CARGO_TARGET_DIR/lro-bench/<file>.md` (or `target/lro-bench`).
-pub fn print_table(file: &str, title: &str, header: &[&str], rows: &[Vec<String>]) {
+pub(crate) fn print_table(file: &str, title: &str, header: &[&str], rows: &[Vec<String>]) {
     let mut md = String::new();
     md.push_str(&format!("### {title}\n\n| {} |\n|", header.join(" | ")));
     for _ in header {
@@ -77,37 +77,37 @@ pub fn print_table(file: &str, title: &str, header: &[&str], rows: &[Vec<String>
 }
 
 /// A JSON-RPC `tools/call` request body.
-pub fn tools_call(id: u64, tool: &str, args: Value) -> String {
+pub(crate) fn tools_call(id: u64, tool: &str, args: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}})
         .to_string()
 }
 
 /// A JSON-RPC response carrying `result`, compact, as rmcp sends it.
-pub fn response(id: u64, result: &Value) -> Vec<u8> {
+pub(crate) fn response(id: u64, result: &Value) -> Vec<u8> {
     let mut v = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap();
     v.shrink_to_fit();
     v
 }
 
 /// Full-detail memories (deterministic).
-pub fn memories(n: usize) -> Vec<Value> {
+pub(crate) fn memories(n: usize) -> Vec<Value> {
     MemoryGenerator::new(2026).memories(n, Detail::Full)
 }
 
 /// A memory tool result with `n` full-detail memories.
-pub fn memory_result(n: usize) -> Value {
+pub(crate) fn memory_result(n: usize) -> Value {
     memory_tool_result(&memories(n))
 }
 
 /// The number of full-detail memories whose JSON-RPC response is about `bytes` long.
-pub fn memories_for_bytes(bytes: usize) -> usize {
+pub(crate) fn memories_for_bytes(bytes: usize) -> usize {
     let probe = response(1, &memory_result(100)).len();
     (bytes * 100).div_ceil(probe).max(1)
 }
 
 /// A text-only tool result of about `bytes` bytes (under the threshold
 /// when small): log lines.
-pub fn text_result(bytes: usize) -> Value {
+pub(crate) fn text_result(bytes: usize) -> Value {
     let mut text = String::with_capacity(bytes + 80);
     let mut n = 0;
     while text.len() < bytes.saturating_sub(60) {
@@ -121,7 +121,7 @@ pub fn text_result(bytes: usize) -> Value {
 }
 
 /// Formats nanoseconds for a table.
-pub fn fmt_ns(ns: f64) -> String {
+pub(crate) fn fmt_ns(ns: f64) -> String {
     if ns >= 1e9 {
         format!("{:.2} s", ns / 1e9)
     } else if ns >= 1e6 {
@@ -136,7 +136,7 @@ pub fn fmt_ns(ns: f64) -> String {
 /// A response body delivered in frames of `chunk` bytes (zero-copy slices),
 /// its exact length known up front, as hyper reports a body with a
 /// `Content-Length`.
-pub struct Chunked {
+pub(crate) struct Chunked {
     pub data: Bytes,
     pub chunk: usize,
 }

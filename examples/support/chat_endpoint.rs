@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 
 /// One request as the stand-in endpoint received it.
 #[derive(Debug, Clone)]
-pub struct Received {
+pub(crate) struct Received {
     /// Its path.
     pub path: String,
     /// Its headers.
@@ -37,14 +37,14 @@ pub struct Received {
 
 impl Received {
     /// The body as JSON (panics when it is not: tests only).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).expect("the endpoint received JSON")
     }
 }
 
 /// What the stand-in endpoint shares with its caller.
 #[derive(Clone, Default)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     received: Arc<Mutex<Vec<Received>>>,
     /// Lets a streamed answer go on after its first event.
     release: Arc<Notify>,
@@ -54,7 +54,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// An endpoint requiring `key`, when given.
-    pub fn new(key: Option<&str>) -> Self {
+    pub(crate) fn new(key: Option<&str>) -> Self {
         Endpoint {
             key: key.map(str::to_owned),
             ..Endpoint::default()
@@ -62,17 +62,17 @@ impl Endpoint {
     }
 
     /// The requests received so far.
-    pub fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.received.lock().expect("lock").clone()
     }
 
     /// Lets a streamed answer waiting after its first event go on.
-    pub fn release_stream(&self) {
+    pub(crate) fn release_stream(&self) {
         self.release.notify_one();
     }
 
     /// The endpoint's routes: the three chat APIs and `GET /v1/models`.
-    pub fn router(&self) -> Router {
+    pub(crate) fn router(&self) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(chat))
@@ -92,7 +92,7 @@ impl Endpoint {
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 until the runtime
 /// ends; its address.
-pub async fn serve(router: Router) -> SocketAddr {
+pub(crate) async fn serve(router: Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1");
@@ -207,7 +207,7 @@ fn async_stream(
 }
 
 /// A tokio receiver as a stream.
-pub struct ReceiverStream<T>(pub tokio::sync::mpsc::Receiver<T>);
+pub(crate) struct ReceiverStream<T>(pub tokio::sync::mpsc::Receiver<T>);
 
 impl<T> futures_core::Stream for ReceiverStream<T> {
     type Item = T;

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 /// The system prompt of every history.
-pub const SYSTEM: &str = "You are a support agent. Use the tools to look tickets up.";
+pub(crate) const SYSTEM: &str = "You are a support agent. Use the tools to look tickets up.";
 
 /// Words the generated texts are made of.
 const WORDS: [&str; 16] = [
@@ -27,7 +27,7 @@ fn sentence(seed: usize, n: usize) -> String {
 
 /// The `k`-th large tool answer (of turn `turn`), about `bytes` bytes: a
 /// JSON array of ticket records for even `k`, a plain-text log for odd `k`.
-pub fn large_tool_output(turn: usize, k: usize, bytes: usize) -> String {
+pub(crate) fn large_tool_output(turn: usize, k: usize, bytes: usize) -> String {
     if k.is_multiple_of(2) {
         let mut records = Vec::new();
         let mut size = 2;
@@ -73,7 +73,7 @@ fn large_turn(turn: usize, turns: usize, large: usize) -> Option<usize> {
 /// message and the assistant's answer), `large` of them with a tool call
 /// whose answer is about `tool_bytes` bytes, ending with a new user
 /// question.
-pub fn openai_chat(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> {
+pub(crate) fn openai_chat(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> {
     let mut messages = vec![json!({"role": "system", "content": SYSTEM})];
     for t in 0..turns {
         messages.push(json!({"role": "user", "content": format!("Turn {t}: {}", sentence(t, 12))}));
@@ -93,7 +93,7 @@ pub fn openai_chat(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> 
 
 /// The same conversation as Anthropic Messages (`system` apart,
 /// `tool_use` / `tool_result` blocks).
-pub fn anthropic_messages(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> {
+pub(crate) fn anthropic_messages(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> {
     let mut messages = Vec::new();
     for t in 0..turns {
         let question = format!("Turn {t}: {}", sentence(t, 12));
@@ -118,7 +118,7 @@ pub fn anthropic_messages(turns: usize, large: usize, tool_bytes: usize) -> Vec<
 
 /// The same conversation as OpenAI Responses input items
 /// (`function_call` / `function_call_output`).
-pub fn openai_responses(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> {
+pub(crate) fn openai_responses(turns: usize, large: usize, tool_bytes: usize) -> Vec<Value> {
     let mut items = Vec::new();
     for t in 0..turns {
         items.push(json!({"role": "user", "content": format!("Turn {t}: {}", sentence(t, 12))}));
@@ -140,7 +140,7 @@ pub fn openai_responses(turns: usize, large: usize, tool_bytes: usize) -> Vec<Va
 /// A request body for `path` (`/v1/chat/completions`, `/v1/messages`,
 /// `/v1/responses`) carrying the history of `turns` turns, `large` of them
 /// with a tool answer of about `tool_bytes` bytes.
-pub fn request_body(path: &str, turns: usize, large: usize, tool_bytes: usize) -> Value {
+pub(crate) fn request_body(path: &str, turns: usize, large: usize, tool_bytes: usize) -> Value {
     match path {
         "/v1/messages" => json!({
             "model": "stand-in", "max_tokens": 1024, "system": SYSTEM,

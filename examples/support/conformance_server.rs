@@ -36,9 +36,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 /// A 1x1 PNG.
-pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub(super) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A minimal WAV file (header only, 8 kHz mono, no samples).
-pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
+pub(super) const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 
 fn level_rank(l: LoggingLevel) -> u8 {
     match l {
@@ -55,7 +55,7 @@ fn level_rank(l: LoggingLevel) -> u8 {
 
 /// The conformance server (one per session).
 #[derive(Clone)]
-pub struct ConformanceServer {
+pub(super) struct ConformanceServer {
     tool_router: ToolRouter<Self>,
     prompt_router: PromptRouter<Self>,
     /// The level set by `logging/setLevel` (info until then).
@@ -76,21 +76,21 @@ impl Default for ConformanceServer {
 
 /// Arguments of `test_sampling`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct SamplingArgs {
+pub(super) struct SamplingArgs {
     /// The prompt to send to the LLM.
     pub prompt: String,
 }
 
 /// Arguments of `test_elicitation`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct ElicitationArgs {
+pub(super) struct ElicitationArgs {
     /// The message to show the user.
     pub message: String,
 }
 
 /// Arguments of `test_prompt_with_arguments`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct PromptArgs {
+pub(super) struct PromptArgs {
     /// First test argument.
     pub arg1: String,
     /// Second test argument.
@@ -100,7 +100,7 @@ pub struct PromptArgs {
 /// Arguments of `test_prompt_with_embedded_resource`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct EmbeddedPromptArgs {
+pub(super) struct EmbeddedPromptArgs {
     /// URI of the resource to embed.
     pub resource_uri: String,
 }
@@ -153,7 +153,7 @@ async fn elicit(
 #[tool_router]
 impl ConformanceServer {
     /// A fresh server, for a transport with sessions.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
@@ -165,7 +165,7 @@ impl ConformanceServer {
 
     /// A server for a stateless transport: sampling and elicitation answer
     /// an error result instead of waiting for a reply that cannot come.
-    pub fn stateless() -> Self {
+    pub(super) fn stateless() -> Self {
         Self {
             stateless: true,
             ..Self::new()

@@ -18,14 +18,14 @@ use tower_lro::descriptor::OffloadResponse;
 
 /// Where an example writes its files: `$TOWER_LRO_DEMO_DIR` when set (the
 /// tests set it), else `<temp dir>/tower-lro-<example>`.
-pub fn output_dir(example: &str) -> PathBuf {
+pub(crate) fn output_dir(example: &str) -> PathBuf {
     std::env::var_os("TOWER_LRO_DEMO_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join(format!("tower-lro-{example}")))
 }
 
 /// `--serve`: keep serving after the demo.
-pub fn serve_forever() -> bool {
+pub(crate) fn serve_forever() -> bool {
     std::env::args().skip(1).any(|a| a == "--serve")
 }
 
@@ -39,7 +39,7 @@ fn first_text(result: &Value) -> Result<&str, Box<dyn Error>> {
 /// Calls `small` and `large` (tool name, arguments) on `url` and prints what
 /// came back. Fails when the small result is not inline or the large one was
 /// not offloaded.
-pub async fn demo(
+pub(crate) async fn demo(
     url: &str,
     small: (&str, Value),
     large: (&str, Value),

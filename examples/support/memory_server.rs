@@ -16,7 +16,7 @@ use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 
 /// Arguments of the memory tools.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct RecallArgs {
+pub(crate) struct RecallArgs {
     /// What to look for.
     #[serde(default)]
     pub query: Option<String>,
@@ -42,14 +42,14 @@ fn detail_of(d: Option<&str>, default: Detail) -> Detail {
 }
 
 /// The memories a call returns (seed fixed, so both sides of a test agree).
-pub fn memories(count: usize, detail: Detail) -> Vec<serde_json::Value> {
+pub(crate) fn memories(count: usize, detail: Detail) -> Vec<serde_json::Value> {
     MemoryGenerator::new(2026).memories(count, detail)
 }
 
 /// One memory as `recall_structured` declares it in its output schema: the
 /// fields every detail level has are required, the others are free.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct MemoryRecord {
+pub(crate) struct MemoryRecord {
     /// Memory id.
     pub id: String,
     /// Title.
@@ -71,7 +71,7 @@ pub struct MemoryRecord {
 
 /// The structured output of `recall_structured` (its `outputSchema`).
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RecallOutput {
+pub(crate) struct RecallOutput {
     /// How many memories were recalled.
     pub count: usize,
     /// The memories.
@@ -93,7 +93,7 @@ fn to_result(v: serde_json::Value) -> Result<CallToolResult, ErrorData> {
 
 /// The memory server.
 #[derive(Debug, Clone, Default)]
-pub struct MemoryServer;
+pub(crate) struct MemoryServer;
 
 #[tool_router(server_handler)]
 impl MemoryServer {

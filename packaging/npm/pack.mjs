@@ -9,7 +9,7 @@
 // Windows), with `os`, `cpu` and `libc` set so that npm installs only the
 // one for the user's machine. Versions come from Cargo.toml. A binary for
 // the platform this runs on is run once: its `--version` must name the same
-// version and the features `cli` and `object-store`. Prints one JSON object:
+// version and the feature `object-store`. Prints one JSON object:
 // {"version", "launcher": tarball, "platforms": {PLATFORM: tarball}}.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -30,7 +30,7 @@ export const PLATFORMS = {
   "win32-x64": { os: "win32", cpu: "x64", target: "x86_64-pc-windows-msvc" },
 };
 
-const REQUIRED_FEATURES = ["cli", "object-store"];
+const REQUIRED_FEATURES = ["object-store"];
 
 function die(message) {
   process.stderr.write(`pack.mjs: ${message}\n`);
@@ -38,10 +38,10 @@ function die(message) {
 }
 
 function cargoVersion() {
-  const toml = fs.readFileSync(path.join(root, "Cargo.toml"), "utf8");
+  const toml = fs.readFileSync(path.join(root, "lro", "Cargo.toml"), "utf8");
   const pkg = toml.split(/^\[/m).find((s) => s.startsWith("package]"));
   const m = pkg && pkg.match(/^version\s*=\s*"([^"]+)"/m);
-  if (!m) die("no [package] version in Cargo.toml");
+  if (!m) die("no [package] version in lro/Cargo.toml");
   return m[1];
 }
 

@@ -45,7 +45,7 @@ pub(crate) struct Records {
 
 impl Records {
     /// The values of `text`.
-    pub fn new(text: Bytes, need: Need) -> Records {
+    pub(super) fn new(text: Bytes, need: Need) -> Records {
         Records {
             reader: Reader::new(text),
             need,

@@ -33,7 +33,7 @@ impl std::fmt::Display for InputError {
 
 impl InputError {
     /// The same error, in a text where `count` values came before.
-    pub fn after(self, count: usize) -> InputError {
+    pub(super) fn after(self, count: usize) -> InputError {
         match self {
             InputError::Invalid { index, reason } => InputError::Invalid {
                 index: index + count,

@@ -46,7 +46,7 @@ pub(crate) struct Printer<S> {
 
 impl<'o> Printer<Capped<'o>> {
     /// A printer into `out`, which it never lets grow past `cap` bytes.
-    pub fn new(out: &'o mut Vec<u8>, pretty: bool, cap: usize) -> Self {
+    pub(super) fn new(out: &'o mut Vec<u8>, pretty: bool, cap: usize) -> Self {
         Printer {
             sink: Capped { out, cap },
             pretty,
@@ -56,12 +56,12 @@ impl<'o> Printer<Capped<'o>> {
 
 impl<S: Sink> Printer<S> {
     /// A printer into `sink`.
-    pub fn into_sink(sink: S, pretty: bool) -> Self {
+    pub(super) fn into_sink(sink: S, pretty: bool) -> Self {
         Printer { sink, pretty }
     }
 
     /// Appends `v` (without a trailing newline).
-    pub fn value(&mut self, v: &Val) -> Result<(), TooLong> {
+    pub(super) fn value(&mut self, v: &Val) -> Result<(), TooLong> {
         self.term(v, 0)
     }
 
@@ -136,7 +136,7 @@ impl<S: Sink> Printer<S> {
     }
 
     /// A JSON string with jq 1.6's escapes.
-    pub fn string(&mut self, s: &[u8]) -> Result<(), TooLong> {
+    pub(super) fn string(&mut self, s: &[u8]) -> Result<(), TooLong> {
         if !s.iter().any(|&b| needs_escape(b)) {
             self.put(b"\"")?;
             self.put(s)?;

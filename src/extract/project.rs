@@ -41,7 +41,7 @@ pub(crate) enum Need {
 
 impl Need {
     /// What of `key`'s value is read, if `key` is.
-    pub fn key<'n>(keys: &'n [(Box<[u8]>, Need)], key: &[u8]) -> Option<&'n Need> {
+    pub(super) fn key<'n>(keys: &'n [(Box<[u8]>, Need)], key: &[u8]) -> Option<&'n Need> {
         keys.iter().find(|(k, _)| &k[..] == key).map(|(_, n)| n)
     }
 

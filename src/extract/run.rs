@@ -25,7 +25,7 @@ pub(crate) struct Compiled {
 
 impl Compiled {
     /// What of each record the filter reads.
-    pub fn needs(&self) -> Need {
+    pub(super) fn needs(&self) -> Need {
         self.needs.clone()
     }
 }
@@ -213,7 +213,7 @@ const KEPT_ERRORS: usize = 10;
 
 impl Pager {
     /// A pager for `paging`; `by_value`: entries are whole values.
-    pub fn new(paging: Paging, limits: &super::ExtractLimits, by_value: bool) -> Pager {
+    pub(super) fn new(paging: Paging, limits: &super::ExtractLimits, by_value: bool) -> Pager {
         let end = paging.offset.saturating_add(paging.limit);
         Pager {
             offset: paging.offset,
@@ -238,17 +238,17 @@ impl Pager {
 
     /// Counts one line past the page, no more: enough to know more
     /// follows, without reading the rest of the input for a total.
-    pub fn count_one_past_the_page(&mut self) {
+    pub(super) fn count_one_past_the_page(&mut self) {
         self.count_until = self.end.saturating_add(1);
     }
 
     /// Lines printed so far (the total, once the evaluation finished).
-    pub fn lines_seen(&self) -> usize {
+    pub(super) fn lines_seen(&self) -> usize {
         self.line
     }
 
     /// Whether every line of the page is there.
-    pub fn page_complete(&self) -> bool {
+    pub(super) fn page_complete(&self) -> bool {
         self.line >= self.end
     }
 

@@ -24,7 +24,7 @@ pub(crate) const EXACT_INT: f64 = 9_007_199_254_740_992.0;
 
 impl Jv {
     /// The number `f` (an integer when it is one, so it can index arrays).
-    pub fn num(f: f64) -> Jv {
+    pub(super) fn num(f: f64) -> Jv {
         let is_int =
             f.fract() == 0.0 && f.abs() <= EXACT_INT && !(f == 0.0 && f.is_sign_negative());
         Jv(Val::Num(if is_int {
@@ -35,24 +35,24 @@ impl Jv {
     }
 
     /// A new string, charged to the budget.
-    pub fn string(b: Bytes) -> Jv {
+    pub(super) fn string(b: Bytes) -> Jv {
         guard::charge(string_cost(b.len()));
         Jv(Val::utf8_str(b))
     }
 
     /// A new array, charged to the budget.
-    pub fn array(items: Vec<Val>) -> Jv {
+    pub(super) fn array(items: Vec<Val>) -> Jv {
         guard::charge(container_cost(items.len()));
         Jv(Val::Arr(Rc::new(items)))
     }
 
     /// jq's name of the value's type.
-    pub fn type_name(&self) -> &'static str {
+    pub(super) fn type_name(&self) -> &'static str {
         type_name(&self.0)
     }
 
     /// The number, if the value is one.
-    pub fn as_number(&self) -> Option<f64> {
+    pub(super) fn as_number(&self) -> Option<f64> {
         match &self.0 {
             Val::Num(n) => Some(num_f64(n)),
             _ => None,
@@ -60,7 +60,7 @@ impl Jv {
     }
 
     /// The bytes of a string value.
-    pub fn as_str_bytes(&self) -> Option<&Bytes> {
+    pub(super) fn as_str_bytes(&self) -> Option<&Bytes> {
         match &self.0 {
             Val::TStr(b) | Val::BStr(b) => Some(b),
             _ => None,
@@ -68,7 +68,7 @@ impl Jv {
     }
 
     /// The value printed compactly, as `tojson`; charged to the budget.
-    pub fn to_json(&self) -> Bytes {
+    pub(super) fn to_json(&self) -> Bytes {
         let mut out = Vec::new();
         let cap = guard::alloc_left();
         let mut p = Printer::new(&mut out, false, cap);

@@ -16,7 +16,7 @@ pub(crate) struct Key<'de>(Cow<'de, [u8]>);
 
 impl Key<'_> {
     /// The key's unescaped bytes.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 }

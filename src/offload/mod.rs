@@ -170,8 +170,8 @@
 //! ```
 //!
 //! **In front of any MCP server, whatever its language**: `lro gateway`
-//! (feature `cli`), a reverse proxy with this layer in it; its README is
-//! `src/bin/lro/README.md`.
+//! (the `tower-lro-cli` package, `cargo install tower-lro-cli`), a reverse
+//! proxy with this layer in it.
 //!
 //! **Without HTTP**: the engine needs no transport. [`Offloader::process`]
 //! decides inline or offload for one `CallToolResult`, and [`rebuild_file`]

@@ -23,14 +23,14 @@ use tower_lro::config::OffloadConfig;
 use tower_lro::offload::{OffloadLayer, OffloadService};
 
 #[path = "../../examples/support/memory_server.rs"]
-pub mod memory_server;
+pub(crate) mod memory_server;
 
 #[allow(unused_imports)]
-pub use memory_server::{MemoryServer, memories};
+pub(crate) use memory_server::{MemoryServer, memories};
 
 /// How the rmcp server answers.
 #[derive(Clone, Copy, Debug)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Sessions, SSE responses.
     StatefulSse,
     /// No sessions, JSON responses.
@@ -40,7 +40,7 @@ pub enum Mode {
 }
 
 /// rmcp's streamable-http service for [`MemoryServer`] in `mode`.
-pub fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
+pub(crate) fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(None)
         .with_legacy_session_mode(matches!(mode, Mode::StatefulSse))
@@ -54,7 +54,10 @@ pub fn mcp_service(mode: Mode) -> StreamableHttpService<MemoryServer, LocalSessi
 
 /// Serves the memory server in `mode` twice on 127.0.0.1: behind an
 /// `OffloadLayer` writing into `dir`, and without it. Returns (with, without).
-pub async fn serve_with_and_without(mode: Mode, dir: &std::path::Path) -> (SocketAddr, SocketAddr) {
+pub(crate) async fn serve_with_and_without(
+    mode: Mode,
+    dir: &std::path::Path,
+) -> (SocketAddr, SocketAddr) {
     serve_pair(
         mode,
         OffloadLayer::new(OffloadConfig::default().output_dir(dir)),
@@ -64,7 +67,7 @@ pub async fn serve_with_and_without(mode: Mode, dir: &std::path::Path) -> (Socke
 
 /// Serves the memory server in `mode` twice on 127.0.0.1: behind `layer`,
 /// and without it. Returns (with, without).
-pub async fn serve_pair(mode: Mode, layer: OffloadLayer) -> (SocketAddr, SocketAddr) {
+pub(crate) async fn serve_pair(mode: Mode, layer: OffloadLayer) -> (SocketAddr, SocketAddr) {
     (
         serve_mcp(mcp_service(mode), Some(layer)).await,
         serve_mcp(mcp_service(mode), None).await,
@@ -74,7 +77,7 @@ pub async fn serve_pair(mode: Mode, layer: OffloadLayer) -> (SocketAddr, SocketA
 /// Serves `service` at `/mcp` on 127.0.0.1 (a free port) in the background,
 /// wrapped in `layer` when there is one: the layer sees the service's own
 /// body types, as in a `tower::ServiceBuilder` stack.
-pub async fn serve_mcp<S>(service: S, layer: Option<OffloadLayer>) -> SocketAddr
+pub(crate) async fn serve_mcp<S>(service: S, layer: Option<OffloadLayer>) -> SocketAddr
 where
     S: Service<Request, Error = Infallible> + Clone + Send + Sync + 'static,
     S::Response: IntoResponse + 'static,
@@ -91,7 +94,7 @@ where
 }
 
 /// Serves `app` on 127.0.0.1 (a free port) in the background.
-pub async fn serve(app: Router) -> SocketAddr {
+pub(crate) async fn serve(app: Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -101,7 +104,7 @@ pub async fn serve(app: Router) -> SocketAddr {
 }
 
 /// A `tools/call` request.
-pub fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
+pub(crate) fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
     let mut params = json!({"name": tool, "arguments": args});
     if let Some(m) = meta {
         params["_meta"] = m;
@@ -113,7 +116,7 @@ pub fn tools_call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Valu
 /// (a fresh session, `version` or the client's default protocol version);
 /// fails the test if it does not succeed within 30 s.
 /// (It lists the tools first, as agents do.)
-pub async fn rmcp_call(
+pub(crate) async fn rmcp_call(
     url: &str,
     version: Option<ProtocolVersion>,
     tool: &str,
@@ -144,12 +147,16 @@ pub async fn rmcp_call(
 }
 
 /// POSTs `body` to `http://{addr}/mcp` as an MCP client would.
-pub async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+pub(crate) async fn post(
+    addr: SocketAddr,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
     post_with(&reqwest::Client::new(), addr, body, headers).await
 }
 
 /// [`post`] with a given client (to share its connection pool).
-pub async fn post_with(
+pub(crate) async fn post_with(
     client: &reqwest::Client,
     addr: SocketAddr,
     body: &Value,
@@ -159,7 +166,7 @@ pub async fn post_with(
 }
 
 /// POSTs `body` to `url` as an MCP client would.
-pub async fn post_to(
+pub(crate) async fn post_to(
     client: &reqwest::Client,
     url: &str,
     body: &Value,
@@ -178,7 +185,7 @@ pub async fn post_to(
 }
 
 /// The JSON messages of an SSE body.
-pub fn sse_messages(body: &str) -> Vec<Value> {
+pub(crate) fn sse_messages(body: &str) -> Vec<Value> {
     body.replace("\r\n", "\n")
         .split("\n\n")
         .filter_map(|ev| {
@@ -194,7 +201,7 @@ pub fn sse_messages(body: &str) -> Vec<Value> {
 }
 
 /// The JSON-RPC message answering `id` in a JSON or SSE response body.
-pub fn response_message(body: &str, id: u64) -> Option<Value> {
+pub(crate) fn response_message(body: &str, id: u64) -> Option<Value> {
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         return (v["id"] == id).then_some(v);
     }
@@ -205,7 +212,7 @@ pub fn response_message(body: &str, id: u64) -> Option<Value> {
 /// text and when, after `start`, the first progress notification and the
 /// offloaded result arrived. Asserts the progress came at least 1 s before
 /// the result (the tools wait 1.5 s between them).
-pub async fn progress_then_result(
+pub(crate) async fn progress_then_result(
     resp: &mut reqwest::Response,
     start: std::time::Instant,
 ) -> String {

@@ -11,12 +11,12 @@ use serde_json::Value;
 use tower_lro::descriptor::OffloadResponse;
 use tower_lro::store::{Store, StoreError};
 
-pub mod mcp;
-pub mod procs;
+pub(crate) mod mcp;
+pub(crate) mod procs;
 
 /// Runs a recipe command with `bash -c` and `pipefail`, returning stdout; panics with the
 /// command and stderr when it fails.
-pub fn run_recipe(command: &str) -> String {
+pub(crate) fn run_recipe(command: &str) -> String {
     let out = Command::new("bash")
         .arg("-c")
         .arg(format!("set -o pipefail; {command}"))
@@ -31,7 +31,7 @@ pub fn run_recipe(command: &str) -> String {
 }
 
 /// Parses every JSON value in a stream (jq's default output).
-pub fn json_stream(s: &str) -> Vec<Value> {
+pub(crate) fn json_stream(s: &str) -> Vec<Value> {
     serde_json::Deserializer::from_str(s)
         .into_iter::<Value>()
         .map(|v| v.expect("jq printed JSON"))
@@ -41,7 +41,7 @@ pub fn json_stream(s: &str) -> Vec<Value> {
 /// Each line of `text` as an SSE data line ending in CRLF, alternately
 /// `data: ` and `data:` (both are valid): a message spread awkwardly over
 /// many lines of one event.
-pub fn data_lines(text: &str) -> String {
+pub(crate) fn data_lines(text: &str) -> String {
     text.lines()
         .enumerate()
         .map(|(i, l)| {
@@ -55,7 +55,7 @@ pub fn data_lines(text: &str) -> String {
 }
 
 /// The record lines of an offloaded file (after the header).
-pub fn file_records(path: &Path) -> Vec<Value> {
+pub(crate) fn file_records(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("file readable");
     text.lines()
         .skip(1)
@@ -64,13 +64,13 @@ pub fn file_records(path: &Path) -> Vec<Value> {
 }
 
 /// The header line of an offloaded file.
-pub fn file_header(path: &Path) -> Value {
+pub(crate) fn file_header(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).expect("file readable");
     serde_json::from_str(text.lines().next().expect("header")).expect("header is JSON")
 }
 
 /// Fails the test early with a clear message if `jq` is missing.
-pub fn require_jq() {
+pub(crate) fn require_jq() {
     let ok = Command::new("jq")
         .arg("--version")
         .output()
@@ -87,7 +87,7 @@ pub fn require_jq() {
 /// the skip shows in a plain `cargo test`. Never with the `CI` environment
 /// variable set: there every test must run, so a missing tool fails the
 /// test with `why`.
-pub fn require(what: &str, available: bool, why: &str) -> bool {
+pub(crate) fn require(what: &str, available: bool, why: &str) -> bool {
     if available {
         return true;
     }
@@ -104,7 +104,7 @@ pub fn require(what: &str, available: bool, why: &str) -> bool {
 }
 
 /// [`require`] for a command on PATH: `tool --version` must run and succeed.
-pub fn require_tool(tool: &str) -> bool {
+pub(crate) fn require_tool(tool: &str) -> bool {
     require(
         &format!("`{tool}`"),
         runs(tool),
@@ -121,10 +121,21 @@ fn runs(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The workspace root: the library's package, whose `tests/` these helpers
+/// are in, for its own tests and for the `lro` command's (`lro/`).
+pub(crate) fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .find(|dir| dir.join("tests/interop").is_dir())
+        .unwrap_or(manifest)
+        .to_path_buf()
+}
+
 /// The folder of the interop tooling (`tests/interop`): the official MCP SDKs
 /// and the conformance suite, installed there by `tests/interop/setup.sh`.
-pub fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+pub(crate) fn interop_dir() -> PathBuf {
+    repo_root().join("tests/interop")
 }
 
 /// Runs `tests/interop/setup.sh` once per test process (it is idempotent and
@@ -133,7 +144,7 @@ pub fn interop_dir() -> PathBuf {
 /// `tests/interop/.venv`. Returns the folder, or `None` (the test skips)
 /// when `node`, `npm` or `python3`, which the script needs, is missing; see
 /// [`require`]. Panics with the installer's output if it fails.
-pub fn interop_setup() -> Option<PathBuf> {
+pub(crate) fn interop_setup() -> Option<PathBuf> {
     static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     let tools_run = ["node", "npm", "python3"].into_iter().all(|tool| {
         require(
@@ -160,7 +171,7 @@ pub fn interop_setup() -> Option<PathBuf> {
 
 /// Runs an installer script of `tests/interop` (idempotent, locked against
 /// other processes); panics with its output, and `needs`, if it fails.
-pub fn run_setup(script: &Path, needs: &str) {
+pub(crate) fn run_setup(script: &Path, needs: &str) {
     let out = Command::new("bash")
         .arg(script)
         .output()
@@ -177,7 +188,7 @@ pub fn run_setup(script: &Path, needs: &str) {
 /// Runs `cmd` to its end (stdin closed, stdout and stderr captured) and
 /// returns its output; kills it and fails the test, naming it `what`, if it
 /// is not done within `timeout`.
-pub async fn output_within(
+pub(crate) async fn output_within(
     cmd: impl Into<tokio::process::Command>,
     timeout: Duration,
     what: &str,
@@ -201,7 +212,7 @@ pub async fn output_within(
 /// blocks on a full pipe. Fails the test, naming it `what`, if it does not
 /// listen within 30 s.
 #[allow(dead_code)]
-pub async fn start_listening(
+pub(crate) async fn start_listening(
     mut cmd: tokio::process::Command,
     what: &str,
 ) -> (tokio::process::Child, u16) {
@@ -227,7 +238,7 @@ pub async fn start_listening(
 }
 
 /// [`output_within`] for a test that runs no tokio runtime of its own.
-pub fn output_within_blocking(cmd: Command, timeout: Duration, what: &str) -> Output {
+pub(crate) fn output_within_blocking(cmd: Command, timeout: Duration, what: &str) -> Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -236,7 +247,7 @@ pub fn output_within_blocking(cmd: Command, timeout: Duration, what: &str) -> Ou
 }
 
 /// A store whose disk is always full: every write fails with `ENOSPC`.
-pub struct FullDisk(pub PathBuf);
+pub(crate) struct FullDisk(pub PathBuf);
 
 impl Store for FullDisk {
     fn write(&self, file_name: &str, _: &[u8]) -> Result<PathBuf, StoreError> {
@@ -263,21 +274,21 @@ fn descriptor_text(result: &Value) -> Option<&str> {
 
 /// The JSON of `result`'s descriptor block (a `CallToolResult` as JSON).
 /// Panics when there is none.
-pub fn descriptor_json(result: &Value) -> Value {
+pub(crate) fn descriptor_json(result: &Value) -> Value {
     let text = descriptor_text(result).unwrap_or_else(|| panic!("no descriptor block: {result}"));
     serde_json::from_str(text).expect("checked JSON")
 }
 
 /// The descriptor of `result` (an rmcp `CallToolResult` or its JSON), if
 /// one of its text blocks holds one.
-pub fn try_descriptor(result: &impl serde::Serialize) -> Option<OffloadResponse> {
+pub(crate) fn try_descriptor(result: &impl serde::Serialize) -> Option<OffloadResponse> {
     let result = serde_json::to_value(result).ok()?;
     serde_json::from_str(descriptor_text(&result)?).ok()
 }
 
 /// The descriptor of `result` (an rmcp `CallToolResult` or its JSON);
 /// panics when there is none.
-pub fn descriptor(result: &impl serde::Serialize) -> OffloadResponse {
+pub(crate) fn descriptor(result: &impl serde::Serialize) -> OffloadResponse {
     let result = serde_json::to_value(result).expect("a result serialises");
     let d = descriptor_json(&result);
     serde_json::from_value(d.clone()).unwrap_or_else(|e| {
@@ -291,7 +302,7 @@ pub fn descriptor(result: &impl serde::Serialize) -> OffloadResponse {
 /// [`descriptor`], checked as every offloaded result must be: `offloaded`
 /// is true, there are 10 jq recipes, the file exists. `what` names the
 /// result in failure messages.
-pub fn checked_descriptor(result: &impl serde::Serialize, what: &str) -> OffloadResponse {
+pub(crate) fn checked_descriptor(result: &impl serde::Serialize, what: &str) -> OffloadResponse {
     let d = descriptor(result);
     assert!(d.offloaded, "{what}: {d:?}");
     assert_eq!(d.jq_recipes.len(), 10, "{what}: jq recipes");
@@ -305,7 +316,7 @@ pub fn checked_descriptor(result: &impl serde::Serialize, what: &str) -> Offload
 
 /// Count, bytes and SHA-256 (hex) of the data lines of `file` (every byte
 /// after the header line): what its completeness contract states.
-pub fn data_figures(file: &[u8]) -> (usize, u64, String) {
+pub(crate) fn data_figures(file: &[u8]) -> (usize, u64, String) {
     use sha2::Digest;
     let at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
     let data = &file[at..];
@@ -318,7 +329,7 @@ pub fn data_figures(file: &[u8]) -> (usize, u64, String) {
 }
 
 /// Waits until `cond` holds, checking every 20 ms; fails the test after 10 s.
-pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
+pub(crate) async fn eventually(what: &str, cond: impl Fn() -> bool) {
     let start = std::time::Instant::now();
     while !cond() {
         assert!(
@@ -332,7 +343,7 @@ pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
 }
 
 /// Records counted by the string value of `field` (`"null"` when absent).
-pub fn counts_by(records: &[Value], field: &str) -> BTreeMap<String, usize> {
+pub(crate) fn counts_by(records: &[Value], field: &str) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for r in records {
         *m.entry(r[field].as_str().unwrap_or("null").to_owned())
@@ -343,7 +354,7 @@ pub fn counts_by(records: &[Value], field: &str) -> BTreeMap<String, usize> {
 
 /// Runs recipe 6 (`command`, count by namespace) and checks that its counts
 /// are the true counts of `records`.
-pub fn check_recipe6(command: &str, records: &[Value], what: &str) {
+pub(crate) fn check_recipe6(command: &str, records: &[Value], what: &str) {
     require_jq();
     let out = json_stream(&run_recipe(command));
     let got: BTreeMap<String, usize> = out[0]
@@ -365,7 +376,7 @@ pub fn check_recipe6(command: &str, records: &[Value], what: &str) {
 }
 
 /// The peak resident memory (`VmHWM`) of process `pid`, in bytes.
-pub fn peak_rss(pid: u32) -> usize {
+pub(crate) fn peak_rss(pid: u32) -> usize {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kib: usize = status
         .lines()

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// A child process, killed and reaped on drop; its stderr is kept (capped)
 /// for failure messages.
-pub struct Proc {
+pub(crate) struct Proc {
     name: String,
     /// The process (its pid, to signal it; whether it has exited).
     pub child: Child,
@@ -18,18 +18,21 @@ pub struct Proc {
 
 impl Proc {
     /// The process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
     /// Its exit status once it has exited, waiting at most `within`
     /// (polled, without blocking the async runtime); panics, with its
     /// stderr, when it is still running then.
-    pub async fn exited_within(&mut self, within: std::time::Duration) -> std::process::ExitStatus {
+    pub(crate) async fn exited_within(
+        &mut self,
+        within: std::time::Duration,
+    ) -> std::process::ExitStatus {
         let deadline = std::time::Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -62,7 +65,7 @@ impl std::fmt::Debug for Proc {
 /// Spawns `cmd` and waits, at most `timeout`, for a stdout line starting with
 /// `prefix`; returns the process and the rest of that line. Both pipes keep
 /// being drained afterwards, so the child never blocks on a full pipe.
-pub fn spawn_ready(
+pub(crate) fn spawn_ready(
     name: &str,
     mut cmd: Command,
     prefix: &str,
@@ -124,7 +127,7 @@ pub fn spawn_ready(
 }
 
 /// Waits until `addr` accepts TCP connections (50 tries, 100 ms apart).
-pub fn wait_for_port(addr: SocketAddr) {
+pub(crate) fn wait_for_port(addr: SocketAddr) {
     for _ in 0..50 {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return;
@@ -138,7 +141,7 @@ pub fn wait_for_port(addr: SocketAddr) {
 /// The Python SDK server on a free port (`extra`: `--json`, `--stateless`);
 /// returns it and its port. `None`: skipped (no interop tooling; see
 /// `common::require`).
-pub fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
+pub(crate) fn python_server(extra: &[&str]) -> Option<(Proc, u16)> {
     let dir = super::interop_setup()?;
     let mut cmd = Command::new(dir.join(".venv/bin/python"));
     cmd.arg(dir.join("py_server.py")).arg("0").args(extra);

@@ -9,7 +9,7 @@ use tower_lro::fixtures::{MemoryGenerator, memory_tool_result};
 use tower_lro::offload::ToolCall;
 
 /// One case: its name, the call and the result.
-pub struct Case {
+pub(crate) struct Case {
     pub name: &'static str,
     pub call: ToolCall,
     pub result: Value,
@@ -20,7 +20,7 @@ fn text(t: &str) -> Value {
 }
 
 /// Every case.
-pub fn all() -> Vec<Case> {
+pub(crate) fn all() -> Vec<Case> {
     let mut cases = memories();
     cases.extend([
         Case {
@@ -68,7 +68,7 @@ pub fn all() -> Vec<Case> {
 }
 
 /// Memories at each detail level, with the tool of that level.
-pub fn memories() -> Vec<Case> {
+pub(crate) fn memories() -> Vec<Case> {
     [
         ("memories light", Detail::Light, "recall_memories"),
         ("memories medium", Detail::Medium, "inject_context"),
@@ -84,7 +84,7 @@ pub fn memories() -> Vec<Case> {
 }
 
 /// Log rows: a category (`level`), a service, a text, a number and a date.
-pub fn log_rows(n: usize) -> Vec<Value> {
+pub(crate) fn log_rows(n: usize) -> Vec<Value> {
     let levels = ["info", "warn", "error", "info", "debug"];
     (0..n)
         .map(|i| {
@@ -111,7 +111,7 @@ fn scalars(n: usize) -> Vec<Value> {
 }
 
 /// Plain log text.
-pub fn log_text(n: usize) -> String {
+pub(crate) fn log_text(n: usize) -> String {
     (0..n)
         .map(|i| {
             let level = ["INFO", "ERROR", "INFO", "WARN"][i % 4];
@@ -133,7 +133,7 @@ fn short_lines(n: usize) -> String {
 
 /// A directory tree of about 3,000 nodes: 10 top directories, each of
 /// subdirectories holding files.
-pub fn tree() -> Value {
+pub(crate) fn tree() -> Value {
     let file = |d: usize, s: usize, f: usize| json!({"name": format!("{}_{s}_{f}.rs", ["main", "parser", "cache", "router", "store"][f % 5]), "type": "file", "size": (d * 31 + s * 7 + f * 13) % 5000});
     let sub = |d: usize, s: usize| json!({"name": format!("module{s}"), "type": "dir", "children": (0..29).map(|f| file(d, s, f)).collect::<Vec<_>>()});
     let top: Vec<Value> = (0..10)
@@ -143,7 +143,7 @@ pub fn tree() -> Value {
 }
 
 /// An environment of `n` variables.
-pub fn environment(n: usize) -> Value {
+pub(crate) fn environment(n: usize) -> Value {
     let mut env = serde_json::Map::new();
     env.insert("HOME".into(), json!("/home/worker"));
     env.insert("PATH".into(), json!("/usr/local/bin:/usr/bin:/bin"));
@@ -159,7 +159,7 @@ pub fn environment(n: usize) -> Value {
 }
 
 /// One line of `words` words of prose.
-pub fn long_line(words: usize) -> String {
+pub(crate) fn long_line(words: usize) -> String {
     let vocab = [
         "the", "cache", "layer", "stores", "results", "before", "serving", "requests", "and",
         "the", "router", "forwards", "traffic", "between", "regions",
@@ -176,7 +176,7 @@ pub fn long_line(words: usize) -> String {
 }
 
 /// A page of `n` items out of `total`, with a cursor.
-pub fn paged(n: usize, total: usize) -> Value {
+pub(crate) fn paged(n: usize, total: usize) -> Value {
     let items: Vec<Value> = (0..n)
         .map(|i| json!({"id": i, "name": format!("item {i}"), "kind": (["book", "film"][i % 2])}))
         .collect();

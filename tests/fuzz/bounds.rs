@@ -7,10 +7,10 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 /// Cases per cheap target when `LRO_FUZZ_CASES` is not set.
-pub const DEFAULT_CASES: u32 = 256;
+pub(super) const DEFAULT_CASES: u32 = 256;
 
 /// `LRO_FUZZ_CASES`, divided by `cost` (at least one case).
-pub fn cases(cost: u32) -> u32 {
+pub(super) fn cases(cost: u32) -> u32 {
     let base = std::env::var("LRO_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
@@ -20,7 +20,7 @@ pub fn cases(cost: u32) -> u32 {
 
 /// The configuration of a target costing `cost` cheap cases per case. No
 /// failure file is written: what is found becomes a named test below.
-pub fn config(cost: u32) -> ProptestConfig {
+pub(super) fn config(cost: u32) -> ProptestConfig {
     ProptestConfig {
         cases: cases(cost),
         failure_persistence: None,
@@ -30,7 +30,7 @@ pub fn config(cost: u32) -> ProptestConfig {
 }
 
 /// A case slower than this fails.
-pub fn slow_limit() -> Duration {
+pub(super) fn slow_limit() -> Duration {
     let ms = std::env::var("LRO_FUZZ_SLOW_MS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
@@ -39,7 +39,9 @@ pub fn slow_limit() -> Duration {
 }
 
 /// Runs one case's check, failing it when it is slow.
-pub fn timed(check: impl FnOnce() -> Result<(), TestCaseError>) -> Result<(), TestCaseError> {
+pub(super) fn timed(
+    check: impl FnOnce() -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
     let start = Instant::now();
     check()?;
     let took = start.elapsed();

@@ -62,7 +62,7 @@ fn params() -> BoxedStrategy<J> {
 }
 
 /// A JSON-RPC request (or something close to one).
-pub fn request() -> BoxedStrategy<J> {
+pub(super) fn request() -> BoxedStrategy<J> {
     let id = prop_oneof![
         3 => number().prop_map(J::Lit),
         3 => str_contents().prop_map(J::Str),
@@ -99,7 +99,7 @@ pub fn request() -> BoxedStrategy<J> {
 }
 
 /// A request body: one request, a batch, or anything.
-pub fn request_body() -> BoxedStrategy<Vec<u8>> {
+pub(super) fn request_body() -> BoxedStrategy<Vec<u8>> {
     prop_oneof![
         4 => (request(), ws_seed()).prop_map(|(r, seed)| render(&r, seed).into_bytes()),
         2 => (prop::collection::vec(request(), 0..5), ws_seed())
@@ -119,7 +119,7 @@ pub fn request_body() -> BoxedStrategy<Vec<u8>> {
 }
 
 /// A JSON-RPC message a server sends.
-pub fn message() -> BoxedStrategy<J> {
+pub(super) fn message() -> BoxedStrategy<J> {
     let id = prop_oneof![
         3 => number().prop_map(J::Lit),
         3 => str_contents().prop_map(J::Str),
@@ -154,7 +154,7 @@ pub fn message() -> BoxedStrategy<J> {
 }
 
 /// A response body: one message, a batch, or anything.
-pub fn response_body() -> BoxedStrategy<String> {
+pub(super) fn response_body() -> BoxedStrategy<String> {
     prop_oneof![
         4 => (message(), ws_seed()).prop_map(|(m, seed)| render(&m, seed)),
         2 => (prop::collection::vec(message(), 0..4), ws_seed())

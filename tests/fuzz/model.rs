@@ -31,7 +31,7 @@ use serde_json::value::RawValue;
 
 /// A JSON value as `serde_json` reads it (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Json {
+pub(super) enum Json {
     /// `null`, `true`, `false` or a number, as written.
     Lit(String),
     /// A string, unescaped to WTF-8.
@@ -44,7 +44,7 @@ pub enum Json {
 
 impl Json {
     /// `text` read; `None` unless it is one valid JSON value.
-    pub fn read(text: &str) -> Option<Json> {
+    pub(super) fn read(text: &str) -> Option<Json> {
         serde_json::from_str::<&RawValue>(text).ok().map(Json::of)
     }
 
@@ -78,7 +78,7 @@ impl Json {
 
     /// The value compared as JSON: objects as maps, the last of duplicate
     /// keys winning, members in key order.
-    pub fn canon(self) -> Json {
+    pub(super) fn canon(self) -> Json {
         match self {
             Json::Arr(items) => Json::Arr(items.into_iter().map(Json::canon).collect()),
             Json::Obj(members) => Json::Obj(
@@ -95,29 +95,29 @@ impl Json {
 }
 
 /// `text` compared as JSON (`None` unless valid).
-pub fn canon(text: &str) -> Option<Json> {
+pub(super) fn canon(text: &str) -> Option<Json> {
     Json::read(text).map(Json::canon)
 }
 
 /// One object's members as `serde_json` reads them: keys in WTF-8, values
 /// raw, in order, duplicates kept.
 #[derive(Debug)]
-pub struct Obj<'a>(pub Vec<(Vec<u8>, &'a RawValue)>);
+pub(super) struct Obj<'a>(pub Vec<(Vec<u8>, &'a RawValue)>);
 
 impl<'a> Obj<'a> {
     /// `text` as an object; `None` for anything else.
-    pub fn read(text: &'a str) -> Option<Self> {
+    pub(super) fn read(text: &'a str) -> Option<Self> {
         serde_json::from_str(text).ok()
     }
 
     /// The member `key` (its last occurrence).
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<&'a RawValue> {
+    pub(super) fn get(&self, key: impl AsRef<[u8]>) -> Option<&'a RawValue> {
         let key = key.as_ref();
         self.0.iter().rev().find(|(k, _)| k == key).map(|m| m.1)
     }
 
     /// Whether `key` appears more than once.
-    pub fn repeats(&self, key: impl AsRef<[u8]>) -> bool {
+    pub(super) fn repeats(&self, key: impl AsRef<[u8]>) -> bool {
         let key = key.as_ref();
         self.0.iter().filter(|(k, _)| k == key).count() > 1
     }
@@ -166,7 +166,7 @@ impl<'de> Deserialize<'de> for Wtf8 {
 }
 
 /// `a` and `b` are equal as JSON (both valid).
-pub fn same_json(a: &str, b: &str) -> Result<(), TestCaseError> {
+pub(super) fn same_json(a: &str, b: &str) -> Result<(), TestCaseError> {
     let ca = canon(a);
     prop_assert!(ca.is_some(), "not JSON: {:.300}", a);
     let cb = canon(b);

@@ -10,12 +10,12 @@ use super::values::{
     J, escaped, json, json_text, key, leaf, lit, obj, render, s, str_contents, ws_seed,
 };
 
-pub fn line_end() -> BoxedStrategy<&'static str> {
+pub(super) fn line_end() -> BoxedStrategy<&'static str> {
     select(&["\n", "\r\n", "\r", "\n\n", "\r\n\r\n", "", "\n"][..]).boxed()
 }
 
 /// The (decoded) text of a text block.
-pub fn text_payload() -> BoxedStrategy<String> {
+pub(super) fn text_payload() -> BoxedStrategy<String> {
     prop_oneof![
         // A JSON array of records.
         4 => (prop::collection::vec(json(), 0..30), ws_seed())
@@ -43,7 +43,7 @@ pub fn text_payload() -> BoxedStrategy<String> {
 }
 
 /// One content block.
-pub fn block() -> BoxedStrategy<J> {
+pub(super) fn block() -> BoxedStrategy<J> {
     prop_oneof![
         6 => (text_payload(), any::<u8>()).prop_map(|(t, v)| {
             obj(vec![("type", s("text")), ("text", J::Str(escaped(&t, v)))])
@@ -83,7 +83,7 @@ pub fn block() -> BoxedStrategy<J> {
 }
 
 /// `structuredContent`.
-pub fn structured() -> BoxedStrategy<J> {
+pub(super) fn structured() -> BoxedStrategy<J> {
     prop_oneof![
         3 => (key(), prop::collection::vec(json(), 0..30), json()).prop_map(|(k, rows, other)| {
             J::Obj(vec![(k, J::Arr(rows)), ("total".into(), other)])
@@ -96,7 +96,7 @@ pub fn structured() -> BoxedStrategy<J> {
 }
 
 /// A `CallToolResult` (mostly valid), as a value.
-pub fn tool_result_j() -> BoxedStrategy<J> {
+pub(super) fn tool_result_j() -> BoxedStrategy<J> {
     (
         prop::collection::vec(block(), 0..5),
         prop::option::of(structured()),
@@ -125,7 +125,7 @@ pub fn tool_result_j() -> BoxedStrategy<J> {
 }
 
 /// A `CallToolResult` as JSON text.
-pub fn tool_result() -> BoxedStrategy<String> {
+pub(super) fn tool_result() -> BoxedStrategy<String> {
     (tool_result_j(), ws_seed())
         .prop_map(|(j, seed)| render(&j, seed))
         .boxed()
@@ -133,7 +133,7 @@ pub fn tool_result() -> BoxedStrategy<String> {
 
 /// An edit of a byte string.
 #[derive(Debug, Clone)]
-pub enum Edit {
+pub(super) enum Edit {
     Set(Index, u8),
     Insert(Index, u8),
     Delete(Index),
@@ -142,7 +142,7 @@ pub enum Edit {
     Splice(Index, Index, Index),
 }
 
-pub fn edit() -> BoxedStrategy<Edit> {
+pub(super) fn edit() -> BoxedStrategy<Edit> {
     let interesting = select(&b"{}[],:\"\\ 0-e.\n\rtfnu\x00\xff\xc3"[..]);
     prop_oneof![
         3 => (any::<Index>(), interesting.clone()).prop_map(|(i, b)| Edit::Set(i, b)),
@@ -155,7 +155,7 @@ pub fn edit() -> BoxedStrategy<Edit> {
     .boxed()
 }
 
-pub fn apply_edits(bytes: &mut Vec<u8>, edits: &[Edit]) {
+pub(super) fn apply_edits(bytes: &mut Vec<u8>, edits: &[Edit]) {
     for e in edits {
         if bytes.is_empty() {
             return;
@@ -186,7 +186,7 @@ pub fn apply_edits(bytes: &mut Vec<u8>, edits: &[Edit]) {
 
 /// A valid result with a few edits (often no longer valid, or valid in
 /// another way).
-pub fn mutated_result() -> BoxedStrategy<Vec<u8>> {
+pub(super) fn mutated_result() -> BoxedStrategy<Vec<u8>> {
     (tool_result(), prop::collection::vec(edit(), 1..4))
         .prop_map(|(text, edits)| {
             let mut bytes = text.into_bytes();

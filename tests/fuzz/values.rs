@@ -10,7 +10,7 @@ use proptest::sample::select;
 /// A JSON value as it will be written: literals and string contents exactly
 /// as they appear in the text (escapes included).
 #[derive(Debug, Clone)]
-pub enum J {
+pub(super) enum J {
     /// `null`, `true`, `false` or a number, as written.
     Lit(String),
     /// The contents of a string literal, escaped as written.
@@ -22,15 +22,15 @@ pub enum J {
     Deep(u16, bool, Box<J>),
 }
 
-pub fn s(text: &str) -> J {
+pub(super) fn s(text: &str) -> J {
     J::Str(text.to_owned())
 }
 
-pub fn lit(text: &str) -> J {
+pub(super) fn lit(text: &str) -> J {
     J::Lit(text.to_owned())
 }
 
-pub fn obj(members: Vec<(&str, J)>) -> J {
+pub(super) fn obj(members: Vec<(&str, J)>) -> J {
     J::Obj(
         members
             .into_iter()
@@ -42,7 +42,7 @@ pub fn obj(members: Vec<(&str, J)>) -> J {
 /// The contents of a string literal holding `text` (escaped as
 /// `serde_json` does, then, when `variant` is odd, with some characters
 /// written as `\u` escapes and `/` as `\/`).
-pub fn escaped(text: &str, variant: u8) -> String {
+pub(super) fn escaped(text: &str, variant: u8) -> String {
     let literal = serde_json::to_string(text).unwrap_or_default();
     let inner = &literal[1..literal.len() - 1];
     if variant.is_multiple_of(2) {
@@ -158,7 +158,7 @@ fn write_j(j: &J, ws: &mut Ws, out: &mut String) {
 }
 
 /// `j` as JSON text, laid out from `seed`.
-pub fn render(j: &J, seed: u64) -> String {
+pub(super) fn render(j: &J, seed: u64) -> String {
     let mut out = String::new();
     let mut ws = Ws(seed);
     write_j(j, &mut ws, &mut out);
@@ -166,11 +166,11 @@ pub fn render(j: &J, seed: u64) -> String {
 }
 
 /// A whitespace seed: none a third of the time.
-pub fn ws_seed() -> impl Strategy<Value = u64> {
+pub(super) fn ws_seed() -> impl Strategy<Value = u64> {
     prop_oneof![1 => Just(0u64), 2 => 1..u64::MAX]
 }
 
-pub fn number() -> BoxedStrategy<String> {
+pub(super) fn number() -> BoxedStrategy<String> {
     prop_oneof![
         3 => any::<i64>().prop_map(|n| n.to_string()),
         3 => "-?(0|[1-9][0-9]{0,40})(\\.[0-9]{1,25})?([eE][+-]?[0-9]{1,4})?",
@@ -186,7 +186,7 @@ pub fn number() -> BoxedStrategy<String> {
 }
 
 /// The contents of a string literal, as written.
-pub fn str_contents() -> BoxedStrategy<String> {
+pub(super) fn str_contents() -> BoxedStrategy<String> {
     prop::collection::vec(
         prop_oneof![
             4 => "[a-zA-Z0-9 _,:\\[\\]{}]{1,8}",
@@ -210,7 +210,7 @@ pub fn str_contents() -> BoxedStrategy<String> {
 }
 
 /// Object keys: the names the code looks for (some escaped), and others.
-pub fn key() -> BoxedStrategy<String> {
+pub(super) fn key() -> BoxedStrategy<String> {
     prop_oneof![
         3 => select(&[
             "id", "jsonrpc", "method", "params", "result", "error", "content", "type", "text",
@@ -224,7 +224,7 @@ pub fn key() -> BoxedStrategy<String> {
     .boxed()
 }
 
-pub fn leaf() -> BoxedStrategy<J> {
+pub(super) fn leaf() -> BoxedStrategy<J> {
     prop_oneof![
         1 => Just(lit("null")),
         1 => Just(lit("true")),
@@ -236,7 +236,7 @@ pub fn leaf() -> BoxedStrategy<J> {
 }
 
 /// Any JSON value, hostile shapes included.
-pub fn json() -> BoxedStrategy<J> {
+pub(super) fn json() -> BoxedStrategy<J> {
     leaf()
         .prop_recursive(4, 48, 6, |inner| {
             prop_oneof![
@@ -251,7 +251,7 @@ pub fn json() -> BoxedStrategy<J> {
 }
 
 /// JSON text: a value laid out with random whitespace.
-pub fn json_text() -> BoxedStrategy<String> {
+pub(super) fn json_text() -> BoxedStrategy<String> {
     (json(), ws_seed())
         .prop_map(|(j, seed)| render(&j, seed))
         .boxed()

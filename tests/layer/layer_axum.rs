@@ -88,20 +88,20 @@ fn futures_stream(
 
 /// A tiny stream helper so the test needs no extra crate.
 mod futures_core_stream {
-    pub use tokio_stream_shim::{Stream, iter};
+    pub(super) use tokio_stream_shim::{Stream, iter};
     mod tokio_stream_shim {
         use std::pin::Pin;
         use std::task::{Context, Poll};
-        pub trait Stream: futures_core::Stream {}
+        pub(crate) trait Stream: futures_core::Stream {}
         impl<T: futures_core::Stream> Stream for T {}
-        pub struct Iter<I>(I);
+        pub(crate) struct Iter<I>(I);
         impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
             type Item = I::Item;
             fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<I::Item>> {
                 Poll::Ready(self.0.next())
             }
         }
-        pub fn iter<T>(v: Vec<T>) -> Iter<std::vec::IntoIter<T>> {
+        pub(crate) fn iter<T>(v: Vec<T>) -> Iter<std::vec::IntoIter<T>> {
             Iter(v.into_iter())
         }
     }

@@ -23,16 +23,16 @@ impl std::fmt::Debug for Records {
 
 impl Records {
     /// Number of records.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.count
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
     }
 
     /// A view of the records.
-    pub fn view(&self) -> RecordsView<'_> {
+    pub(crate) fn view(&self) -> RecordsView<'_> {
         RecordsView {
             body: &self.body,
             count: self.count,
@@ -41,7 +41,7 @@ impl Records {
 
     /// The buffer: every record followed by `\n`.
     #[cfg(test)]
-    pub fn into_body(self) -> String {
+    pub(crate) fn into_body(self) -> String {
         self.body
     }
 
@@ -97,26 +97,26 @@ pub(crate) struct RecordsView<'a> {
 
 impl<'a> RecordsView<'a> {
     /// The records of `body` (each followed by `\n`), `count` of them.
-    pub fn new(body: &'a str, count: usize) -> Self {
+    pub(crate) fn new(body: &'a str, count: usize) -> Self {
         RecordsView { body, count }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.count
     }
 
     /// The records, each followed by `\n`: the file's data lines.
-    pub fn body(&self) -> &'a str {
+    pub(crate) fn body(&self) -> &'a str {
         self.body
     }
 
     /// Each record, in order.
-    pub fn iter(&self) -> RecordIter<'a> {
+    pub(crate) fn iter(&self) -> RecordIter<'a> {
         RecordIter { rest: self.body }
     }
 
     /// The records joined by `\n`, in characters.
-    pub fn chars(&self) -> usize {
+    pub(crate) fn chars(&self) -> usize {
         self.body.chars().count().saturating_sub(1)
     }
 }

@@ -433,7 +433,7 @@ pub(crate) enum RecordKind {
 impl RecordKind {
     /// What a line of the file is, for the line schema's description
     /// (`None`: the default, one record per line).
-    pub fn describe(self) -> Option<&'static str> {
+    pub(crate) fn describe(self) -> Option<&'static str> {
         match self {
             RecordKind::Json => None,
             RecordKind::Lines => Some(

@@ -129,12 +129,12 @@ impl FieldStats {
     }
 
     /// Whether every value seen is a string.
-    pub fn all_strings(&self) -> bool {
+    pub(crate) fn all_strings(&self) -> bool {
         self.types == ty::STRING
     }
 
     /// The most frequent values, most frequent first (ties by value).
-    pub fn top_values(&self, n: usize) -> Vec<(&str, usize)> {
+    pub(crate) fn top_values(&self, n: usize) -> Vec<(&str, usize)> {
         let mut v: Vec<(&str, usize)> = self
             .distinct
             .iter()

@@ -49,13 +49,13 @@ const JQ_SAFE_DEPTH: usize = 128;
 
 /// JSON types, as bit flags.
 mod ty {
-    pub const NULL: u8 = 1;
-    pub const BOOL: u8 = 2;
-    pub const INTEGER: u8 = 4;
-    pub const NUMBER: u8 = 8;
-    pub const STRING: u8 = 16;
-    pub const ARRAY: u8 = 32;
-    pub const OBJECT: u8 = 64;
+    pub(super) const NULL: u8 = 1;
+    pub(super) const BOOL: u8 = 2;
+    pub(super) const INTEGER: u8 = 4;
+    pub(super) const NUMBER: u8 = 8;
+    pub(super) const STRING: u8 = 16;
+    pub(super) const ARRAY: u8 = 32;
+    pub(super) const OBJECT: u8 = 64;
 }
 
 /// Everything learned from one pass over the records.
@@ -85,7 +85,7 @@ pub(crate) struct RecordStats {
 
 impl RecordStats {
     /// Folds every record in.
-    pub fn collect<'r>(records: impl IntoIterator<Item = &'r str>) -> RecordStats {
+    pub(crate) fn collect<'r>(records: impl IntoIterator<Item = &'r str>) -> RecordStats {
         let mut stats = RecordStats {
             count: 0,
             objects: 0,
@@ -161,7 +161,7 @@ impl RecordStats {
     /// with an error otherwise; `id`, `memory_type` and the confidence that
     /// recipe 9 sorts by (`confidence` at medium, `provenance.confidence`
     /// at full) need only be in most.
-    pub fn memory_recipes_fit(&self, detail: Detail) -> bool {
+    pub(crate) fn memory_recipes_fit(&self, detail: Detail) -> bool {
         let m = self.memory;
         let all = |n: usize| n == self.count;
         let most = |n: usize| n * 2 > self.count;
@@ -186,7 +186,7 @@ impl RecordStats {
 
     /// Detail level the records show: `provenance` → full, a flattened
     /// `confidence` or a `content` → medium, else light.
-    pub fn inferred_detail(&self) -> Detail {
+    pub(crate) fn inferred_detail(&self) -> Detail {
         let has = |k: &str| self.fields.get(k).is_some_and(|f| f.present > 0);
         if has("provenance") {
             Detail::Full
@@ -202,13 +202,13 @@ impl RecordStats {
     /// Trimmed to what tells the reader something: no `$schema`, and
     /// `required` only at the top and only when some property is missing
     /// from some record (a schema without it still accepts every record).
-    pub fn line_schema(&self, depth: usize) -> Value {
+    pub(crate) fn line_schema(&self, depth: usize) -> Value {
         self.schema.to_schema(depth.min(SCHEMA_DEPTH), true)
     }
 
     /// The field of object records that holds a tree's child nodes: an
     /// array of objects that have the same field (`children`).
-    pub fn tree_field(&self) -> Option<&str> {
+    pub(crate) fn tree_field(&self) -> Option<&str> {
         self.schema.properties.iter().find_map(|(k, (node, _))| {
             node.items
                 .as_ref()
@@ -219,7 +219,7 @@ impl RecordStats {
 
     /// The field used for `top_namespaces`: `namespace`, else the most
     /// category-like string field.
-    pub fn category_field(&self) -> Option<&str> {
+    pub(crate) fn category_field(&self) -> Option<&str> {
         if self
             .fields
             .get(NAMED_CATEGORY)
@@ -249,7 +249,7 @@ impl RecordStats {
     }
 
     /// Up to `n` most frequent values of the category field.
-    pub fn top_categories(&self, n: usize) -> Vec<String> {
+    pub(crate) fn top_categories(&self, n: usize) -> Vec<String> {
         self.category_field()
             .and_then(|k| self.fields.get(k))
             .map(|f| {
@@ -262,7 +262,7 @@ impl RecordStats {
     }
 
     /// The numeric field behind `score_range`, if any: score-like names first.
-    pub fn score_field(&self) -> Option<(&str, &FieldStats)> {
+    pub(crate) fn score_field(&self) -> Option<(&str, &FieldStats)> {
         const NAMES: [&str; 6] = [
             "score",
             "relevance",

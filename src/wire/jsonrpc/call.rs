@@ -19,7 +19,7 @@ pub(crate) struct RawCall {
 
 impl RawCall {
     /// A call known by name only.
-    pub fn named(name: impl Into<String>) -> Self {
+    pub(crate) fn named(name: impl Into<String>) -> Self {
         RawCall {
             name: name.into(),
             arguments: None,
@@ -27,7 +27,7 @@ impl RawCall {
     }
 
     /// The call with its arguments parsed.
-    pub fn to_call(&self) -> ToolCall {
+    pub(crate) fn to_call(&self) -> ToolCall {
         let arguments = self
             .arguments
             .as_deref()
@@ -40,7 +40,7 @@ impl RawCall {
     /// reads ([`DESCRIPTOR_ARGUMENTS`]), each cut to [`KEPT_CHARS`]
     /// characters, in a buffer of its own (not a slice keeping the whole
     /// request body alive). At most a few KB, whatever the client sent.
-    pub fn kept(&self) -> Self {
+    pub(crate) fn kept(&self) -> Self {
         let arguments = self.arguments.as_deref().and_then(|a| {
             let all: serde_json::Map<String, Value> = serde_json::from_slice(a).ok()?;
             let kept: serde_json::Map<String, Value> = DESCRIPTOR_ARGUMENTS
@@ -63,7 +63,7 @@ impl RawCall {
     }
 
     /// Bytes this call holds.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.name.len() + self.arguments.as_ref().map_or(0, Bytes::len)
     }
 }
