@@ -347,7 +347,7 @@ fn npx_tower_lro_proxy_works_as_mcp_remote_does() {
     assert_eq!(
         stderr.trim(),
         "lro: no prebuilt lro for freebsd-x64; install from source instead: \
-         cargo install tower-lro-cli --features object-store"
+         cargo install tower-lro-cli"
     );
 }
 

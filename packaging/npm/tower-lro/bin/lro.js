@@ -7,7 +7,7 @@
 const { spawn } = require("node:child_process");
 const path = require("node:path");
 
-const FALLBACK = "cargo install tower-lro-cli --features object-store";
+const FALLBACK = "cargo install tower-lro-cli";
 
 /** "linux-x64", "linux-x64-musl", "darwin-arm64", "win32-x64", ... */
 function platformKey() {
