@@ -16,6 +16,7 @@ mod engine_props;
 mod estimate_calibration;
 mod extract;
 mod fuzz_engine;
+#[cfg(feature = "history")]
 mod history;
 mod hostile_shapes;
 mod lifecycle;

@@ -4,6 +4,7 @@
 
 /// The stand-in chat endpoint of the history examples (for
 /// `history_layer` and `history_endpoint`).
+#[cfg(feature = "history")]
 #[path = "../../examples/support/chat_endpoint.rs"]
 mod chat_endpoint;
 mod client_profiles;
@@ -12,7 +13,11 @@ mod common;
 
 mod extract_answers;
 mod fuzz_layer;
+// The features these need are on when the workspace is tested as a whole
+// (`cargo test`: the `lro` command's crate switches them on).
+#[cfg(feature = "history-endpoint")]
 mod history_endpoint;
+#[cfg(feature = "history")]
 mod history_layer;
 mod hostile;
 mod layer_axum;
@@ -22,4 +27,5 @@ mod middleware_streams;
 mod output_schemas;
 mod serve_access;
 mod serve_extract;
+#[cfg(feature = "object-store")]
 mod shared_store;
