@@ -47,7 +47,7 @@ fn minify_to(src: &str, sink: &mut impl Sink) {
     let mut i = 0;
     while i < len && !sink.failed() {
         match bytes[i] {
-            b'"' => i = string_end(bytes, i + 1),
+            b'"' => i = after_string(bytes, i + 1),
             b' ' | b'\t' | b'\n' | b'\r' => {
                 // ASCII positions are always char boundaries.
                 sink.put(&src[run_start..i]);
@@ -63,25 +63,29 @@ fn minify_to(src: &str, sink: &mut impl Sink) {
     sink.put(&src[run_start.min(len)..]);
 }
 
-/// The position just after the string literal whose contents start at
-/// `from` (after its opening quote); the end of `bytes` if it is not closed.
-/// The scanner of the byte walks over minified records and the texts they
-/// come from, where strings are short: one `memchr2` call from escape to
-/// escape. [`blocks::string_end`] is the other one, 64 bytes at a time,
-/// for the readers that cross long strings.
-pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> usize {
+/// The index of the quote closing the string whose text starts at `from`
+/// (after its opening quote; the byte at `from` not escaped); `None` when
+/// `bytes` ends first. One `memchr2` call (SIMD) from escape to escape:
+/// the crate's one string scanner, for short keys and long texts alike.
+pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
     while let Some(p) = bytes
         .get(from..)
         .and_then(|b| memchr::memchr2(b'"', b'\\', b))
     {
         let at = from + p;
         if bytes[at] == b'"' {
-            return at + 1;
+            return Some(at);
         }
         // A backslash escapes the next byte.
         from = at + 2;
     }
-    bytes.len()
+    None
+}
+
+/// The position just after the string whose text starts at `from`: its
+/// closing quote's, or the end of `bytes` when it is not closed.
+pub(crate) fn after_string(bytes: &[u8], from: usize) -> usize {
+    string_end(bytes, from).map_or(bytes.len(), |quote| quote + 1)
 }
 
 /// Whether arrays and objects in `bytes` nest more than `max` levels deep,
@@ -93,7 +97,7 @@ pub(crate) fn nests_deeper(bytes: &[u8], max: usize) -> bool {
     while let Some(&b) = bytes.get(i) {
         match b {
             b'"' => {
-                i = string_end(bytes, i + 1);
+                i = after_string(bytes, i + 1);
                 continue;
             }
             b'[' | b'{' => {
@@ -161,7 +165,7 @@ pub(crate) fn is_minified(src: &str) -> bool {
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => i = string_end(bytes, i + 1),
+            b'"' => i = after_string(bytes, i + 1),
             b' ' | b'\t' | b'\n' | b'\r' => return false,
             _ => i += 1,
         }

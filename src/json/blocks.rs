@@ -6,22 +6,6 @@
 //! skipped (the trusted reader of a validated result, the walks over a
 //! spilled one) and where it is validated (`validate`).
 
-/// The index of the quote closing the string whose text starts at `at`
-/// (the byte at `at` not escaped), 64 bytes at a time; `None` when `b`
-/// ends first.
-pub(crate) fn string_end(b: &[u8], mut at: usize) -> Option<usize> {
-    let mut escapes = Escapes::default();
-    while at < b.len() {
-        let m = Masks::of(&block_at(b, at), false);
-        let quotes = m.quote & !escapes.next(m.backslash);
-        if quotes != 0 {
-            return Some(at + quotes.trailing_zeros() as usize);
-        }
-        at += 64;
-    }
-    None
-}
-
 /// The 64 bytes from `at`, zeros past the end (no quote, backslash or bracket).
 pub(crate) fn block_at(b: &[u8], at: usize) -> [u8; 64] {
     let rest = b.get(at..).unwrap_or_default();

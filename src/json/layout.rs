@@ -192,7 +192,7 @@ impl Walk<'_> {
         if self.escaped {
             return self.escaped_string();
         }
-        let end = super::string_end(self.minified, self.m + 1);
+        let end = super::after_string(self.minified, self.m + 1);
         let n = end - self.m;
         if self.original.get(self.o..self.o + n) != self.minified.get(self.m..end) {
             return false;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Sink, layout, string_end};
+use super::{Sink, after_string, layout};
 
 /// How a JSON text was laid out by the program that wrote it.
 ///
@@ -103,7 +103,7 @@ impl Style {
             match b {
                 b'"' => {
                     // Skip the string literal; it is copied with the literal run.
-                    i = string_end(bytes, i + 1);
+                    i = after_string(bytes, i + 1);
                     continue;
                 }
                 b'{' | b'[' | b'}' | b']' | b',' | b':' => {

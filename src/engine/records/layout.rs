@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::json::string_end;
+use crate::json::after_string;
 
 /// Depths past this one share its entries.
 const MAX_DEPTH: usize = 64;
@@ -228,7 +228,7 @@ fn kind_of(b: u8) -> u8 {
 /// The end of the token starting at `i`.
 fn token_end(bytes: &[u8], i: usize) -> usize {
     match bytes[i] {
-        b'"' => string_end(bytes, i + 1),
+        b'"' => after_string(bytes, i + 1),
         b'[' | b']' | b'{' | b'}' | b',' | b':' => i + 1,
         _ => scalar_end(bytes, i),
     }

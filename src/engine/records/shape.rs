@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::Records;
-use crate::json::{Style, is_minified, minifies_to, minify, string_end, trim_parts, validate};
+use crate::json::{Style, after_string, is_minified, minifies_to, minify, trim_parts, validate};
 
 /// The shape of one JSON text or structured value.
 pub(super) enum JsonShape<'a> {
@@ -160,7 +160,7 @@ fn same_key(a: &str, b: &str) -> bool {
 
 /// The key (quotes included) and value of one `"key":value` member.
 fn member(item: &str) -> (&str, &str) {
-    let key_end = string_end(item.as_bytes(), 1);
+    let key_end = after_string(item.as_bytes(), 1);
     (
         &item[..key_end],
         item.get(key_end + 1..).unwrap_or_default(),
@@ -250,7 +250,7 @@ impl<'a> Items<'a> {
         while i < end {
             match bytes[i] {
                 b'"' => {
-                    i = string_end(bytes, i + 1);
+                    i = after_string(bytes, i + 1);
                     continue;
                 }
                 b'[' if depth == 0 && i * 2 < self.text.len() && records.is_some() => {

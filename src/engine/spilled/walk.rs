@@ -9,7 +9,7 @@
 use std::io::Read;
 
 use super::scan::{CHUNK, NotStreamable};
-use crate::json::blocks::string_end;
+use crate::json::string_end;
 use crate::json::to_quote_or_backslash;
 
 /// Longest key kept of an object member (longer ones are named by their
@@ -209,8 +209,8 @@ impl Walker {
     }
 
     /// Steps over the bytes of a string inside a child, not wanted, from
-    /// `i` (not escaped) to its closing quote or the end of `buf`, 64 bytes
-    /// at a time; where it stopped.
+    /// `i` (not escaped) to its closing quote or the end of `buf`; where it
+    /// stopped.
     fn skip_string(&mut self, buf: &[u8], i: usize) -> usize {
         let to = match string_end(buf, i) {
             Some(quote) => quote,

@@ -19,7 +19,8 @@
 use std::ops::Range;
 
 use super::{MAX_CONTENT_BLOCKS, MemberRanges, Raw, RawObject};
-use crate::json::blocks::{Escapes, Masks, block_at, prefix_xor, string_end};
+use crate::json::blocks::{Escapes, Masks, block_at, prefix_xor};
+use crate::json::string_end;
 
 /// The top-level fields and the content blocks' fields of `json`, one
 /// valid JSON value, exactly as `TopFast` reads them (`content` a `[]`
