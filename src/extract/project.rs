@@ -485,7 +485,7 @@ mod tests {
     }
 
     #[test]
-    fn one_value_per_object_only_where_jq_surely_makes_one() {
+    fn one_value_per_object_only_where_jq_makes_exactly_one() {
         for yes in [
             ".",
             ".id",

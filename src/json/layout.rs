@@ -249,7 +249,7 @@ mod tests {
     }
 
     #[test]
-    fn tells_each_layout_and_its_near_misses() {
+    fn detects_each_layout_and_its_near_misses() {
         let m = r#"{"a":[1,{"b":[],"c":{}},"s, t: \"u\" \\"],"long key of more than a word":"é😀 and a value of more than a word \n","d":null}"#;
         let styles = [
             Style::Spaced,
@@ -292,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn tells_an_escaped_layout_and_its_near_misses() {
+    fn detects_an_escaped_layout_and_its_near_misses() {
         let m = r#"{"a":[1,{"b":[],"c":{}},"s, t: \"u\" \\"],"long key of more than a word":"é😀 and a value \n\u0001","d":null}"#;
         let styles = [
             Style::Compact,

@@ -80,7 +80,7 @@ impl BufferBudget {
     /// that makes it large and the spare holds it all (a body of unknown
     /// size, found large as it comes), else as it is.
     pub(crate) fn grow_into_spare(&self, buf: Vec<u8>, more: usize) -> Vec<u8> {
-        match self.take_spare_for_growth(buf.len(), buf.capacity(), more) {
+        match self.reuse_buffer_for_growth(buf.len(), buf.capacity(), more) {
             Some(mut spare) => {
                 spare.extend_from_slice(&buf);
                 spare
@@ -92,7 +92,7 @@ impl BufferBudget {
     /// The spare (emptied) for a buffer holding `len` bytes of `capacity`,
     /// about to take `more`: when it would have to grow, grows large, and
     /// the spare holds it all.
-    pub(crate) fn take_spare_for_growth(
+    pub(crate) fn reuse_buffer_for_growth(
         &self,
         len: usize,
         capacity: usize,
@@ -383,16 +383,16 @@ mod tests {
         drop(slice);
         assert_eq!(budget.inner.used.load(Ordering::Acquire), 3 << 20);
         let spare = budget
-            .take_spare_for_growth(0, 0, 2 << 20)
+            .reuse_buffer_for_growth(0, 0, 2 << 20)
             .expect("the spare");
         assert_eq!((spare.as_ptr(), spare.len()), (at, 0));
         assert!(
-            budget.take_spare_for_growth(0, 0, 2 << 20).is_none(),
+            budget.reuse_buffer_for_growth(0, 0, 2 << 20).is_none(),
             "one spare"
         );
         assert!(
             budget
-                .take_spare_for_growth(1 << 10, 4 << 20, 1 << 20)
+                .reuse_buffer_for_growth(1 << 10, 4 << 20, 1 << 20)
                 .is_none(),
             "room left"
         );

@@ -65,12 +65,12 @@ where
         // Sent as it came, the error after it.
         return Response::from_parts(parts, OffloadBody::full(data, trailers, error, lease));
     }
-    let (data, tell) = if shared.passes_unread(&watched, data.len()) {
+    let (data, notify) = if shared.passes_unread(&watched, data.len()) {
         (data, false)
     } else {
         rewrite_json(&shared, data, &watched).await
     };
-    let data = if tell {
+    let data = if notify {
         as_stream_after_notice(&mut parts, &data)
     } else {
         data
@@ -162,14 +162,14 @@ where
 }
 
 /// Rewrites the watched results in a JSON body (one message or a batch);
-/// `true` when the client must first be told that the layer's tools
-/// changed (see [`Shared::tell_tools_changed`]).
+/// `true` when the client must first be notified that the layer's tools
+/// changed (see [`Shared::needs_list_changed`]).
 async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> (Bytes, bool) {
     // Checked as UTF-8 once: the results are handed on as text.
     let Ok(body) = ByteString::try_from(data.clone()) else {
         return (data, false);
     };
-    let mut tell = false;
+    let mut notify = false;
     let text: &str = &body;
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for found in find_results(text) {
@@ -197,7 +197,7 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> (Bytes
             .transform(w, body.slice_ref(&text[range.clone()]), members)
             .await
         {
-            tell |= shared.tell_tools_changed(w);
+            notify |= shared.needs_list_changed(w);
             edits.push((range, new));
         }
     }
@@ -213,5 +213,5 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> (Bytes
         at = range.end;
     }
     out.extend_from_slice(&data[at..]);
-    (out.freeze(), tell)
+    (out.freeze(), notify)
 }

@@ -21,7 +21,7 @@ impl Weigh for RawCall {
     }
 }
 
-/// Whether a session's client was told of the layer's tools.
+/// Whether a session's client was notified of the layer's tools.
 impl Weigh for bool {
     fn weight(&self) -> usize {
         1

@@ -114,7 +114,7 @@ where
             if matches!(reply.outcome, Outcome::Offloaded(_)) {
                 shared.note_offload(w);
             }
-            let data = if shared.tell_tools_changed(w) {
+            let data = if shared.needs_list_changed(w) {
                 as_stream_after_notice(&mut parts, message.as_bytes())
             } else {
                 Bytes::from(message)

@@ -159,7 +159,7 @@ impl<E> SseRewriter<E> {
         if let Some(spare) = self
             .shared
             .buffers
-            .take_spare_for_growth(held, room, chunk.len())
+            .reuse_buffer_for_growth(held, room, chunk.len())
         {
             self.splitter.move_into(spare);
         }
@@ -180,7 +180,7 @@ impl<E> SseRewriter<E> {
                     .shared
                     .passes_unread(std::slice::from_ref(&call), range.len()) =>
             {
-                // Surely under its threshold: sent on as it is.
+                // Certainly under its threshold: sent on as it is.
                 self.ready.push_back(Frame::data(event));
             }
             Some((watch, data, range, members)) => {
@@ -282,7 +282,7 @@ async fn rewrite_event(
             message.push_str(&result);
             minify_into(after, &mut message);
             let event = replace_data(&event, message.as_bytes());
-            if shared.tell_tools_changed(&watch) {
+            if shared.needs_list_changed(&watch) {
                 after_notice(event)
             } else {
                 event
@@ -542,7 +542,7 @@ impl<E> SseRewriter<E> {
                         if offloaded {
                             self.shared.note_offload(&w);
                         }
-                        if self.shared.tell_tools_changed(&w) {
+                        if self.shared.needs_list_changed(&w) {
                             after_notice(event)
                         } else {
                             event

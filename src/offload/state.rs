@@ -111,7 +111,7 @@ pub(crate) struct Watch {
     /// The calling client's name (`clientInfo.name`), when known.
     pub client: Option<String>,
     /// The MCP session whose client is listed the layer's tools only once
-    /// something was offloaded in it, and can be told so (see
+    /// something was offloaded in it, and can be notified then (see
     /// [`Shared::lazy_session`]).
     pub lazy_session: Option<String>,
 }
@@ -285,7 +285,7 @@ impl Shared {
 
     /// The session of a request whose client is listed the layer's tools
     /// only once something was offloaded in it ([`ToolListing::AfterOffload`]),
-    /// when the layer can tell it then: it has a session and accepts an
+    /// when the layer can notify it then: it has a session and accepts an
     /// event stream (the notification goes before the result). `None`:
     /// the tools are listed as usual.
     pub(crate) fn lazy_session(
@@ -306,14 +306,15 @@ impl Shared {
     pub(crate) fn note_offload(&self, w: &Watch) {
         if let Some(session) = &w.lazy_session {
             self.offloaded_in
-                .update(session, |told| told.unwrap_or(false));
+                .update(session, |notified| notified.unwrap_or(false));
         }
     }
 
     /// Whether the answer to `w` must be preceded by
     /// `notifications/tools/list_changed`: its session had its first
-    /// offload and its client was not told yet (it is now taken as told).
-    pub(crate) fn tell_tools_changed(&self, w: &Watch) -> bool {
+    /// offload and its client was not notified yet (it is now marked as
+    /// notified).
+    pub(crate) fn needs_list_changed(&self, w: &Watch) -> bool {
         let Some(session) = &w.lazy_session else {
             return false;
         };

@@ -1,4 +1,4 @@
-//! Telling a client that the layer's tools are there now
+//! Notifying a client that the layer's tools are there now
 //! ([`ToolListing::AfterOffload`](crate::config::ToolListing::AfterOffload)):
 //! `notifications/tools/list_changed`, sent before the answer that carries
 //! the session's first offload, in the same response (a JSON answer

@@ -62,7 +62,7 @@ fn every_shape_says_how_to_tell_the_file_is_whole() {
 /// the statistics decide (summary, line schema, recipes) are those of the
 /// same records taken at once: the same result without the copy.
 #[test]
-fn records_taken_ahead_are_described_as_records_taken_at_once() {
+fn records_read_in_advance_are_described_as_records_read_at_once() {
     use serde_json::json;
     use tower_lro::descriptor::Detail;
     use tower_lro::fixtures::MemoryGenerator;

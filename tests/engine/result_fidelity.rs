@@ -588,7 +588,7 @@ fn a_failed_write_keeps_the_large_parts_the_header_leaves_out() {
 /// estimate is the text's (or the structured content's, when larger) and
 /// the file with the rewritten result rebuilds the result exactly.
 #[test]
-fn megabyte_texts_that_may_copy_structured_content_are_told_right() {
+fn megabyte_texts_that_may_copy_structured_content_are_detected_right() {
     use tower_lro::descriptor::Detail;
     use tower_lro::estimate::{ScriptAwareEstimator, TokenEstimator};
     use tower_lro::fixtures::MemoryGenerator;

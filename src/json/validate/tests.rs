@@ -98,7 +98,7 @@ fn truncated_inputs() {
 }
 
 #[test]
-fn members_are_told_with_their_ranges() {
+fn members_are_reported_with_their_ranges() {
     let text = r#" { "a" : [1, {"x": 2}] , "b\u0063":"s" ,"n":null} "#;
     let mut seen = Vec::new();
     validate_with(text, |k, v| seen.push((&text[k], &text[v]))).unwrap();

@@ -87,7 +87,7 @@ fn members_as_serde_reads_them() {
 }
 
 #[test]
-fn the_long_strings_of_the_object_within_are_told() {
+fn the_long_strings_of_the_object_within_are_reported() {
     use crate::json::LONG_STRING;
     // `n` bytes with its quotes, escapes in it.
     let string = |n: usize| format!("\"{}\\n\"", "a".repeat(n - 4));

@@ -254,7 +254,7 @@ proptest! {
         prop_assert_eq!(format!("{trusted:?}"), format!("{serde:?}"));
         // And the usual shapes were read by the trusted reader, not left to serde.
         prop_assert_eq!(read(&json).is_some(), usual(&top), "{}", json);
-        // Told where the members sit, it reads the same.
+        // Given where the members sit, it reads the same.
         let placed = read_placed(&json);
         prop_assert_eq!(format!("{placed:?}"), format!("{:?}", read(&json)), "{}", json);
     }
