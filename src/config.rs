@@ -44,6 +44,7 @@
 //! open_output_schemas = true     # take closed output schemas out of tools/list (else such results stay inline)
 //! builtin_profiles = true        # the shipped client profiles apply (see ClientProfile)
 //! files_local_to_client = false  # the files are on the client's machine (lro proxy: true)
+//! parallel = true                # two threads for the walks of a large result (false: one)
 //! exclude_tools = ["read_secret"]
 //!
 //! [prompt.offload.tools.query_logs]   # per-tool policy; every key optional
@@ -233,6 +234,11 @@ pub struct OffloadConfig {
     /// and a large result whose records are in such a tool's
     /// `structuredContent` passes through inline.
     pub open_output_schemas: bool,
+    /// Whether the engine may run two walks of a large result (its records'
+    /// statistics and their SHA-256) on two threads (`parallel`, default
+    /// true; see `PARALLEL_FROM` in `benches/README.md`). False: one after
+    /// the other; the file and the descriptor are the same either way.
+    pub parallel: bool,
 }
 
 impl Default for OffloadConfig {
@@ -259,6 +265,7 @@ impl Default for OffloadConfig {
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             extraction: true,
             open_output_schemas: true,
+            parallel: true,
         }
     }
 }
@@ -452,6 +459,13 @@ impl OffloadConfig {
         self.open_output_schemas = on;
         self
     }
+    /// Sets [`parallel`](Self::parallel): two threads for the walks of a
+    /// large result (`parallel`, `ATLATL_PROMPT__OFFLOAD__PARALLEL`;
+    /// default true).
+    pub fn parallel(mut self, on: bool) -> Self {
+        self.parallel = on;
+        self
+    }
     /// Sets [`builtin_profiles`](Self::builtin_profiles): the shipped
     /// client profiles apply (`builtin_profiles`,
     /// `ATLATL_PROMPT__OFFLOAD__BUILTIN_PROFILES`; default true).
@@ -642,6 +656,13 @@ mod tests {
             d.clone().files_local_to_client(true),
             OffloadConfig {
                 files_local_to_client: true,
+                ..d.clone()
+            }
+        );
+        assert_eq!(
+            d.clone().parallel(false),
+            OffloadConfig {
+                parallel: false,
                 ..d
             }
         );

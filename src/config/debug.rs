@@ -28,6 +28,7 @@ impl std::fmt::Debug for OffloadConfig {
             .field("open_output_schemas", &self.open_output_schemas)
             .field("builtin_profiles", &self.builtin_profiles)
             .field("files_local_to_client", &self.files_local_to_client)
+            .field("parallel", &self.parallel)
             .finish()
     }
 }

@@ -173,6 +173,7 @@ impl OffloadConfig {
             "max_buffered_bytes" => self.max_buffered_bytes = integer(v, name, 0, u64::MAX)?,
             "auto_cleanup" => self.auto_cleanup = v.boolean(name)?,
             "extraction" => self.extraction = v.boolean(name)?,
+            "parallel" => self.parallel = v.boolean(name)?,
             "open_output_schemas" => self.open_output_schemas = v.boolean(name)?,
             "builtin_profiles" => self.builtin_profiles = v.boolean(name)?,
             "files_local_to_client" => self.files_local_to_client = v.boolean(name)?,

@@ -86,6 +86,7 @@ pub(super) fn run(
     let view = records.view();
     let body = view.body();
     let (stats, contract) = parallel::join(
+        o.config.parallel,
         body.len(),
         || RecordStats::collect(view.iter()),
         || DataDigest::of(body.as_bytes(), view.len()),

@@ -127,3 +127,44 @@ fn records_read_in_advance_are_described_as_records_read_at_once() {
         assert_eq!(jq(a), jq(b), "{n} {other}");
     }
 }
+
+/// The one switch of the engine's parallel work (`parallel = false`): a
+/// result over `PARALLEL_FROM` (3,000 full memories, ~7 MB) gives the same
+/// file and the same descriptor (file names and times aside) with its two
+/// walks on one thread as on two.
+#[test]
+fn parallel_work_off_gives_the_same_file_and_descriptor() {
+    use serde_json::json;
+    use tower_lro::descriptor::Detail;
+    use tower_lro::fixtures::MemoryGenerator;
+    use tower_lro::offload::ToolCall;
+    let memories = MemoryGenerator::new(5).memories(3000, Detail::Full);
+    let result = json!({"content": [], "structuredContent": {"memories": memories}}).to_string();
+    assert!(result.len() > 1 << 20);
+    let call = ToolCall::new("recall_memories", None);
+    let offload = |parallel: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let config = OffloadConfig::default()
+            .output_dir(dir.path())
+            .parallel(parallel);
+        let Outcome::Offloaded(off) = Offloader::new(config)
+            .process(&call, result.as_bytes())
+            .unwrap()
+        else {
+            panic!("expected an offload");
+        };
+        let file = std::fs::read(&off.file.path).unwrap();
+        let at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut descriptor = serde_json::to_value(&off.response).unwrap();
+        let path = off.response.file_path.clone();
+        let text = descriptor.to_string().replace(&path, "FILE");
+        descriptor = serde_json::from_str(&text).unwrap();
+        for volatile in ["expires_at", "created_at"] {
+            descriptor.as_object_mut().unwrap().remove(volatile);
+        }
+        (file[at..].to_vec(), descriptor)
+    };
+    let (on, off) = (offload(true), offload(false));
+    assert_eq!(on.0, off.0, "the records");
+    assert_eq!(on.1, off.1, "the descriptor");
+}

@@ -28,18 +28,9 @@ async fn call_as(url: &str, name: &str) -> (Vec<String>, Value) {
     .unwrap();
     let tools = client.list_all_tools().await.unwrap();
     let names = tools.iter().map(|t| t.name.to_string()).collect();
-    let params = CallToolRequestParams::new("recall_memories").with_arguments(
-        json!({"query": "cache", "count": 200})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
-    let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(params))
-        .await
-        .unwrap()
-        .unwrap();
+    let result = recall(&client, 200).await;
     let _ = client.cancel().await;
-    (names, serde_json::to_value(&result).unwrap())
+    (names, result)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,8 +207,9 @@ async fn lro_tools(
         .collect()
 }
 
-async fn recall(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, Counting>,
+/// `recall_memories` of `count` memories, called by `client`: the result.
+async fn recall<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
     count: u64,
 ) -> Value {
     let params = CallToolRequestParams::new("recall_memories").with_arguments(
