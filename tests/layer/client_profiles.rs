@@ -304,3 +304,31 @@ async fn shipped_profiles_list_the_tools_when_the_client_needs_them() {
         let _ = client.cancel().await;
     }
 }
+
+/// A first offload over the spill size (16 MiB, the event spilled to a
+/// file and offloaded from there) also comes after
+/// `notifications/tools/list_changed` for Gemini CLI's profile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spilled_first_offload_is_preceded_by_the_notice_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = OffloadConfig::default().output_dir(dir.path());
+    let addr = serve_mcp(
+        mcp_service(Mode::StatefulSse),
+        Some(OffloadLayer::new(config)),
+    )
+    .await;
+    let url = format!("http://{addr}/mcp");
+    let (gemini, counts) = connect_counting(&url, "gemini-cli-mcp-client").await;
+    assert!(lro_tools(&gemini).await.is_empty());
+    // 12,000 full memories: records of ~11 MB, twice in the response
+    // (structured and a pretty copy): over the 16 MiB spill size.
+    let large = recall(&gemini, 12_000).await;
+    let d = common::descriptor(&large);
+    assert_eq!(d.summary.count, 12_000);
+    // The response holds the records twice (structured and a pretty copy).
+    let file = std::fs::metadata(&d.file_path).unwrap().len();
+    assert!(file > 8 << 20, "{file}");
+    counts.wait_for(1).await;
+    assert_eq!(lro_tools(&gemini).await.len(), 2);
+    let _ = gemini.cancel().await;
+}
