@@ -163,7 +163,7 @@ where
 
 /// Rewrites the watched results in a JSON body (one message or a batch);
 /// `true` when the client must first be notified that the layer's tools
-/// changed (see [`Shared::needs_list_changed`]).
+/// changed (see [`Shared::note_offload`]).
 async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> (Bytes, bool) {
     // Checked as UTF-8 once: the results are handed on as text.
     let Ok(body) = ByteString::try_from(data.clone()) else {
@@ -193,11 +193,11 @@ async fn rewrite_json(shared: &Shared, data: Bytes, watched: &[Watch]) -> (Bytes
             shared.tasks.insert(&task, w.call.kept());
             continue;
         }
-        if let Some(new) = shared
+        if let Some((new, first_offload)) = shared
             .transform(w, body.slice_ref(&text[range.clone()]), members)
             .await
         {
-            notify |= shared.needs_list_changed(w);
+            notify |= first_offload;
             edits.push((range, new));
         }
     }

@@ -21,7 +21,7 @@ impl Weigh for RawCall {
     }
 }
 
-/// Whether a session's client was notified of the layer's tools.
+/// A mark (sessions that had an offload).
 impl Weigh for bool {
     fn weight(&self) -> usize {
         1

@@ -111,10 +111,8 @@ where
     match reply.message {
         Some(message) if reply.id == w.id && !matches!(reply.outcome, Outcome::Inline(_)) => {
             let mut parts = parts;
-            if matches!(reply.outcome, Outcome::Offloaded(_)) {
-                shared.note_offload(w);
-            }
-            let data = if shared.needs_list_changed(w) {
+            let first = matches!(reply.outcome, Outcome::Offloaded(_)) && shared.note_offload(w);
+            let data = if first {
                 as_stream_after_notice(&mut parts, message.as_bytes())
             } else {
                 Bytes::from(message)

@@ -274,7 +274,7 @@ async fn rewrite_event(
         .transform(&watch, data.slice_ref(&data[range.clone()]), members)
         .await
     {
-        Some(result) => {
+        Some((result, notify)) => {
             let before = &data[..range.start];
             let after = &data[range.end..];
             let mut message = String::with_capacity(before.len() + result.len() + after.len());
@@ -282,11 +282,7 @@ async fn rewrite_event(
             message.push_str(&result);
             minify_into(after, &mut message);
             let event = replace_data(&event, message.as_bytes());
-            if shared.needs_list_changed(&watch) {
-                after_notice(event)
-            } else {
-                event
-            }
+            if notify { after_notice(event) } else { event }
         }
         None => event,
     }
@@ -539,10 +535,7 @@ impl<E> SseRewriter<E> {
                 let event = match self.watched.iter().position(|w| w.id == id) {
                     Some(pos) => {
                         let w = self.watched.swap_remove(pos);
-                        if offloaded {
-                            self.shared.note_offload(&w);
-                        }
-                        if self.shared.needs_list_changed(&w) {
+                        if offloaded && self.shared.note_offload(&w) {
                             after_notice(event)
                         } else {
                             event

@@ -15,8 +15,8 @@ use crate::answer::BindingKey;
 use crate::answer::manifest::{ToolEdits, add_capabilities, add_tools};
 use crate::cleanup::{CleanupError, CleanupHandle, Custodian};
 use crate::config::ToolListing;
-use crate::engine::Offloader;
 use crate::engine::events::{OffloadEvent, PassReason};
+use crate::engine::{Offloader, Outcome};
 use crate::extract::ExtractLimits;
 use crate::wire::call::OutputSchema;
 use crate::wire::jsonrpc::{RawCall, Watched};
@@ -47,8 +47,8 @@ pub(crate) struct Shared {
     /// The client name each session gave in `initialize` (`clientInfo.name`).
     pub clients: Memo<String>,
     /// Sessions whose client is listed the layer's tools once something
-    /// was offloaded ([`ToolListing::AfterOffload`]) and had an offload:
-    /// `true` once it was sent `notifications/tools/list_changed`.
+    /// was offloaded ([`ToolListing::AfterOffload`]) and had an offload
+    /// (the value is not read).
     ///
     /// [`ToolListing::AfterOffload`]: crate::config::ToolListing::AfterOffload
     pub offloaded_in: Memo<bool>,
@@ -224,7 +224,9 @@ impl Shared {
 
     /// What to put in place of the watched answer `result` (its JSON), if
     /// anything: the offload of a large tool result, or a server answer
-    /// with what the layer adds. `result` is the `result` member of a
+    /// with what the layer adds; with it, whether the answer must be
+    /// preceded by `notifications/tools/list_changed` (see
+    /// [`note_offload`](Self::note_offload)). `result` is the `result` member of a
     /// response validated whole with serde's rules ([`find_results`],
     /// [`read_reply`]): valid JSON, offloaded without validating it again;
     /// `members`, where its members sit, when the validator reported them.
@@ -236,19 +238,17 @@ impl Shared {
         w: &Watch,
         result: bytestring::ByteString,
         members: Option<crate::wire::mcp::MemberRanges>,
-    ) -> Option<String> {
+    ) -> Option<(String, bool)> {
         match w.kind {
             WatchKind::Result => {
                 let call = self.call_of(w);
                 let outcome = self
                     .offloader
                     .process_validated_async(&call, result, members)
-                    .await;
-                let replacement = outcome.ok().and_then(|o| o.into_replacement());
-                if replacement.is_some() {
-                    self.note_offload(w);
-                }
-                replacement
+                    .await
+                    .ok()?;
+                let notify = matches!(outcome, Outcome::Offloaded(_)) && self.note_offload(w);
+                Some((outcome.into_replacement()?, notify))
             }
             WatchKind::ListTools | WatchKind::ListMoreTools => {
                 let text: &str = &result;
@@ -270,7 +270,7 @@ impl Shared {
                 for (tool, declared) in schemas {
                     self.output_schemas.insert(&tool, declared);
                 }
-                (out != text).then_some(out)
+                (out != text).then_some((out, false))
             }
             WatchKind::Capabilities => {
                 let lazy = self
@@ -278,7 +278,7 @@ impl Shared {
                     .config()
                     .tool_listing_for(w.client.as_deref())
                     == ToolListing::AfterOffload;
-                add_capabilities(&result, lazy)
+                add_capabilities(&result, lazy).map(|out| (out, false))
             }
         }
     }
@@ -294,35 +294,27 @@ impl Shared {
         session: Option<&str>,
         accepts_stream: bool,
     ) -> Option<String> {
-        let config = self.offloader.config();
-        let lazy = self.serves()
-            && accepts_stream
-            && config.tool_listing_for(client) == ToolListing::AfterOffload;
-        session.filter(|_| lazy).map(str::to_owned)
+        let session = session?;
+        let lazy = accepts_stream
+            && self.serves()
+            && self.offloader.config().tool_listing_for(client) == ToolListing::AfterOffload;
+        lazy.then(|| session.to_owned())
     }
 
-    /// Notes that the result `w` watches was offloaded: if its session
-    /// lists the layer's tools lazily, they are listed from now on.
-    pub(crate) fn note_offload(&self, w: &Watch) {
-        if let Some(session) = &w.lazy_session {
-            self.offloaded_in
-                .update(session, |notified| notified.unwrap_or(false));
-        }
-    }
-
-    /// Whether the answer to `w` must be preceded by
-    /// `notifications/tools/list_changed`: its session had its first
-    /// offload and its client was not notified yet (it is now marked as
-    /// notified).
-    pub(crate) fn needs_list_changed(&self, w: &Watch) -> bool {
+    /// Notes that the result `w` watches was offloaded to a file; `true`
+    /// when this is the first offload of a session that lists the layer's
+    /// tools lazily: they are listed from now on, and its answer must be
+    /// preceded by `notifications/tools/list_changed` (once per session).
+    pub(crate) fn note_offload(&self, w: &Watch) -> bool {
         let Some(session) = &w.lazy_session else {
             return false;
         };
-        if self.offloaded_in.get(session) != Some(false) {
-            return false;
-        }
-        self.offloaded_in.insert(session, true);
-        true
+        let mut first = false;
+        self.offloaded_in.update(session, |seen| {
+            first = seen.is_none();
+            true
+        });
+        first
     }
 
     /// The call whose result `w` watches, as the engine takes it.
