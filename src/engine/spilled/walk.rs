@@ -179,6 +179,15 @@ impl Walker {
                     continue;
                 }
             }
+            if !self.in_str && self.depth >= 2 && self.at == At::InValue {
+                // Inside an array or object of a child: up to its next
+                // string or its closing bracket in one step.
+                i = self.nested(buf, i, visit);
+                self.flush(visit, CHUNK)?;
+                if i == n {
+                    continue;
+                }
+            }
             let b = buf[i];
             i += 1;
             let here = self.pos;
@@ -225,6 +234,53 @@ impl Walker {
         self.pos += (to - i) as u64;
         self.child_end = self.pos;
         to
+    }
+
+    /// The bytes of an array or object nested in a child, from `i` (not
+    /// in a string) to the bracket that closes the child's outermost array
+    /// or object, a string that does not end in `buf`, or the end of `buf`
+    /// (where it stopped): brackets counted, whitespace outside strings
+    /// counted and left out of the bytes kept, the rest (strings whole)
+    /// kept as it is.
+    fn nested(&mut self, buf: &[u8], start: usize, visit: &mut dyn Visit) -> usize {
+        let (mut i, mut run) = (start, start);
+        while i < buf.len() {
+            match buf[i] {
+                b'"' => match string_end(buf, i + 1) {
+                    Some(quote) => {
+                        if (quote + 1 - i) as u64 >= LONG_STRING {
+                            let at = self.pos + (i - start) as u64;
+                            visit.long_string(at, at + (quote + 1 - i) as u64);
+                        }
+                        i = quote;
+                    }
+                    None => break,
+                },
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' if self.depth == 2 => break,
+                b'}' | b']' => self.depth -= 1,
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    self.keep(&buf[run..i]);
+                    run = i + 1;
+                    self.outer.inner_ws += 1;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.keep(&buf[run..i]);
+        if let Some(last) = buf[start..i].iter().rposition(|b| !b.is_ascii_whitespace()) {
+            self.child_end = self.pos + last as u64 + 1;
+        }
+        self.pos += (i - start) as u64;
+        i
+    }
+
+    /// Bytes of a child kept for the visitor, when it wants them.
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.wants {
+            self.out.extend_from_slice(bytes);
+        }
     }
 
     /// Plain bytes of a string.
@@ -432,6 +488,43 @@ mod tests {
             walk(Pieces(src.as_bytes(), piece), &mut stepped).unwrap();
             assert_eq!(stepped.0.spans, read.spans, "pieces of {piece}");
             assert_eq!(stepped.0.keys, ["a", "b", "c"]);
+        }
+    }
+
+    #[test]
+    fn nested_children_come_minified_in_any_pieces() {
+        let child = |i: usize| {
+            serde_json::json!({
+                "id": i, "tags": ["a", "b\\\"]", [[], {}]], "n": {"x": [1.5, -2e3, null, true]},
+                "s": "{[,]}", "e": [], "o": {"deep": [[[{"k": [i]}]]]}
+            })
+        };
+        let children: Vec<_> = (0..40).map(child).collect();
+        let minified: String = children.iter().map(|c| format!("{c}\n")).collect();
+        let pretty = serde_json::to_string_pretty(&children).unwrap();
+        let compact = serde_json::to_string(&children).unwrap();
+        for (src, ws) in [(pretty.as_str(), true), (compact.as_str(), false)] {
+            for piece in [1, 2, 7, 64, 65, 4096, CHUNK] {
+                let mut c = Collect::default();
+                let outer = walk(Pieces(src.as_bytes(), piece), &mut c).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&c.bytes),
+                    minified,
+                    "pieces of {piece}"
+                );
+                assert_eq!(outer.inner_ws > 0, ws);
+                for ((start, end), want) in c.spans.iter().zip(&children) {
+                    let raw = &src[*start as usize..*end as usize];
+                    assert_eq!(
+                        &serde_json::from_str::<serde_json::Value>(raw).unwrap(),
+                        want
+                    );
+                    assert!(!raw.ends_with(char::is_whitespace), "{raw:?}");
+                }
+                let mut stepped = Spans::default();
+                walk(Pieces(src.as_bytes(), piece), &mut stepped).unwrap();
+                assert_eq!(stepped.0.spans, c.spans);
+            }
         }
     }
 
