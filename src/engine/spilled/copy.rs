@@ -25,8 +25,12 @@ pub(super) struct TextCopy {
 
 /// The first string member of `structuredContent` (a source, an object)
 /// that is byte for byte the text of a text source; `None` when there is
-/// none.
-pub(super) fn find(spill: &File, prepared: &[Prepared]) -> Result<Option<TextCopy>, NotStreamable> {
+/// none. `long`: the long strings an earlier walk found.
+pub(super) fn find(
+    spill: &File,
+    prepared: &[Prepared],
+    long: &mut LongStrings,
+) -> Result<Option<TextCopy>, NotStreamable> {
     let Some(structured) = prepared.iter().find_map(|p| match p.source {
         Source::Structured(s) => Some(s),
         Source::Text { .. } => None,
@@ -36,7 +40,7 @@ pub(super) fn find(spill: &File, prepared: &[Prepared]) -> Result<Option<TextCop
     if !peek_is(spill, structured, b'{')? {
         return Ok(None);
     }
-    let members = message::children(spill, structured, 256, &mut LongStrings::default())?;
+    let members = message::children(spill, structured, 256, long)?;
     let texts = prepared.iter().filter_map(|p| match p.source {
         Source::Text { block, text } => Some((block, text)),
         Source::Structured(_) => None,

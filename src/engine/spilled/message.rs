@@ -125,11 +125,14 @@ pub(super) struct Outline {
     pub blocks: Vec<Span>,
     /// The record sources, `structuredContent` first, then by block.
     pub sources: Vec<Source>,
+    /// The long strings the outline stepped over, for later walks.
+    pub long: LongStrings,
 }
 
 /// Outlines the JSON-RPC response in `file` (`len` bytes of valid JSON).
 pub(super) fn outline(file: &File, len: u64) -> Result<Outline, NotStreamable> {
-    let long = &mut LongStrings::default();
+    let mut long_strings = LongStrings::default();
+    let long = &mut long_strings;
     let message = children(file, Span { start: 0, end: len }, 64, long)?;
     let result = find(&message, b"result").ok_or(NotStreamable("not a result"))?;
     let members = children(file, result, 256, long)?;
@@ -182,6 +185,7 @@ pub(super) fn outline(file: &File, len: u64) -> Result<Outline, NotStreamable> {
         members,
         blocks,
         sources,
+        long: long_strings,
     })
 }
 

@@ -283,9 +283,9 @@ fn offload(
     let policy = o
         .config
         .policy_for_client(&call.name, call.client.as_deref());
-    let (outline, mut prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
+    let (mut outline, mut prepared, estimated_tokens) = prepare(o, call, spill, len, reply)?;
     // A text copied in `structuredContent`: the text alone gives records.
-    let text_copy = copy::find(spill, &prepared)?;
+    let text_copy = copy::find(spill, &prepared, &mut outline.long)?;
     if text_copy.is_some() {
         prepared.retain(|p| !matches!(p.source, Source::Structured(_)));
     }
@@ -311,6 +311,7 @@ fn offload(
         &outline.blocks,
         &is_source,
         structured,
+        &mut outline.long,
     )?;
     let parsed = RawResult::parse(&shrunk).map_err(|_| NotStreamable("the rest of the result"))?;
     let copy_key = copy.as_ref().map(|c| c.key.clone());
@@ -433,6 +434,7 @@ fn shrunk_result(
     blocks: &[Span],
     is_source: &[bool],
     slim: Option<&str>,
+    long: &mut message::LongStrings,
 ) -> Result<String, NotStreamable> {
     let mut out = String::from("{");
     for (n, m) in members.iter().enumerate() {
@@ -451,7 +453,7 @@ fn shrunk_result(
                         out.push(',');
                     }
                     if is_source[i] {
-                        out.push_str(&source_block(spill, *b)?);
+                        out.push_str(&source_block(spill, *b, long)?);
                     } else {
                         out.push_str(&minify(&read_small(spill, b.start, b.len())?));
                     }
@@ -466,8 +468,12 @@ fn shrunk_result(
 }
 
 /// A source text block, its text `""`.
-fn source_block(spill: &File, block: Span) -> Result<String, NotStreamable> {
-    let fields = message::children(spill, block, 256, &mut message::LongStrings::default())?;
+fn source_block(
+    spill: &File,
+    block: Span,
+    long: &mut message::LongStrings,
+) -> Result<String, NotStreamable> {
+    let fields = message::children(spill, block, 256, long)?;
     let mut out = String::from("{");
     for (n, f) in fields.iter().enumerate() {
         if n > 0 {

@@ -20,7 +20,7 @@ use super::super::records::{Shape, TextFormat};
 use super::scan::{CHUNK, NotStreamable, check_json, minify_copy};
 use super::sink::{FOLD_MAX, Sink};
 use super::walk::{Outer, Visit, walk};
-use crate::json::{Style, StyleCheck, minify};
+use crate::json::{Style, StyleCheck, is_minified, minify};
 
 /// A value larger than this (in the spill, or decoded) is a record source;
 /// smaller ones stay in the envelope.
@@ -270,7 +270,7 @@ fn jsonl(text: &File, len: u64) -> Result<Option<bool>, NotStreamable> {
         let compact = std::str::from_utf8(l).is_ok_and(|s| {
             s.starts_with(['{', '['])
                 && serde_json::from_str::<&serde_json::value::RawValue>(s).is_ok()
-                && minify(s) == s
+                && is_minified(s)
         });
         if !compact {
             return Ok(None);

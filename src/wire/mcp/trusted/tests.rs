@@ -266,9 +266,17 @@ proptest! {
             10 => Just(b'\\'), 10 => Just(b'a'), 1 => Just(b'"'), 1 => Just(b'{'), 1 => Just(0xc3u8),
         ], 0..400),
         at in 0usize..70,
+        run in 1usize..40,
     ) {
         let at = at.min(text.len());
         prop_assert_eq!(string_end(&text, at), naive_string_end(&text, at));
+        // Plain runs longer than the bytes looked at one by one, too.
+        let spread: Vec<u8> = text
+            .iter()
+            .flat_map(|&b| vec![b; if b == b'a' { run } else { 1 }])
+            .collect();
+        let at = at.min(spread.len());
+        prop_assert_eq!(string_end(&spread, at), naive_string_end(&spread, at));
     }
 
     #[test]
