@@ -61,7 +61,7 @@ fn record(i: usize) -> Value {
         "service": format!("api-{}", i % 17),
         "latency_ms": (i * 37) % 1000,
         "message": format!("request {i} handled for user u{} on /v1/items/{}", i % 311, i % 97),
-        "tags": ["edge", if i % 3 == 0 { "retry" } else { "ok" }],
+        "tags": ["edge", if i.is_multiple_of(3) { "retry" } else { "ok" }],
     })
 }
 
