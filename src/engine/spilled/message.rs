@@ -2,13 +2,15 @@
 //! its `result`, the content blocks and which values are record sources
 //! (a text block's `text`, `structuredContent`, of more than
 //! [`SOURCE_MIN`] bytes). Everything that is not a source is read into
-//! memory, at most [`ENVELOPE_MAX`] bytes in all.
+//! memory, at most [`ENVELOPE_MAX`] bytes in all. And the way back: the
+//! result with its sources emptied, and the message around a new result.
 
 use std::fs::File;
 
 use super::scan::NotStreamable;
 use super::split::{SOURCE_MIN, range, read_small};
 use super::walk::{Visit, walk};
+use crate::json::minify;
 
 /// Most bytes of a spilled result kept in memory besides its sources.
 pub(super) const ENVELOPE_MAX: u64 = 1 << 20;
@@ -232,6 +234,90 @@ pub(super) fn one_response(file: &File, message: &[Member]) -> Result<(), NotStr
 
 pub(super) fn peek_is(file: &File, span: Span, b: u8) -> Result<bool, NotStreamable> {
     Ok(read_small(file, span.start, 1.min(span.len()))?.as_bytes() == [b])
+}
+
+/// The result with each source emptied (a text `""`, `structuredContent`
+/// its `slim` form), minified: small (the outline bounded it).
+pub(super) fn shrunk_result(
+    spill: &File,
+    members: &[Member],
+    blocks: &[Span],
+    is_source: &[bool],
+    slim: Option<&str>,
+    long: &mut LongStrings,
+) -> Result<String, NotStreamable> {
+    let mut out = String::from("{");
+    for (n, m) in members.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(std::str::from_utf8(&m.key).map_err(|_| NotStreamable("a bad key"))?);
+        out.push_str("\":");
+        match m.key.as_slice() {
+            b"structuredContent" if slim.is_some() => out.push_str(slim.unwrap_or("null")),
+            b"content" if !blocks.is_empty() => {
+                out.push('[');
+                for (i, b) in blocks.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if is_source[i] {
+                        out.push_str(&source_block(spill, *b, long)?);
+                    } else {
+                        out.push_str(&minify(&read_small(spill, b.start, b.len())?));
+                    }
+                }
+                out.push(']');
+            }
+            _ => out.push_str(&minify(&read_small(spill, m.value.start, m.value.len())?)),
+        }
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// A source text block, its text `""`.
+fn source_block(
+    spill: &File,
+    block: Span,
+    long: &mut LongStrings,
+) -> Result<String, NotStreamable> {
+    let fields = children(spill, block, 256, long)?;
+    let mut out = String::from("{");
+    for (n, f) in fields.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(std::str::from_utf8(&f.key).map_err(|_| NotStreamable("a bad key"))?);
+        out.push_str("\":");
+        if f.key == b"text" {
+            out.push_str("\"\"");
+        } else {
+            out.push_str(&minify(&read_small(spill, f.value.start, f.value.len())?));
+        }
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// The JSON-RPC message (the `len` bytes of `spill`) with `result` in
+/// place of its result: every byte around it as it came.
+pub(super) fn with_result(
+    spill: &File,
+    members: &[Member],
+    result: &str,
+    len: u64,
+) -> Result<String, NotStreamable> {
+    let at = find(members, b"result").ok_or(NotStreamable("not a result"))?;
+    let before = read_small(spill, 0, at.start)?;
+    let after = read_small(spill, at.end, len.saturating_sub(at.end))?;
+    let mut out = String::with_capacity(before.len() + result.len() + after.len());
+    out.push_str(&before);
+    out.push_str(result);
+    out.push_str(&after);
+    Ok(out)
 }
 
 #[cfg(test)]

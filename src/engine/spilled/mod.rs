@@ -51,10 +51,9 @@ use super::records::{
     self, FromResult, Rebuild, RecordKind, RecordsView, Segment, Shape, StructuredCopy,
 };
 use super::rewrite;
-use crate::json::minify;
 use crate::wire::call::ToolCall;
 use crate::wire::mcp::RawResult;
-use message::{Outline, Source, Span, find, outline};
+use message::{Outline, Source, find, outline};
 use scan::{CHUNK, NotStreamable, check_json, decode_string};
 use sink::Sink;
 use split::{range, read_small};
@@ -305,7 +304,7 @@ fn offload(
     // `structuredContent` in the rewritten result and the envelope: its
     // record array emptied, or its copy of a text emptied.
     let structured = slim.as_deref().or(emptied.as_deref());
-    let shrunk = shrunk_result(
+    let shrunk = message::shrunk_result(
         spill,
         &outline.members,
         &outline.blocks,
@@ -349,7 +348,7 @@ fn offload(
         Outcome::Truncated(t) => &t.result,
         Outcome::Inline(reason) => return Err(Stop::Keep(reason.clone())),
     };
-    reply.message = Some(message(spill, &outline.message, result, len)?);
+    reply.message = Some(message::with_result(spill, &outline.message, result, len)?);
     Ok(outcome)
 }
 
@@ -424,88 +423,4 @@ fn small_text_tokens(
         }
     }
     Ok(tokens)
-}
-
-/// The result with each source emptied (a text `""`, `structuredContent`
-/// its `slim` form), minified: small (the outline bounded it).
-fn shrunk_result(
-    spill: &File,
-    members: &[message::Member],
-    blocks: &[Span],
-    is_source: &[bool],
-    slim: Option<&str>,
-    long: &mut message::LongStrings,
-) -> Result<String, NotStreamable> {
-    let mut out = String::from("{");
-    for (n, m) in members.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        out.push_str(std::str::from_utf8(&m.key).map_err(|_| NotStreamable("a bad key"))?);
-        out.push_str("\":");
-        match m.key.as_slice() {
-            b"structuredContent" if slim.is_some() => out.push_str(slim.unwrap_or("null")),
-            b"content" if !blocks.is_empty() => {
-                out.push('[');
-                for (i, b) in blocks.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    if is_source[i] {
-                        out.push_str(&source_block(spill, *b, long)?);
-                    } else {
-                        out.push_str(&minify(&read_small(spill, b.start, b.len())?));
-                    }
-                }
-                out.push(']');
-            }
-            _ => out.push_str(&minify(&read_small(spill, m.value.start, m.value.len())?)),
-        }
-    }
-    out.push('}');
-    Ok(out)
-}
-
-/// A source text block, its text `""`.
-fn source_block(
-    spill: &File,
-    block: Span,
-    long: &mut message::LongStrings,
-) -> Result<String, NotStreamable> {
-    let fields = message::children(spill, block, 256, long)?;
-    let mut out = String::from("{");
-    for (n, f) in fields.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        out.push_str(std::str::from_utf8(&f.key).map_err(|_| NotStreamable("a bad key"))?);
-        out.push_str("\":");
-        if f.key == b"text" {
-            out.push_str("\"\"");
-        } else {
-            out.push_str(&minify(&read_small(spill, f.value.start, f.value.len())?));
-        }
-    }
-    out.push('}');
-    Ok(out)
-}
-
-/// The JSON-RPC message (the `len` bytes of `spill`) with `result` in
-/// place of its result: every byte around it as it came.
-fn message(
-    spill: &File,
-    members: &[message::Member],
-    result: &str,
-    len: u64,
-) -> Result<String, NotStreamable> {
-    let at = find(members, b"result").ok_or(NotStreamable("not a result"))?;
-    let before = read_small(spill, 0, at.start)?;
-    let after = read_small(spill, at.end, len.saturating_sub(at.end))?;
-    let mut out = String::with_capacity(before.len() + result.len() + after.len());
-    out.push_str(&before);
-    out.push_str(result);
-    out.push_str(&after);
-    Ok(out)
 }
