@@ -39,6 +39,7 @@
 
 mod keyword;
 mod objects;
+mod roles;
 mod shapes;
 
 use super::descriptor::{Detail, JqRecipe, RecipeProgram, shell_command, shell_quote};
