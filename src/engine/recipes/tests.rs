@@ -26,7 +26,7 @@ fn parameters_render_as_json_string_literals() {
 #[test]
 fn the_memory_table_names_its_roles() {
     let b = Builder {
-        out: memory_recipes(Detail::Light),
+        out: memory::memory_recipes(Detail::Light),
         each: String::new(),
         all: String::new(),
         raw: false,
