@@ -36,6 +36,7 @@
 
 mod access;
 mod args;
+mod binding;
 pub(crate) mod manifest;
 mod page;
 
@@ -44,7 +45,7 @@ use serde_json::{Value, json};
 
 pub(crate) use access::AccessError;
 use access::quoted;
-pub use access::{BindingKey, BindingKeyError};
+pub use binding::{BindingKey, BindingKeyError};
 pub(crate) use manifest::{EXTRACT_TOOL, LIST_TOOL, Shadowed};
 
 use crate::engine::Offloader;
