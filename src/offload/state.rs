@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::budget::BufferBudget;
 use super::caller::Serving;
-use super::memo::{Bounds, Memo};
+use super::memo::Memo;
 use super::sessions::ProxySessions;
 use crate::answer::BindingKey;
 use crate::answer::manifest::{ToolEdits, add_capabilities, add_tools};
@@ -20,6 +20,11 @@ use crate::engine::{Offloader, Outcome};
 use crate::extract::ExtractLimits;
 use crate::wire::call::OutputSchema;
 use crate::wire::jsonrpc::{RawCall, Watched};
+use remembered::{
+    CLIENT_BOUNDS, OUTPUT_SCHEMA_BOUNDS, TASK_BOUNDS, TaskCalls, UNANSWERED_BOUNDS, Unanswered,
+};
+
+mod remembered;
 
 /// Default name of the request header that asks for untouched responses.
 /// Values `1` and `true` (any case) count.
@@ -420,22 +425,6 @@ impl Shared {
     }
 }
 
-/// Calls that answered with `CreateTaskResult`, by task id, until their
-/// `tasks/result`: only what the engine reads of each call is kept
-/// ([`RawCall::kept`], a few KB at most); past a bound the oldest is
-/// forgotten first (its result is then still evaluated, under the name
-/// `tasks_result`).
-pub(crate) type TaskCalls = Memo<RawCall>;
-
-/// Bounds of [`TaskCalls`].
-/// Tools whose `outputSchema` is remembered: a server lists tens, a
-/// gateway hundreds; names are cut at 256 characters.
-pub(crate) const OUTPUT_SCHEMA_BOUNDS: Bounds = Bounds {
-    capacity: 4096,
-    max_bytes: 1 << 20,
-    ttl: Duration::from_secs(24 * 3600),
-};
-
 /// Says, once per layer, which client profiles ask for what the layer
 /// cannot give: the `lro_extract` guidance where extraction is off or the
 /// profile leaves the layer's tools unlisted (that client gets the shell
@@ -452,56 +441,5 @@ fn warn_unmet_profiles(config: &crate::config::OffloadConfig) {
                  tools are not listed to that client: it gets the shell guidance"
             );
         }
-    }
-}
-
-/// Sessions whose client name is remembered: as many as proxy sessions,
-/// for as long.
-pub(crate) const CLIENT_BOUNDS: Bounds = Bounds {
-    capacity: DEFAULT_MAX_PROXY_SESSIONS,
-    max_bytes: 4 << 20,
-    ttl: DEFAULT_PROXY_SESSION_TTL,
-};
-
-pub(crate) const TASK_BOUNDS: Bounds = Bounds {
-    capacity: 10_000,
-    max_bytes: 4 << 20,
-    ttl: Duration::from_secs(3600),
-};
-
-/// Calls whose event stream ended (or was dropped by the client) before
-/// their result came, by session, with their JSON-RPC ids: a server may
-/// replay the result on a `GET` stream resumed with `Last-Event-ID`.
-pub(crate) type Unanswered = Memo<Vec<(Value, RawCall)>>;
-
-/// Bounds of [`Unanswered`].
-pub(crate) const UNANSWERED_BOUNDS: Bounds = Bounds {
-    capacity: 10_000,
-    max_bytes: 4 << 20,
-    ttl: Duration::from_secs(3600),
-};
-
-/// Calls remembered per session at most.
-const UNANSWERED_PER_SESSION: usize = 16;
-
-impl Shared {
-    /// Remembers the calls of `session` still watched when its stream went.
-    pub(crate) fn remember_unanswered(&self, session: &str, watched: Vec<Watch>) {
-        self.unanswered.update(session, |known| {
-            let mut calls = known.unwrap_or_default();
-            calls.extend(watched.into_iter().map(|w| (w.id, w.call.kept())));
-            let over = calls.len().saturating_sub(UNANSWERED_PER_SESSION);
-            calls.drain(..over);
-            calls
-        });
-    }
-
-    /// The calls of `session` whose results a resumed stream may replay.
-    pub(crate) fn take_unanswered(&self, session: &str) -> Vec<Watch> {
-        let calls = self.unanswered.take(session).unwrap_or_default();
-        calls
-            .into_iter()
-            .map(|(id, call)| Watch::result(id, call, false))
-            .collect()
     }
 }
