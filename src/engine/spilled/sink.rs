@@ -38,14 +38,7 @@ impl Sink {
     pub(super) fn new(file: std::fs::File) -> Sink {
         Sink {
             out: Some(BufWriter::with_capacity(CHUNK, file)),
-            digest: DataDigest::default(),
-            stats: RecordStats::collect(std::iter::empty()),
-            sample: String::new(),
-            sample_count: 0,
-            current: Vec::new(),
-            current_len: 0,
-            count: 0,
-            chars: 0,
+            ..Sink::dry()
         }
     }
 
