@@ -8,8 +8,14 @@
 //! first large result, one thread per core): a thread spawned per request
 //! can start later than the work it would take over; a kept thread woken is
 //! running within microseconds.
+//!
+//! A result too large to hold is read as a stream, so its work cannot be
+//! split in two halves: there, [`Background`] folds the batches the
+//! stream makes on a thread of its own while the stream goes on.
 
 use std::sync::OnceLock;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
@@ -32,6 +38,72 @@ pub(crate) fn join<A: Send, B: Send>(
     match pool().filter(|_| on && bytes >= PARALLEL_FROM) {
         Some(pool) => pool.join(a, b),
         None => (a(), b()),
+    }
+}
+
+/// Batches handed to a [`Background`] fold and not yet folded, at most:
+/// the memory it holds is this many batches besides the one being made.
+const BATCHES_IN_FLIGHT: usize = 2;
+
+/// A fold over batches made on this thread: with the switch on, run in
+/// order on a thread of its own (spawned for the one stream: a stream this
+/// long makes the spawn's cost nothing, and a thread of its own cannot
+/// wait on the pool's), [`push`](Self::push) waiting only when
+/// [`BATCHES_IN_FLIGHT`] are queued; with it off, or when no thread could
+/// be made, each batch folded here as it comes. The state is the same
+/// either way.
+pub(crate) struct Background<S, B> {
+    run: Run<S, B>,
+}
+
+/// Where a [`Background`] fold runs.
+enum Run<S, B> {
+    Here(S, fn(&mut S, B)),
+    Thread(SyncSender<B>, JoinHandle<S>),
+}
+
+impl<S: Send + 'static, B: Send + 'static> Background<S, B> {
+    /// A fold of `fold` over the batches, from `init()`.
+    pub(crate) fn new(on: bool, init: fn() -> S, fold: fn(&mut S, B)) -> Self {
+        let run = match on.then(|| {
+            let (tx, rx) = sync_channel::<B>(BATCHES_IN_FLIGHT);
+            std::thread::Builder::new()
+                .name("lro-fold".into())
+                .spawn(move || {
+                    let mut state = init();
+                    for batch in rx {
+                        fold(&mut state, batch);
+                    }
+                    state
+                })
+                .map(|handle| Run::Thread(tx, handle))
+        }) {
+            Some(Ok(thread)) => thread,
+            _ => Run::Here(init(), fold),
+        };
+        Background { run }
+    }
+
+    /// Folds `batch` after those pushed before it.
+    pub(crate) fn push(&mut self, batch: B) {
+        match &mut self.run {
+            Run::Here(state, fold) => fold(state, batch),
+            // Closed only when the fold panicked: `finish` shows the panic.
+            Run::Thread(tx, _) => drop(tx.send(batch)),
+        }
+    }
+
+    /// The state once every batch is folded. A panic of the fold shows here.
+    pub(crate) fn finish(self) -> S {
+        match self.run {
+            Run::Here(state, _) => state,
+            Run::Thread(tx, handle) => {
+                drop(tx);
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }
+        }
     }
 }
 
@@ -71,6 +143,50 @@ mod tests {
         assert_eq!((a, b), (here.clone(), here.clone()));
         let (a, b) = join(false, PARALLEL_FROM, name, name);
         assert_eq!((a, b), (here.clone(), here));
+    }
+
+    #[test]
+    fn a_background_fold_sees_every_batch_in_order_on_or_off() {
+        for on in [true, false] {
+            let mut fold = Background::new(
+                on,
+                Vec::new,
+                |seen: &mut Vec<(usize, Option<String>)>, b| seen.push((b, name())),
+            );
+            for b in 0..100 {
+                fold.push(b);
+            }
+            let seen = fold.finish();
+            assert_eq!(
+                seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+                (0..100).collect::<Vec<_>>()
+            );
+            let threads: Vec<_> = seen.into_iter().map(|s| s.1).collect();
+            let expected = if on {
+                Some("lro-fold".to_owned())
+            } else {
+                name()
+            };
+            assert!(
+                threads.iter().all(|t| *t == expected),
+                "on: {on}: {threads:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_panic_of_a_background_fold_shows_at_its_finish() {
+        let mut fold = Background::new(
+            true,
+            || 0usize,
+            |_: &mut usize, b: usize| {
+                assert!(b < 3, "batch {b}");
+            },
+        );
+        for b in 0..10 {
+            fold.push(b);
+        }
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fold.finish())).is_err());
     }
 
     #[test]

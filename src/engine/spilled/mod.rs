@@ -198,10 +198,16 @@ struct SplitSources {
     kind: RecordKind,
 }
 
-/// Step 3b: every source split into the data file, in order.
-fn split_sources(spill: &File, blocks: usize, prepared: &[Prepared]) -> Result<SplitSources, Stop> {
+/// Step 3b: every source split into the data file, in order (the
+/// statistics folded beside when `parallel`).
+fn split_sources(
+    spill: &File,
+    blocks: usize,
+    prepared: &[Prepared],
+    parallel: bool,
+) -> Result<SplitSources, Stop> {
     // Split every source into the data file.
-    let mut sink = Sink::new(tempfile::tempfile()?);
+    let mut sink = Sink::new(tempfile::tempfile()?, parallel);
     let mut segments = Vec::new();
     let mut is_source = vec![false; blocks];
     let mut slim: Option<String> = None;
@@ -298,7 +304,7 @@ fn offload(
         is_source,
         slim,
         kind,
-    } = split_sources(spill, outline.blocks.len(), &prepared)?;
+    } = split_sources(spill, outline.blocks.len(), &prepared, o.config.parallel)?;
     drop(prepared);
     rewrite::structured_fits(slim.as_deref(), call.output_schema).map_err(Stop::Keep)?;
     // `structuredContent` in the rewritten result and the envelope: its
