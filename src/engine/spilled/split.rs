@@ -293,28 +293,32 @@ fn plain_lines(text: &File, len: u64, sink: &mut Sink) -> Result<Shape, NotStrea
         if n == 0 {
             break;
         }
-        for &b in &buf[..n] {
-            last = b;
-            if b == b'\n' {
-                if open {
-                    out.extend_from_slice(b"\"}");
+        last = buf[n - 1];
+        let mut at = 0;
+        while at < n {
+            let newline = memchr::memchr(b'\n', &buf[at..n]).map(|p| at + p);
+            let piece = &buf[at..newline.unwrap_or(n)];
+            if !piece.is_empty() {
+                if !open {
+                    out.extend_from_slice(format!("{{\"line\":{line},\"text\":\"").as_bytes());
+                    open = true;
+                }
+                push_escaped_bytes(&mut out, piece);
+                if out.len() >= CHUNK {
                     sink.write(&out)?;
                     out.clear();
-                    sink.end()?;
-                    open = false;
                 }
-                line += 1;
-                continue;
             }
-            if !open {
-                out.extend_from_slice(format!("{{\"line\":{line},\"text\":\"").as_bytes());
-                open = true;
-            }
-            push_escaped(&mut out, b);
-            if out.len() >= CHUNK {
+            let Some(newline) = newline else { break };
+            if open {
+                out.extend_from_slice(b"\"}");
                 sink.write(&out)?;
                 out.clear();
+                sink.end()?;
+                open = false;
             }
+            line += 1;
+            at = newline + 1;
         }
     }
     if open {
@@ -331,6 +335,20 @@ fn plain_lines(text: &File, len: u64, sink: &mut Sink) -> Result<Shape, NotStrea
         trailing_newline,
         lines: Some(lines),
     })
+}
+
+/// Bytes of text into a JSON string, escaped as `serde_json` does: the runs
+/// that need no escape copied whole.
+fn push_escaped_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            out.extend_from_slice(&bytes[run..i]);
+            push_escaped(out, b);
+            run = i + 1;
+        }
+    }
+    out.extend_from_slice(&bytes[run..]);
 }
 
 /// One byte of text into a JSON string, escaped as `serde_json` does.
