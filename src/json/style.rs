@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Sink, after_string, layout};
+use super::{Sink, after_string, layout, string_end};
 
 /// How a JSON text was laid out by the program that wrote it.
 ///
@@ -191,21 +191,35 @@ impl Default for StyleCheck {
 }
 
 impl StyleCheck {
-    /// The next bytes of the text.
+    /// The next bytes of the text: a string's bytes stepped over to its
+    /// closing quote in one search, and only the bytes with whitespace
+    /// before them or a bracket, comma or colon beside them checked
+    /// against the styles (between two bytes of one number or literal
+    /// every style puts nothing).
     pub(crate) fn feed(&mut self, chunk: &[u8]) {
-        for &b in chunk {
+        let mut i = 0;
+        while i < chunk.len() {
             if self.alive.is_empty() {
                 return;
             }
             if self.in_string {
-                match (self.escaped, b) {
-                    (true, _) => self.escaped = false,
-                    (false, b'\\') => self.escaped = true,
-                    (false, b'"') => self.in_string = false,
-                    _ => {}
+                if self.escaped {
+                    (self.escaped, i) = (false, i + 1);
+                    continue;
+                }
+                match string_end(chunk, i) {
+                    Some(quote) => (self.in_string, i) = (false, quote + 1),
+                    None => {
+                        // An odd run of backslashes at the end escapes the
+                        // next chunk's first byte.
+                        let run = chunk[i..].iter().rev().take_while(|&&b| b == b'\\');
+                        (self.escaped, i) = (run.count() % 2 == 1, chunk.len());
+                    }
                 }
                 continue;
             }
+            let b = chunk[i];
+            i += 1;
             if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 match self.run.len() < RUN_MAX {
                     true => self.run.push(b),
@@ -213,7 +227,12 @@ impl StyleCheck {
                 }
                 continue;
             }
-            self.between(b);
+            let inside_literal = self.run.is_empty()
+                && !matches!(self.prev, b'{' | b'[' | b',' | b':')
+                && !matches!(b, b'}' | b']');
+            if !inside_literal {
+                self.between(b);
+            }
             match b {
                 b'"' => self.in_string = true,
                 b'{' | b'[' => self.depth += 1,
@@ -272,6 +291,7 @@ mod tests {
             r#"{"a":[1,2,{"b":[]}],"c":{},"d":"x, y: {z}","e":[[["deep"]]]}"#,
             r#"[{"id":1,"tags":["a","b"]},{"id":2,"tags":[]}]"#,
             r#"{"s":"quote \" and \\ backslash","n":null}"#,
+            r#"[{"a":"\\\\\"","b":-1.5e3,"c":true},{"a":"\\","b":[false,null,12]}]"#,
         ];
         for minified in values {
             for style in Style::CANDIDATES.into_iter().skip(1) {
@@ -279,13 +299,15 @@ mod tests {
                 assert_eq!(Style::detect(&text, minified), Some(style));
                 let mut whole = StyleCheck::default();
                 whole.feed(text.as_bytes());
-                let mut bytes = StyleCheck::default();
-                text.as_bytes().chunks(1).for_each(|c| bytes.feed(c));
-                assert_eq!(
-                    (whole.style(), bytes.style()),
-                    (Some(style), Some(style)),
-                    "{text}"
-                );
+                for size in [1, 2, 3, 7] {
+                    let mut pieces = StyleCheck::default();
+                    text.as_bytes().chunks(size).for_each(|c| pieces.feed(c));
+                    assert_eq!(
+                        (whole.style(), pieces.style()),
+                        (Some(style), Some(style)),
+                        "{text} in pieces of {size}"
+                    );
+                }
             }
             let mut compact = StyleCheck::default();
             compact.feed(minified.as_bytes());
