@@ -260,9 +260,15 @@ impl Walker {
                 b'}' | b']' if self.depth == 2 => break,
                 b'}' | b']' => self.depth -= 1,
                 b' ' | b'\t' | b'\n' | b'\r' => {
+                    // The whole run of whitespace (an indentation) at once.
                     self.keep(&buf[run..i]);
-                    run = i + 1;
-                    self.outer.inner_ws += 1;
+                    let spaces = buf[i..]
+                        .iter()
+                        .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                        .count();
+                    self.outer.inner_ws += spaces as u64;
+                    (i, run) = (i + spaces, i + spaces);
+                    continue;
                 }
                 _ => {}
             }
