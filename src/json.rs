@@ -63,6 +63,38 @@ fn minify_to(src: &str, sink: &mut impl Sink) {
     sink.put(&src[run_start.min(len)..]);
 }
 
+/// The escape of one byte in a JSON string, as `serde_json` writes it, or
+/// `None` when it stands for itself.
+pub(crate) fn escape(b: u8) -> Option<&'static str> {
+    const CONTROL: [&str; 32] = [
+        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+        "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011",
+        "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019",
+        "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+    ];
+    match b {
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        0..0x20 => Some(CONTROL[b as usize]),
+        _ => None,
+    }
+}
+
+/// Appends `bytes` escaped as the contents of a JSON string, as
+/// `serde_json` would: the runs between escapes copied whole (every escaped
+/// byte is ASCII, so a run of UTF-8 text is whole characters).
+pub(crate) fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if let Some(e) = escape(b) {
+            out.extend_from_slice(&bytes[run..i]);
+            out.extend_from_slice(e.as_bytes());
+            run = i + 1;
+        }
+    }
+    out.extend_from_slice(&bytes[run..]);
+}
+
 /// The index of the quote closing the string whose text starts at `from`
 /// (after its opening quote; the byte at `from` not escaped); `None` when
 /// `bytes` ends first. The crate's one string scanner, for short keys and
@@ -83,6 +115,17 @@ pub(crate) fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
         // A backslash escapes the next byte.
         from = at + 2;
     }
+}
+
+/// [`string_end`] for a string read a chunk at a time: `Ok` with its
+/// closing quote's index in `chunk`, or `Err(escaped)` when the chunk ends
+/// first, `escaped` telling whether the next chunk's first byte is escaped
+/// (an odd run of backslashes at the end of this one).
+pub(crate) fn string_end_in_chunk(chunk: &[u8], from: usize) -> Result<usize, bool> {
+    string_end(chunk, from).ok_or_else(|| {
+        let run = chunk.get(from..).unwrap_or_default();
+        run.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+    })
 }
 
 /// Bytes [`string_end`] looks at one by one before it calls `memchr2`. It

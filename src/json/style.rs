@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Sink, after_string, layout, string_end};
+use super::{Sink, after_string, layout, string_end_in_chunk};
 
 /// How a JSON text was laid out by the program that wrote it.
 ///
@@ -207,14 +207,9 @@ impl StyleCheck {
                     (self.escaped, i) = (false, i + 1);
                     continue;
                 }
-                match string_end(chunk, i) {
-                    Some(quote) => (self.in_string, i) = (false, quote + 1),
-                    None => {
-                        // An odd run of backslashes at the end escapes the
-                        // next chunk's first byte.
-                        let run = chunk[i..].iter().rev().take_while(|&&b| b == b'\\');
-                        (self.escaped, i) = (run.count() % 2 == 1, chunk.len());
-                    }
+                match string_end_in_chunk(chunk, i) {
+                    Ok(quote) => (self.in_string, i) = (false, quote + 1),
+                    Err(escaped) => (self.escaped, i) = (escaped, chunk.len()),
                 }
                 continue;
             }

@@ -17,6 +17,7 @@
 use serde::Deserialize;
 
 use super::{RebuildError, Records, Shape};
+use crate::json::escape;
 
 /// A group of short lines is closed once its text has this many bytes; a
 /// run of more empty lines than this closes it too (they cost nothing
@@ -91,23 +92,6 @@ fn digits(mut n: usize) -> usize {
         d += 1;
     }
     d
-}
-
-/// The escape of one byte in a JSON string, as `serde_json` writes it, or
-/// `None` when it stands for itself.
-fn escape(b: u8) -> Option<&'static str> {
-    const CONTROL: [&str; 32] = [
-        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
-        "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011",
-        "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019",
-        "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
-    ];
-    match b {
-        b'"' => Some("\\\""),
-        b'\\' => Some("\\\\"),
-        0..0x20 => Some(CONTROL[b as usize]),
-        _ => None,
-    }
 }
 
 /// Length of `s` escaped as the contents of a JSON string (no quotes).

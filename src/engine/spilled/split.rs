@@ -20,7 +20,7 @@ use super::super::records::{Shape, TextFormat};
 use super::scan::{CHUNK, NotStreamable, check_json, minify_copy};
 use super::sink::{FOLD_MAX, Sink};
 use super::walk::{Outer, Visit, walk};
-use crate::json::{Style, StyleCheck, is_minified, minify};
+use crate::json::{Style, StyleCheck, is_minified, minify, push_escaped};
 
 /// A value larger than this (in the spill, or decoded) is a record source;
 /// smaller ones stay in the envelope.
@@ -303,7 +303,7 @@ fn plain_lines(text: &File, len: u64, sink: &mut Sink) -> Result<Shape, NotStrea
                     out.extend_from_slice(format!("{{\"line\":{line},\"text\":\"").as_bytes());
                     open = true;
                 }
-                push_escaped_bytes(&mut out, piece);
+                push_escaped(&mut out, piece);
                 if out.len() >= CHUNK {
                     sink.write(&out)?;
                     out.clear();
@@ -335,38 +335,4 @@ fn plain_lines(text: &File, len: u64, sink: &mut Sink) -> Result<Shape, NotStrea
         trailing_newline,
         lines: Some(lines),
     })
-}
-
-/// Bytes of text into a JSON string, escaped as `serde_json` does: the runs
-/// that need no escape copied whole.
-fn push_escaped_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            out.extend_from_slice(&bytes[run..i]);
-            push_escaped(out, b);
-            run = i + 1;
-        }
-    }
-    out.extend_from_slice(&bytes[run..]);
-}
-
-/// One byte of text into a JSON string, escaped as `serde_json` does.
-fn push_escaped(out: &mut Vec<u8>, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match b {
-        b'"' => out.extend_from_slice(b"\\\""),
-        b'\\' => out.extend_from_slice(b"\\\\"),
-        b'\n' => out.extend_from_slice(b"\\n"),
-        b'\r' => out.extend_from_slice(b"\\r"),
-        b'\t' => out.extend_from_slice(b"\\t"),
-        0x08 => out.extend_from_slice(b"\\b"),
-        0x0c => out.extend_from_slice(b"\\f"),
-        0..0x20 => {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(b >> 4)]);
-            out.push(HEX[usize::from(b & 15)]);
-        }
-        _ => out.push(b),
-    }
 }

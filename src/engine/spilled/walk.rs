@@ -9,8 +9,8 @@
 use std::io::Read;
 
 use super::scan::{CHUNK, NotStreamable};
-use crate::json::string_end;
 use crate::json::to_quote_or_backslash;
+use crate::json::{string_end, string_end_in_chunk};
 
 /// Longest key kept of an object member (longer ones are named by their
 /// first bytes; no key we look for is that long).
@@ -221,13 +221,10 @@ impl Walker {
     /// `i` (not escaped) to its closing quote or the end of `buf`; where it
     /// stopped.
     fn skip_string(&mut self, buf: &[u8], i: usize) -> usize {
-        let to = match string_end(buf, i) {
-            Some(quote) => quote,
-            None => {
-                // An odd run of backslashes at the end escapes the next
-                // buffer's first byte.
-                let run = buf[i..].iter().rev().take_while(|&&b| b == b'\\').count();
-                self.esc = run % 2 == 1;
+        let to = match string_end_in_chunk(buf, i) {
+            Ok(quote) => quote,
+            Err(escaped) => {
+                self.esc = escaped;
                 buf.len()
             }
         };
