@@ -165,3 +165,27 @@ impl Body for Chunked {
         SizeHint::with_exact(self.data.len() as u64)
     }
 }
+
+/// The address `lro gateway` (`child`, its stdout piped) says it listens
+/// on, in the first line it prints (`lro gateway listening on
+/// http://127.0.0.1:PORT/mcp`); panics when none comes within `timeout`.
+pub(crate) async fn gateway_address(
+    child: &mut tokio::process::Child,
+    timeout: Duration,
+) -> std::net::SocketAddr {
+    use tokio::io::AsyncBufReadExt;
+    let stdout = child.stdout.take().expect("lro's stdout piped");
+    let mut line = String::new();
+    tokio::time::timeout(
+        timeout,
+        tokio::io::BufReader::new(stdout).read_line(&mut line),
+    )
+    .await
+    .expect("lro gateway starts in time")
+    .unwrap();
+    line.trim()
+        .rsplit_once("http://")
+        .and_then(|(_, url)| url.split_once('/'))
+        .and_then(|(addr, _)| addr.parse().ok())
+        .unwrap_or_else(|| panic!("lro gateway said {line:?}"))
+}

@@ -96,19 +96,7 @@ async fn gateway(upstream: SocketAddr, offload: bool, dir: &Path) -> (Child, Soc
         dir.to_str().unwrap(),
     ];
     let mut child = lro(&args, offload);
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(REQUEST_TIMEOUT, stdout.read_line(&mut line))
-        .await
-        .expect("lro gateway starts in time")
-        .unwrap();
-    // "lro gateway listening on http://127.0.0.1:PORT/mcp"
-    let addr = line
-        .trim()
-        .rsplit_once("http://")
-        .and_then(|(_, url)| url.split_once('/'))
-        .and_then(|(addr, _)| addr.parse().ok())
-        .unwrap_or_else(|| panic!("lro gateway said {line:?}"));
+    let addr = support::gateway_address(&mut child, REQUEST_TIMEOUT).await;
     (child, addr)
 }
 

@@ -182,18 +182,7 @@ async fn gateway(upstream: SocketAddr, dir: &Path) -> (Child, SocketAddr) {
         .kill_on_drop(true)
         .spawn()
         .expect("lro starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(REQUEST_TIMEOUT, stdout.read_line(&mut line))
-        .await
-        .expect("lro gateway starts in time")
-        .unwrap();
-    let addr = line
-        .trim()
-        .rsplit_once("http://")
-        .and_then(|(_, url)| url.split_once('/'))
-        .and_then(|(addr, _)| addr.parse().ok())
-        .unwrap_or_else(|| panic!("lro gateway said {line:?}"));
+    let addr = support::gateway_address(&mut child, REQUEST_TIMEOUT).await;
     (child, addr)
 }
 
